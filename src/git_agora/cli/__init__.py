@@ -1,0 +1,59 @@
+"""`git agora`: the command line. Commands load lazily so that publishing stays fast to start."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+
+import click
+
+COMMANDS = {
+    "init": "init",
+    "push": "push",
+    "post": "post",
+    "fetch": "fetch",
+    "sync": "sync",
+    "checkout": "checkout",
+    "show": "show",
+    "log": "log",
+    "whoami": "whoami",
+    "index": "index",
+    "lineage": "lineage",
+    "stats": "stats",
+    "analyze": "analyze",
+    "search": "search",
+    "run": "run",
+    "verify": "verify",
+    "demo": "demo",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if _module_exists(COMMANDS[name])]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS or not _module_exists(COMMANDS[name]):
+            return None
+        return importlib.import_module(f"git_agora.cli.{COMMANDS[name]}").command
+
+
+def _module_exists(module: str) -> bool:
+    return importlib.util.find_spec(f"git_agora.cli.{module}") is not None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--account", envvar="AGORA_ACCOUNT", help="Publish as this account (else AGORA_ACCOUNT or git config agora.account).")
+@click.option("-C", "directory", type=click.Path(file_okay=False), help="Run as if started in this directory.")
+@click.version_option(package_name="git-agora")
+@click.pass_context
+def cli(ctx: click.Context, account: str | None, directory: str | None) -> None:
+    """git-agora: research contributions as Git commits, shared over any Git remote."""
+    ctx.obj = {"account": account, "directory": directory or "."}
+
+
+def main(argv: list[str] | None = None) -> None:
+    from .common import run_cli
+
+    sys.exit(run_cli(cli, argv))

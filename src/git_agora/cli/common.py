@@ -1,0 +1,112 @@
+"""What every command shares: the project, options, output for people and for agents, errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable, Iterable
+
+import click
+
+from ..errors import AgoraError, ExitCode
+
+
+def run_cli(group: click.Group, argv: list[str] | None) -> int:
+    """Run the group; every known failure becomes one line on stderr and a non-zero exit."""
+    from ..config import ConfigError
+    from ..contribution import ContributionError
+    from ..refs.git import GitError
+    from ..refs.names import RefNameError
+
+    try:
+        result = group.main(args=argv, prog_name="git agora", standalone_mode=False)
+        return int(result or 0)
+    except click.exceptions.Abort:
+        click.echo("git agora: aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except AgoraError as exc:
+        click.echo(f"git agora: error: {exc}", err=True)
+        return exc.exit_code
+    except (ContributionError, ConfigError, RefNameError, GitError) as exc:
+        click.echo(f"git agora: error: {exc}", err=True)
+        return ExitCode.ERROR
+    except BrokenPipeError:
+        return ExitCode.OK
+    except KeyboardInterrupt:
+        click.echo("git agora: interrupted", err=True)
+        return 130
+
+
+def open_project(ctx: click.Context, account: str | None = None, remote: str | None = None):
+    from ..project import Project
+
+    obj = ctx.find_root().obj or {}
+    return Project.open(obj.get("directory", "."), account or obj.get("account"), remote)
+
+
+def account_option(f: Callable) -> Callable:
+    return click.option("--account", help="Publish as this account (else AGORA_ACCOUNT or git config agora.account).")(f)
+
+
+def json_option(f: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs instead of text.")(f)
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def console():
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def parse_metrics(items: Iterable[str]) -> dict[str, float]:
+    from ..contribution import ContributionError, parse_metric
+
+    metrics = {}
+    for item in items:
+        try:
+            name, value = parse_metric(item)
+        except ContributionError as exc:
+            raise AgoraError(f"--metric: {exc}") from None
+        metrics[name] = value
+    return metrics
+
+
+def resolve_parents(project, revs: Iterable[str]) -> list[str]:
+    """Full shas of the named contributions, in order, without repeats."""
+    parents: list[str] = []
+    for rev in revs:
+        sha = project.contribution(rev).sha
+        if sha not in parents:
+            parents.append(sha)
+    return parents
+
+
+def report_published(published, as_json: bool, what: str) -> int:
+    """Say what happened to a publish; exit QUEUED when the remote does not have it yet."""
+    from ..refs.sync import PushOutcome
+
+    outcome = published.push.outcome
+    if as_json:
+        emit_json(published.to_dict())
+    else:
+        click.echo(f"{what} {published.sha}")
+        if outcome in (PushOutcome.PUSHED, PushOutcome.UP_TO_DATE):
+            click.echo("pushed")
+        elif outcome is PushOutcome.NO_REMOTE:
+            click.echo(f"no remote configured: kept locally ({published.push.queued} queued)", err=True)
+        elif outcome.queued:
+            click.echo(
+                f"git agora: push failed ({published.push.detail or outcome.value}); "
+                f"{published.push.queued} contribution(s) queued locally, `git agora sync` sends them",
+                err=True,
+            )
+    return ExitCode.QUEUED if outcome.queued and outcome is not PushOutcome.NO_REMOTE else ExitCode.OK

@@ -1,0 +1,91 @@
+"""The project config, `agora.toml`, which lives in the setup contribution's tree."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .contribution import DEFAULT_TAG_WEIGHTS, METRIC_NAME_PATTERN
+
+CONFIG_FILE = "agora.toml"
+BRIEF_FILE = "program.md"
+DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    name: str = "agora-project"
+    metric: str | None = None
+    direction: str = "min"  # "min" or "max"
+    tolerance: float = 0.0
+    eval_command: str | None = None
+    eval_timeout: float = 3600.0
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    tag_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TAG_WEIGHTS))
+    sections: Mapping[str, Any] = field(default_factory=dict)  # everything else, e.g. [ucb]
+
+    def __post_init__(self) -> None:
+        if self.direction not in ("min", "max"):
+            raise ConfigError(f"metric direction must be min or max, not {self.direction!r}")
+        if self.metric is not None and not METRIC_NAME_PATTERN.match(self.metric):
+            raise ConfigError(f"metric name {self.metric!r} is not valid")
+        if not self.tolerance >= 0:
+            raise ConfigError("tolerance must be a non-negative number")
+
+    def better(self, a: float, b: float) -> bool:
+        """Is a better than b by more than the reproduction tolerance?"""
+        return (b - a if self.direction == "min" else a - b) > self.tolerance
+
+    @classmethod
+    def parse(cls, text: str) -> "ProjectConfig":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{CONFIG_FILE} is not valid TOML: {exc}") from None
+        project = data.pop("project", {})
+        metric = data.pop("metric", {})
+        evaluation = data.pop("eval", {})
+        policy = data.pop("policy", {})
+        weights = {**DEFAULT_TAG_WEIGHTS, **{k: float(v) for k, v in data.pop("tags", {}).items()}}
+        try:
+            return cls(
+                name=str(project.get("name", cls.name)),
+                metric=metric.get("name"),
+                direction=str(metric.get("direction", "min")),
+                tolerance=float(metric.get("tolerance", 0.0)),
+                eval_command=evaluation.get("command"),
+                eval_timeout=float(evaluation.get("timeout", 3600.0)),
+                max_file_bytes=int(policy.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)),
+                tag_weights=weights,
+                sections=data,
+            )
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{CONFIG_FILE}: {exc}") from None
+
+    def dump(self) -> str:
+        lines = ["[project]", f"name = {_toml(self.name)}", ""]
+        if self.metric:
+            lines += ["[metric]", f"name = {_toml(self.metric)}", f"direction = {_toml(self.direction)}"]
+            lines += [f"tolerance = {_toml(self.tolerance)}", ""]
+        if self.eval_command:
+            lines += ["[eval]", f"command = {_toml(self.eval_command)}", f"timeout = {_toml(self.eval_timeout)}", ""]
+        lines += ["[policy]", f"max_file_bytes = {self.max_file_bytes}", ""]
+        lines += ["[tags]  # evidence weight of a child from another account, per tag"]
+        lines += [f"{tag} = {_toml(weight)}" for tag, weight in self.tag_weights.items()]
+        for section, values in self.sections.items():
+            lines += ["", f"[{section}]"] + [f"{k} = {_toml(v)}" for k, v in values.items()]
+        return "\n".join(lines) + "\n"
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps(str(value))  # a JSON string is a valid TOML basic string

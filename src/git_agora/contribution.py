@@ -1,0 +1,322 @@
+"""The node of the graph: a contribution, its commit-message encoding, tags and validation rules.
+
+A contribution is one Git commit. Its message is the free-form description followed by one trailer
+block (`Agora-Format: 1`, `Agora-Account: ...`, ...), which plain Git reads with
+`git interpret-trailers --parse` or `git log --format='%(trailers:key=Agora-Tag,valueonly)'`.
+
+Git only ever treats the *last* paragraph of a message as trailers, and we always write our own block
+last, so a description line such as `Agora-Tag: setup` stays text. Two more things could confuse Git's
+parser: a line beginning with `---` followed by space (it marks the start of a patch for
+`interpret-trailers`) and whitespace-only lines; descriptions are normalised and escaped so that neither
+occurs (see `encode_description`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Callable, Iterable, Mapping, Sequence
+
+FORMAT = "1"
+
+
+class Verdict(str, Enum):
+    CONFIRMED = "confirmed"
+    PARTIAL = "partial"
+    FAILED = "failed"
+
+
+DEFAULT_TAG_WEIGHTS: dict[str, float] = {
+    "setup": 5.0,
+    "result": 5.0,
+    "insight": 5.0,
+    "hypothesis": 5.0,
+    "report": 5.0,
+    "endorsed": 0.0,
+    "wip": 0.0,
+}
+VERDICT_WEIGHTS: dict[str, float] = {"confirmed": 20.0, "partial": 10.0, "failed": -20.0}
+RESERVED_TAGS = frozenset(DEFAULT_TAG_WEIGHTS) | {"verification"}
+NON_PROPAGATING_TAGS = frozenset({"wip", "endorsed"})
+
+ACCOUNT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._:+-]{0,63}$")
+METRIC_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+SHA_PATTERN = re.compile(r"^[0-9a-f]{40}$")
+_PATCH_DIVIDER = re.compile(r"^(\\*)---([ \t\v\f\r]|$)")  # Git's isspace, ASCII only
+
+
+class ContributionError(ValueError):
+    """A contribution that breaks a protocol rule; the message is one line for the user."""
+
+
+def contribution_weight(
+    tags: Sequence[str], verdict: str | None, weights: Mapping[str, float] | None = None
+) -> float:
+    """What a child adds to each direct parent's evidence when it comes from another account.
+
+    A verification weighs its verdict (+20 / +10 / -20). Otherwise wip and endorsed weigh nothing, and
+    any other contribution weighs the largest weight among its tags (unknown tags weigh 0).
+    """
+    weights = DEFAULT_TAG_WEIGHTS if weights is None else weights
+    if verdict is not None:
+        return VERDICT_WEIGHTS[verdict]
+    if NON_PROPAGATING_TAGS.intersection(tags):
+        return 0.0
+    return max((weights[t] for t in tags if t in weights), default=0.0)
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One node: what the commit says, plus what Git knows about it (sha, parents, time)."""
+
+    account: str
+    tags: tuple[str, ...]
+    description: str
+    parents: tuple[str, ...] = ()
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    metadata: Mapping[str, object] = field(default_factory=dict)
+    target: str | None = None
+    verdict: Verdict | None = None
+    cross_refs: tuple[str, ...] = ()
+    sha: str | None = None
+    timestamp: int | None = None
+    tree: str | None = None
+    extra_targets: tuple[str, ...] = ()  # only set when decoding a message with several targets
+
+    @property
+    def title(self) -> str:
+        return self.description.split("\n", 1)[0]
+
+    @property
+    def is_verification(self) -> bool:
+        return "verification" in self.tags or self.verdict is not None or self.target is not None
+
+    @property
+    def is_setup(self) -> bool:
+        return "setup" in self.tags
+
+    def weight(self, weights: Mapping[str, float] | None = None) -> float:
+        verdict = self.verdict.value if self.verdict else None
+        return contribution_weight(self.tags, verdict, weights)
+
+    def to_message(self) -> str:
+        """The commit message: encoded description, blank line, one trailer block."""
+        return encode_description(self.description) + "\n\n" + "\n".join(self.trailers()) + "\n"
+
+    def trailers(self) -> list[str]:
+        lines = [f"Agora-Format: {FORMAT}", f"Agora-Account: {self.account}"]
+        lines += [f"Agora-Tag: {tag}" for tag in self.tags]
+        lines += [f"Agora-Metric: {name}={format_float(value)}" for name, value in self.metrics.items()]
+        if self.target is not None:
+            lines.append(f"Agora-Target: {self.target}")
+        if self.verdict is not None:
+            lines.append(f"Agora-Verdict: {self.verdict.value}")
+        if self.metadata:
+            lines.append(f"Agora-Meta: {encode_metadata(self.metadata)}")
+        lines += [f"Agora-Ref: {ref}" for ref in self.cross_refs]
+        return lines
+
+    @classmethod
+    def from_message(
+        cls,
+        message: str,
+        *,
+        sha: str | None = None,
+        parents: Sequence[str] = (),
+        timestamp: int | None = None,
+        tree: str | None = None,
+    ) -> "Contribution":
+        """Decode a commit message; raises ContributionError when it is not a contribution."""
+        description, trailers = split_trailers(message)
+        fields: dict[str, list[str]] = {}
+        for key, value in trailers:
+            fields.setdefault(key.lower(), []).append(value)
+        if fields.get("agora-format") != [FORMAT]:
+            raise ContributionError("not an Agora contribution (no Agora-Format: 1 trailer)")
+        accounts = fields.get("agora-account", [])
+        if len(accounts) != 1:
+            raise ContributionError(f"expected one Agora-Account trailer, found {len(accounts)}")
+        targets = fields.get("agora-target", [])
+        verdicts = fields.get("agora-verdict", [])
+        if len(verdicts) > 1:
+            raise ContributionError("more than one Agora-Verdict trailer")
+        try:
+            verdict = Verdict(verdicts[0]) if verdicts else None
+        except ValueError:
+            raise ContributionError(f"unknown verdict {verdicts[0]!r}") from None
+        metas = fields.get("agora-meta", [])
+        if len(metas) > 1:
+            raise ContributionError("more than one Agora-Meta trailer")
+        return cls(
+            account=accounts[0],
+            tags=tuple(fields.get("agora-tag", [])),
+            description=decode_description(description),
+            parents=tuple(parents),
+            metrics=dict(parse_metric(m) for m in fields.get("agora-metric", [])),
+            metadata=decode_metadata(metas[0]) if metas else {},
+            target=targets[0] if targets else None,
+            extra_targets=tuple(targets[1:]),
+            verdict=verdict,
+            cross_refs=tuple(fields.get("agora-ref", [])),
+            sha=sha,
+            timestamp=timestamp,
+            tree=tree,
+        )
+
+
+# --- description and trailer encoding -------------------------------------------------------
+
+
+def normalize_description(text: str) -> str:
+    """Unix newlines, no trailing spaces, no leading or trailing blank lines."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    return "\n".join(lines).strip("\n")
+
+
+def encode_description(text: str) -> str:
+    """Normalise, and escape lines Git would read as a patch divider by adding one backslash."""
+    lines = normalize_description(text).split("\n")
+    return "\n".join("\\" + line if _PATCH_DIVIDER.match(line) else line for line in lines)
+
+
+def decode_description(text: str) -> str:
+    lines = text.split("\n")
+    return "\n".join(line[1:] if _PATCH_DIVIDER.match(line) and line.startswith("\\") else line for line in lines)
+
+
+def split_trailers(message: str) -> tuple[str, list[tuple[str, str]]]:
+    """Split a message into the text before its last paragraph and that paragraph's trailers.
+
+    Mirrors Git for the messages we write: the trailer block is the last paragraph, every line of
+    which is `Key: value`. A message whose last paragraph is not such a block has no trailers.
+    """
+    text = message.rstrip("\n")
+    head, sep, last = text.rpartition("\n\n")
+    if not sep:
+        return text, []
+    trailers = []
+    for line in last.split("\n"):
+        key, colon, value = line.partition(":")
+        if not colon or not re.fullmatch(r"[A-Za-z0-9-]+", key):
+            return text, []
+        trailers.append((key, value.strip()))
+    return head, trailers
+
+
+def format_float(value: float) -> str:
+    return repr(float(value))
+
+
+def parse_metric(text: str) -> tuple[str, float]:
+    """`name=value` with a finite float value; raises ContributionError otherwise."""
+    name, eq, raw = text.partition("=")
+    name, raw = name.strip(), raw.strip()
+    if not eq or not METRIC_NAME_PATTERN.match(name):
+        raise ContributionError(f"metric {text!r} is not NAME=VALUE")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ContributionError(f"metric {name} value {raw!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ContributionError(f"metric {name} value {raw!r} is not finite")
+    return name, value
+
+
+def encode_metadata(metadata: Mapping[str, object]) -> str:
+    return json.dumps(metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def decode_metadata(text: str) -> dict[str, object]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise ContributionError("Agora-Meta is not JSON") from None
+    if not isinstance(value, dict):
+        raise ContributionError("Agora-Meta is not a JSON object")
+    return value
+
+
+# --- validation --------------------------------------------------------------------------------
+
+
+def intrinsic_problems(c: Contribution) -> list[str]:
+    """Rules a contribution can break on its own, without looking at the rest of the graph."""
+    problems = []
+    if not ACCOUNT_PATTERN.match(c.account):
+        problems.append(f"account {c.account!r} is not a valid name")
+    if not c.description.strip():
+        problems.append("empty description")
+    if "\0" in c.description:
+        problems.append("the description contains a NUL byte")
+    if not c.tags:
+        problems.append("no tags")
+    problems += [f"tag {t!r} is not a valid tag" for t in c.tags if not TAG_PATTERN.match(t)]
+    problems += [f"metric {n} is not finite" for n, v in c.metrics.items() if not math.isfinite(v)]
+    if c.is_setup and c.parents:
+        problems.append("a setup has no parents")
+    if not c.is_setup and not c.parents:
+        problems.append("no parents: only the setup is a root")
+    if "hypothesis" in c.tags and c.metrics:
+        problems.append("a hypothesis carries no metric")
+    if c.is_verification:
+        problems += _verification_problems(c)
+    return problems
+
+
+def _verification_problems(c: Contribution) -> list[str]:
+    problems = []
+    targets = ([c.target] if c.target else []) + list(c.extra_targets)
+    if len(targets) != 1:
+        problems.append(f"a verification has exactly one target, found {len(targets)}")
+    elif c.target not in c.parents:
+        problems.append("the verification target is not among its parents")
+    if c.verdict is None:
+        problems.append("a verification needs a verdict (confirmed, partial or failed)")
+    if "verification" not in c.tags:
+        problems.append("a target or verdict needs the verification tag")
+    return problems
+
+
+def graph_problems(c: Contribution, lookup: Callable[[str], Contribution | None]) -> list[str]:
+    """Rules that need the rest of the graph: parents exist and are contributions; no self-verification.
+
+    `lookup(sha)` returns the contribution with that sha, or None when it is unknown or not a
+    contribution. (Exactly one setup root is checked over the whole graph by the indexer.)
+    """
+    problems = []
+    for parent in c.parents:
+        if lookup(parent) is None:
+            problems.append(f"parent {parent[:12]} is not a known contribution")
+    if c.is_verification and c.target:
+        target = lookup(c.target)
+        if target is not None and target.account == c.account:
+            problems.append("a verification of one's own work")
+    return problems
+
+
+def check(c: Contribution, lookup: Callable[[str], Contribution | None]) -> None:
+    """Raise ContributionError with the first problem, for writers that refuse bad input."""
+    problems = intrinsic_problems(c) + graph_problems(c, lookup)
+    if problems:
+        raise ContributionError(problems[0])
+
+
+def parse_meta_option(items: Iterable[str]) -> dict[str, object]:
+    """`KEY=VALUE` pairs; a VALUE that parses as JSON is kept typed, otherwise it is a string."""
+    metadata: dict[str, object] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        if not eq or not key.strip():
+            raise ContributionError(f"--meta {item!r} is not KEY=VALUE")
+        try:
+            value = json.loads(raw)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ContributionError(f"--meta {key} is not finite")
+        except json.JSONDecodeError:
+            value = raw
+        metadata[key.strip()] = value
+    return metadata

@@ -1,0 +1,20 @@
+"""User-facing errors and exit codes."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    ERROR = 1  # bad input or a failed operation; nothing was published
+    USAGE = 2  # click's usage errors
+    QUEUED = 3  # published locally, not yet on the remote: `git agora sync` sends it later
+
+
+class AgoraError(Exception):
+    """An error the user can act on; shown as one line, `git agora: error: ...`."""
+
+    def __init__(self, message: str, exit_code: int = ExitCode.ERROR):
+        super().__init__(message)
+        self.exit_code = int(exit_code)

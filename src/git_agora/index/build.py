@@ -1,0 +1,197 @@
+"""From parsed commits to index rows: validation in the reader, and the derived tables.
+
+Rows are a pure function of the set of commits (never of the order they were fetched in), so an
+index updated after many fetches equals one rebuilt from scratch, byte for byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..contribution import Contribution, encode_metadata, graph_problems, intrinsic_problems
+from .reader import ParsedCommit
+from .schema import ACCOUNTS, CONTRIBUTIONS, CROSS_REFS, EDGES, TAGS, VERDICTS
+
+SECOND_SETUP = "a second setup: the project's root is the earliest setup"
+
+
+@dataclass(frozen=True)
+class Known:
+    """What validation needs to know about an already indexed commit."""
+
+    account: str | None  # None: the commit is not a contribution
+    tree: str
+
+
+def contribution_rows(
+    parsed: Iterable[ParsedCommit], known: Mapping[str, Known], primary_metric: str | None
+) -> list[dict]:
+    """Rows for new commits, validated against the known ones and each other (parents first)."""
+    batch = sorted(parsed, key=lambda p: (p.raw.timestamp, p.raw.sha))
+    lookup = dict(known)
+    for p in batch:
+        c = p.contribution
+        lookup[p.raw.sha] = Known(c.account if c else None, p.raw.tree)
+
+    def find(sha: str):
+        k = lookup.get(sha)
+        return None if k is None or k.account is None else _Stub(k.account)
+
+    rows = []
+    for p in batch:
+        raw, c = p.raw, p.contribution
+        if c is None:
+            rows.append(_not_a_contribution(raw, p.problem or "not a contribution"))
+            continue
+        reasons = intrinsic_problems(c) + graph_problems(c, find)
+        first = lookup.get(c.parents[0]) if c.parents else None
+        rows.append(
+            {
+                "sha": raw.sha,
+                "account": c.account,
+                "timestamp": raw.timestamp,
+                "log_seq": None,
+                "title": c.title,
+                "description": c.description,
+                "tags": list(c.tags),
+                "metrics": list(c.metrics.items()),
+                "primary_metric": c.metrics.get(primary_metric) if primary_metric else None,
+                "metadata": encode_metadata(c.metadata),
+                "parents": list(c.parents),
+                "tree": raw.tree,
+                "code_bearing": first is None or first.tree != raw.tree,
+                "target": c.target,
+                "verdict": c.verdict.value if c.verdict else None,
+                "valid": not reasons,
+                "reasons": reasons,
+                "_refs": list(c.cross_refs),
+            }
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class _Stub:
+    account: str
+
+
+def _not_a_contribution(raw, problem: str) -> dict:
+    return {
+        "sha": raw.sha, "account": None, "timestamp": raw.timestamp, "log_seq": None,
+        "title": raw.message.split("\n", 1)[0], "description": raw.message.strip(), "tags": [],
+        "metrics": [], "primary_metric": None, "metadata": "{}", "parents": list(raw.parents),
+        "tree": raw.tree, "code_bearing": False, "target": None, "verdict": None, "valid": False,
+        "reasons": [f"not a contribution: {problem}"], "_refs": [],
+    }
+
+
+def rows_to_table(rows: list[dict]) -> tuple[pa.Table, pa.Table]:
+    """The contributions table and the cross-project references of these rows."""
+    refs = [{"sha": r["sha"], "url": u.split("#", 1)[0], "target": u.split("#", 1)[1] if "#" in u else None}
+            for r in rows for u in r.pop("_refs")]
+    return pa.Table.from_pylist(rows, schema=CONTRIBUTIONS), pa.Table.from_pylist(refs, schema=CROSS_REFS)
+
+
+def finalize(contributions: pa.Table) -> pa.Table:
+    """Apply the rules that depend on the whole set, and order rows canonically.
+
+    - exactly one setup root: the earliest valid-otherwise setup (time, then sha) is the root, any
+      other setup is invalid;
+    - log_seq: each contribution's position in its account's history (time, then sha).
+    """
+    table = contributions.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
+    tags = table.column("tags").to_pylist()
+    reasons = table.column("reasons").to_pylist()
+    root_found = False
+    for i, row_tags in enumerate(tags):
+        if "setup" not in row_tags:
+            continue
+        current = [r for r in reasons[i] if r != SECOND_SETUP]
+        if root_found:
+            current.append(SECOND_SETUP)
+        elif not current:
+            root_found = True
+        reasons[i] = current
+    valid = [not r for r in reasons]
+    accounts = table.column("account").to_pylist()
+    seen: dict[str, int] = {}
+    seq = []
+    for account in accounts:
+        if account is None:
+            seq.append(None)
+            continue
+        seq.append(seen.get(account, 0))
+        seen[account] = seq[-1] + 1
+    table = table.set_column(table.schema.get_field_index("reasons"), "reasons", pa.array(reasons, pa.list_(pa.string())))
+    table = table.set_column(table.schema.get_field_index("valid"), "valid", pa.array(valid, pa.bool_()))
+    return table.set_column(table.schema.get_field_index("log_seq"), "log_seq", pa.array(seq, pa.int64()))
+
+
+def derived_tables(contributions: pa.Table) -> dict[str, pa.Table]:
+    """Edges, tags, accounts and verdicts, all computed from the contributions table."""
+    return {
+        "edges": _edges(contributions),
+        "tags": _tags(contributions),
+        "accounts": _accounts(contributions),
+        "verdicts": _verdicts(contributions),
+    }
+
+
+def _edges(c: pa.Table) -> pa.Table:
+    lengths = pc.list_value_length(c.column("parents")).fill_null(0).to_numpy()
+    import numpy as np
+
+    child_idx = np.repeat(np.arange(c.num_rows), lengths)
+    position = np.concatenate([np.arange(n) for n in lengths]) if len(lengths) else np.array([], int)
+    parent = pc.list_flatten(c.column("parents"))
+    child = c.column("sha").take(child_idx)
+    child_account = c.column("account").take(child_idx)
+    account_of = dict(zip(c.column("sha").to_pylist(), c.column("account").to_pylist()))
+    parent_account = pa.array([account_of.get(p) for p in parent.to_pylist()], pa.string())
+    cross = pc.fill_null(pc.not_equal(child_account, parent_account), False)
+    return pa.table(
+        [child, parent, pa.array(position, pa.int32()), child_account, parent_account, cross], schema=EDGES
+    )
+
+
+def _tags(c: pa.Table) -> pa.Table:
+    import numpy as np
+
+    lengths = pc.list_value_length(c.column("tags")).fill_null(0).to_numpy()
+    sha = c.column("sha").take(np.repeat(np.arange(c.num_rows), lengths))
+    return pa.table([sha, pc.list_flatten(c.column("tags"))], schema=TAGS)
+
+
+def _accounts(c: pa.Table) -> pa.Table:
+    named = c.filter(pc.is_valid(c.column("account")))
+    grouped = named.group_by("account").aggregate(
+        [("sha", "count"), ("timestamp", "min"), ("timestamp", "max")]
+    )
+    table = pa.table(
+        [grouped["account"], grouped["sha_count"], grouped["timestamp_min"], grouped["timestamp_max"]],
+        schema=ACCOUNTS,
+    )
+    return table.sort_by("account")
+
+
+def _verdicts(c: pa.Table) -> pa.Table:
+    v = c.filter(pc.is_valid(c.column("verdict")))
+    return pa.table(
+        [v["sha"], v["account"], v["target"], v["verdict"], v["timestamp"], v["log_seq"], v["valid"]],
+        schema=VERDICTS,
+    )
+
+
+def known_from_table(contributions: pa.Table) -> dict[str, Known]:
+    return {
+        sha: Known(account, tree)
+        for sha, account, tree in zip(
+            contributions.column("sha").to_pylist(),
+            contributions.column("account").to_pylist(),
+            contributions.column("tree").to_pylist(),
+        )
+    }

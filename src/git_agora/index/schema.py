@@ -1,0 +1,82 @@
+"""The Parquet index: table schemas and the format version.
+
+One row per commit, keyed by commit SHA. Commits never change, so rows never need invalidating;
+an update only appends rows for commits not reachable from the previously indexed ref tips.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+FORMAT_VERSION = 1
+
+CONTRIBUTIONS = pa.schema(
+    [
+        ("sha", pa.string()),
+        ("account", pa.string()),
+        ("timestamp", pa.int64()),  # committer time, unix seconds (there is no server clock)
+        ("log_seq", pa.int64()),  # position in the account's log, 0-based; null if in no log
+        ("title", pa.string()),
+        ("description", pa.string()),
+        ("tags", pa.list_(pa.string())),
+        ("metrics", pa.map_(pa.string(), pa.float64())),
+        ("primary_metric", pa.float64()),  # the project's metric, null when not reported
+        ("metadata", pa.string()),  # one JSON object
+        ("parents", pa.list_(pa.string())),
+        ("tree", pa.string()),
+        ("code_bearing", pa.bool_()),  # tree differs from the first parent's (setup: true)
+        ("target", pa.string()),  # verification target, null otherwise
+        ("verdict", pa.string()),  # confirmed | partial | failed, null otherwise
+        ("valid", pa.bool_()),
+        ("reasons", pa.list_(pa.string())),  # why invalid; empty when valid
+    ]
+)
+
+EDGES = pa.schema(
+    [
+        ("child", pa.string()),
+        ("parent", pa.string()),
+        ("position", pa.int32()),  # 0 = first parent
+        ("child_account", pa.string()),
+        ("parent_account", pa.string()),  # null when the parent is not a known contribution
+        ("cross_account", pa.bool_()),
+    ]
+)
+
+TAGS = pa.schema([("sha", pa.string()), ("tag", pa.string())])
+
+ACCOUNTS = pa.schema(
+    [
+        ("account", pa.string()),
+        ("contributions", pa.int64()),
+        ("first_timestamp", pa.int64()),
+        ("last_timestamp", pa.int64()),
+    ]
+)
+
+VERDICTS = pa.schema(
+    [
+        ("sha", pa.string()),  # the verification contribution
+        ("verifier", pa.string()),
+        ("target", pa.string()),
+        ("verdict", pa.string()),
+        ("timestamp", pa.int64()),
+        ("log_seq", pa.int64()),
+        ("valid", pa.bool_()),
+    ]
+)
+
+CROSS_REFS = pa.schema([("sha", pa.string()), ("url", pa.string()), ("target", pa.string())])
+
+EMBEDDINGS = pa.schema(
+    [("sha", pa.string()), ("model", pa.string()), ("vector", pa.list_(pa.float32()))]
+)
+
+TABLES: dict[str, pa.Schema] = {
+    "contributions": CONTRIBUTIONS,
+    "edges": EDGES,
+    "tags": TAGS,
+    "accounts": ACCOUNTS,
+    "verdicts": VERDICTS,
+    "cross_refs": CROSS_REFS,
+}

@@ -1,0 +1,239 @@
+"""The index on disk, `.git/agora/index/`: Parquet tables, the ref tips they cover, a lock.
+
+Every read compares the stored tips with the current refs under refs/agora/, so a plain `git fetch`
+is noticed too; an update reads only commits not reachable from the stored tips. Writers take an
+exclusive lock and replace files atomically; readers take a shared lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..config import CONFIG_FILE, ConfigError, ProjectConfig
+from ..errors import AgoraError
+from ..refs.names import REMOTES_PREFIX, ROOT, LogRef
+from ..refs.store import Repository
+from . import build, reader
+from .schema import CONTRIBUTIONS, CROSS_REFS, FORMAT_VERSION, TABLES
+
+STATE_FILE = "state.json"
+STORED = ("contributions", "cross_refs")  # the rest is derived on load
+
+
+@dataclass(frozen=True)
+class Index:
+    contributions: pa.Table
+    edges: pa.Table
+    tags: pa.Table
+    accounts: pa.Table
+    verdicts: pa.Table
+    cross_refs: pa.Table
+    tips: dict[str, str] = field(default_factory=dict)
+    config: ProjectConfig = field(default_factory=ProjectConfig)
+
+    def table(self, name: str) -> pa.Table:
+        return getattr(self, name)
+
+
+@dataclass(frozen=True)
+class UpdateReport:
+    new_rows: int
+    rebuilt: bool
+    warnings: tuple[str, ...] = ()
+
+
+def index_dir(repo: Repository) -> Path:
+    return repo.agora_dir / "index"
+
+
+@contextmanager
+def _locked(directory: Path, exclusive: bool) -> Iterator[None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / "lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def current_tips(repo: Repository) -> dict[str, str]:
+    return repo.git.for_each_ref(ROOT)
+
+
+def _read_state(directory: Path) -> dict | None:
+    try:
+        state = json.loads((directory / STATE_FILE).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    if state.get("format_version", 0) > FORMAT_VERSION:
+        raise AgoraError(
+            f"the index in {directory} has format {state['format_version']}, newer than this git-agora "
+            f"understands ({FORMAT_VERSION}): upgrade git-agora"
+        )
+    return state
+
+
+def _read_stored(directory: Path) -> dict[str, pa.Table]:
+    tables = {}
+    for name, schema in (("contributions", CONTRIBUTIONS), ("cross_refs", CROSS_REFS)):
+        table = pq.read_table(directory / f"{name}.parquet")
+        if table.schema != schema:
+            raise ValueError(f"{name}.parquet has an unexpected schema")
+        tables[name] = table
+    return tables
+
+
+def _write(directory: Path, tables: dict[str, pa.Table], state: dict) -> None:
+    """Write every table to a temporary file, then rename; the state file goes last."""
+    for name, table in tables.items():
+        tmp = directory / f".{name}.parquet.{os.getpid()}"
+        pq.write_table(table, tmp, compression="zstd", use_dictionary=True, write_statistics=False)
+        os.replace(tmp, directory / f"{name}.parquet")
+    tmp = directory / f".{STATE_FILE}.{os.getpid()}"
+    tmp.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, directory / STATE_FILE)
+
+
+def project_config(repo: Repository) -> ProjectConfig:
+    """agora.toml from the setup's tree (the setup sha is cached in git config)."""
+    setup = repo.git.config_get("agora.setup")
+    if not setup:
+        from ..project import Project
+
+        setup = Project(repo).find_setup()
+    if not setup:
+        return ProjectConfig()
+    text = repo.git.run("cat-file", "-p", f"{setup}:{CONFIG_FILE}", check=False)
+    try:
+        return ProjectConfig.parse(text) if text else ProjectConfig()
+    except ConfigError:
+        return ProjectConfig()
+
+
+def update_index(repo: Repository, rebuild: bool = False, directory: Path | None = None) -> UpdateReport:
+    """Bring the index up to date with the refs; rebuild from scratch when asked or when damaged."""
+    directory = directory or index_dir(repo)
+    with _locked(directory, exclusive=True):
+        return _update_locked(repo, directory, rebuild)
+
+
+def _update_locked(repo: Repository, directory: Path, rebuild: bool) -> UpdateReport:
+    warnings: list[str] = []
+    tips = current_tips(repo)
+    state = None if rebuild else _read_state(directory)
+    stored = None
+    if state is not None:
+        if state.get("tips") == tips:
+            return UpdateReport(0, False)
+        try:
+            stored = _read_stored(directory)
+        except (OSError, ValueError, pa.ArrowException) as exc:
+            warnings.append(f"the index was damaged ({type(exc).__name__}); rebuilt it from Git")
+            state = None
+    old_tips = state["tips"] if state else {}
+    warnings += _quarantine_rewritten_logs(repo, old_tips, tips)
+    config = project_config(repo)
+    exclude = [sha for sha in set(old_tips.values()) if repo.commit_info(sha) is not None]
+    parsed = [reader.parse(raw) for raw in reader.walk(repo.common_dir, sorted(set(tips.values())), exclude)
+              if not reader.is_log_commit(raw)]
+    old = stored["contributions"] if stored else CONTRIBUTIONS.empty_table()
+    old_refs = stored["cross_refs"] if stored else CROSS_REFS.empty_table()
+    known = _known_parents(old, parsed)
+    new_rows, new_refs = build.rows_to_table(build.contribution_rows(parsed, known, config.metric))
+    contributions = build.finalize(pa.concat_tables([old, new_rows]))
+    cross_refs = pa.concat_tables([old_refs, new_refs]).sort_by([("sha", "ascending"), ("url", "ascending")])
+    _write(directory, {"contributions": contributions, "cross_refs": cross_refs},
+           {"format_version": FORMAT_VERSION, "tips": tips})
+    for warning in warnings:
+        print(f"git agora: warning: {warning}", file=sys.stderr)
+    return UpdateReport(new_rows.num_rows, stored is None, tuple(warnings))
+
+
+def _known_parents(old: pa.Table, parsed: list[reader.ParsedCommit]) -> dict[str, build.Known]:
+    """The already indexed commits that new ones name as parents (all that validation needs)."""
+    new = {p.raw.sha for p in parsed}
+    wanted = sorted({parent for p in parsed for parent in p.raw.parents} - new)
+    if not wanted or old.num_rows == 0:
+        return {}
+    rows = old.filter(pc.is_in(old.column("sha"), value_set=pa.array(wanted, pa.string())))
+    return build.known_from_table(rows)
+
+
+def _quarantine_rewritten_logs(repo: Repository, old: dict[str, str], new: dict[str, str]) -> list[str]:
+    """A remote log that moved backwards or sideways keeps its old tip under refs/agora/quarantine/."""
+    warnings = []
+    for ref, old_tip in old.items():
+        new_tip = new.get(ref)
+        if not ref.startswith(REMOTES_PREFIX) or "/log/" not in ref or new_tip in (None, old_tip):
+            continue
+        if repo.commit_info(old_tip) is None or repo.git.is_ancestor(old_tip, new_tip):
+            continue
+        remote, _, account = ref[len(REMOTES_PREFIX):].partition("/log/")
+        quarantine = LogRef(account).quarantine(remote, old_tip)
+        if repo.ref(quarantine) is None:
+            repo.set_ref(quarantine, old_tip)
+            warnings.append(f"the log of {account} on {remote} was rewritten; its old tip is kept as {quarantine}")
+    return warnings
+
+
+def load_index(repo: Repository, update: bool = True) -> Index:
+    """The index, brought up to date first (an unchanged project costs one for-each-ref)."""
+    directory = index_dir(repo)
+    if update:
+        update_index(repo, directory=directory)
+    with _locked(directory, exclusive=False):
+        state = _read_state(directory) or {"tips": {}}
+        try:
+            stored = _read_stored(directory)
+        except (OSError, ValueError, pa.ArrowException):
+            stored = None
+    if stored is None:
+        update_index(repo, rebuild=True, directory=directory)
+        return load_index(repo, update=False)
+    contributions = stored["contributions"]
+    return Index(
+        contributions=contributions,
+        cross_refs=stored["cross_refs"],
+        tips=state["tips"],
+        config=project_config(repo),
+        **build.derived_tables(contributions),
+    )
+
+
+def check_index(repo: Repository) -> list[str]:
+    """Rebuild into a temporary place and list the tables that differ from the incremental index."""
+    import tempfile
+
+    update_index(repo)
+    directory = index_dir(repo)
+    with tempfile.TemporaryDirectory(prefix="agora-check-") as tmp:
+        update_index(repo, rebuild=True, directory=Path(tmp))
+        differences = []
+        for name in (*STORED, STATE_FILE):
+            a, b = directory / _file(name), Path(tmp) / _file(name)
+            if name == STATE_FILE:
+                same = json.loads(a.read_text()) == json.loads(b.read_text())
+            else:
+                same = pq.read_table(a).equals(pq.read_table(b)) and a.read_bytes() == b.read_bytes()
+            if not same:
+                differences.append(name)
+        return differences
+
+
+def _file(name: str) -> str:
+    return name if name.endswith(".json") else f"{name}.parquet"
+
+
+__all__ = ["Index", "UpdateReport", "load_index", "update_index", "check_index", "TABLES"]

@@ -1,0 +1,122 @@
+"""One clone's view of an Agora project: who is publishing, to which remote, and from which setup."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from .config import CONFIG_FILE, ConfigError, ProjectConfig
+from .contribution import Contribution
+from .errors import AgoraError
+from .refs.names import ROOT, RefNameError, check_account, check_remote
+from .refs.store import NotARepository, Repository
+
+SETUP_CONFIG_KEY = "agora.setup"
+
+
+@dataclass
+class Project:
+    repo: Repository
+    account_option: str | None = None
+    remote_option: str | None = None
+
+    @classmethod
+    def open(cls, path: Path | str = ".", account: str | None = None, remote: str | None = None) -> "Project":
+        try:
+            return cls(Repository.discover(path), account, remote)
+        except NotARepository as exc:
+            raise AgoraError(str(exc)) from None
+
+    # --- who and where ---------------------------------------------------------------------
+
+    @cached_property
+    def account(self) -> str:
+        name = self.account_option or os.environ.get("AGORA_ACCOUNT") or self.repo.git.config_get("agora.account")
+        if not name:
+            raise AgoraError(
+                "no account: pass --account NAME, set AGORA_ACCOUNT, or run `git config agora.account NAME`"
+            )
+        try:
+            return check_account(name)
+        except RefNameError as exc:
+            raise AgoraError(str(exc)) from None
+
+    @cached_property
+    def remote(self) -> str | None:
+        """The remote to publish to: --remote, `git config agora.remote`, else origin if it exists."""
+        name = self.remote_option or self.repo.git.config_get("agora.remote")
+        if name is None and self.repo.git.config_get("remote.origin.url"):
+            name = "origin"
+        if name is not None:
+            if not self.repo.git.config_get(f"remote.{name}.url"):
+                raise AgoraError(f"no remote named {name!r}: add it with `git remote add {name} URL`")
+            check_remote(name)
+        return name
+
+    # --- the setup contribution and its config -----------------------------------------------
+
+    @cached_property
+    def setup(self) -> str:
+        """The setup contribution's sha: cached in git config, else the setup root of the fetched logs."""
+        cached = self.repo.git.config_get(SETUP_CONFIG_KEY)
+        if cached and self.repo.contribution(cached) is not None:
+            return cached
+        found = self.find_setup()
+        if found is None:
+            raise AgoraError("no Agora project here: run `git agora init`, or `git agora fetch` from a remote that has one")
+        self.repo.git.config_set(SETUP_CONFIG_KEY, found)
+        return found
+
+    def find_setup(self) -> str | None:
+        tips = list(self.repo.git.for_each_ref(ROOT).values())
+        if not tips:
+            return None
+        roots = self.repo.git.run("rev-list", "--max-parents=0", *tips).split()
+        setups = [c for c in map(self.repo.contribution, roots) if c is not None and c.is_setup]
+        if not setups:
+            return None
+        return min(setups, key=lambda c: (c.timestamp or 0, c.sha or "")).sha
+
+    @cached_property
+    def config(self) -> ProjectConfig:
+        setup = self.repo.commit_info(self.setup)
+        assert setup is not None
+        out = self.repo.git.run("cat-file", "-p", f"{setup.tree}:{CONFIG_FILE}", check=False)
+        try:
+            return ProjectConfig.parse(out) if out else ProjectConfig()
+        except ConfigError as exc:
+            raise AgoraError(str(exc)) from None
+
+    # --- the contribution the next push builds on (per work tree) ----------------------------
+
+    @property
+    def _base_file(self) -> Path:
+        return self.repo.worktree_state_dir / "base"
+
+    @property
+    def base(self) -> str:
+        try:
+            sha = self._base_file.read_text().strip()
+        except FileNotFoundError:
+            return self.setup
+        return sha if self.repo.contribution(sha) is not None else self.setup
+
+    def set_base(self, sha: str) -> None:
+        self._base_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._base_file.with_suffix(f".{os.getpid()}")
+        tmp.write_text(sha + "\n")
+        tmp.replace(self._base_file)
+
+    # --- reading contributions -------------------------------------------------------------
+
+    def contribution(self, rev: str) -> Contribution:
+        """The contribution a sha (or unique prefix) names; a clear error otherwise."""
+        sha = self.repo.resolve(rev)
+        if sha is None:
+            raise AgoraError(f"unknown commit {rev!r}")
+        found = self.repo.contribution(sha)
+        if found is None:
+            raise AgoraError(f"{rev} is not an Agora contribution")
+        return found

@@ -1,0 +1,1 @@
+"""Git I/O: ref layout, canonical commits, account logs, push and fetch."""

@@ -1,0 +1,190 @@
+"""Objects and refs in one repository: canonical commits built in-process with dulwich, refs
+updated with compare-and-swap, and the append-only account log."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from ..contribution import Contribution, ContributionError
+from .git import Git, GitError
+from .names import LogRef
+
+LOG_TITLE = "agora log"
+LOG_FORMAT_TRAILER = "Agora-Log-Format: 1"
+LOG_ENTRY_KEY = "Agora-Log-Entry"
+
+
+class NotARepository(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    tree: str
+    parents: tuple[str, ...]
+    message: str
+    timestamp: int
+    author: str
+
+
+class Repository:
+    """A Git repository (work tree or bare) as git-agora sees it."""
+
+    def __init__(self, worktree: Path, git_dir: Path, common_dir: Path, bare: bool = False):
+        self.worktree = worktree
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.bare = bare
+        self.git = Git(worktree)
+
+    @classmethod
+    def discover(cls, start: Path | str = ".") -> "Repository":
+        start = Path(start)
+        try:
+            out = Git(start).run(
+                "rev-parse", "--path-format=absolute", "--is-bare-repository", "--git-dir", "--git-common-dir"
+            ).splitlines()
+        except (GitError, FileNotFoundError, NotADirectoryError):
+            raise NotARepository(f"not a Git repository: {start.resolve()}") from None
+        bare = out[0] == "true"
+        git_dir, common_dir = Path(out[1]), Path(out[2])
+        if bare:
+            return cls(git_dir, git_dir, common_dir, bare=True)
+        top = Git(start).run("rev-parse", "--show-toplevel").strip()
+        return cls(Path(top), git_dir, common_dir)
+
+    @cached_property
+    def dulwich(self):
+        from dulwich.repo import Repo
+
+        return Repo(str(self.worktree))
+
+    # --- private state under .git/agora (per clone) and the per-worktree git dir -------------
+
+    @property
+    def agora_dir(self) -> Path:
+        return self.common_dir / "agora"
+
+    @property
+    def worktree_state_dir(self) -> Path:
+        return self.git_dir / "agora"
+
+    # --- objects ---------------------------------------------------------------------------
+
+    def commit_info(self, sha: str) -> CommitInfo | None:
+        """The commit with this full sha, or None when it is missing or not a commit."""
+        from dulwich.objects import Commit
+
+        try:
+            obj = self.dulwich.object_store[sha.encode()]
+        except (KeyError, ValueError):
+            return None
+        if not isinstance(obj, Commit):
+            return None
+        return CommitInfo(
+            sha=sha,
+            tree=obj.tree.decode(),
+            parents=tuple(p.decode() for p in obj.parents),
+            message=obj.message.decode("utf-8", "replace"),
+            timestamp=obj.commit_time,
+            author=obj.author.decode("utf-8", "replace"),
+        )
+
+    def contribution(self, sha: str) -> Contribution | None:
+        info = self.commit_info(sha)
+        if info is None:
+            return None
+        try:
+            return Contribution.from_message(
+                info.message, sha=sha, parents=info.parents, timestamp=info.timestamp, tree=info.tree
+            )
+        except ContributionError:
+            return None
+
+    def resolve(self, rev: str) -> str | None:
+        """A full commit sha for a sha prefix or ref name, or None."""
+        out = self.git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False).strip()
+        return out or None
+
+    def write_commit(self, tree: str, parents: list[str], message: str, account: str, timestamp: int | None = None) -> str:
+        from dulwich.objects import Commit
+
+        commit = Commit()
+        commit.tree = tree.encode()
+        commit.parents = [p.encode() for p in parents]
+        identity = f"{account} <{account}@agora>".encode()
+        commit.author = commit.committer = identity
+        commit.author_time = commit.commit_time = int(time.time()) if timestamp is None else timestamp
+        commit.author_timezone = commit.commit_timezone = 0
+        commit.encoding = b"UTF-8"
+        commit.message = message.encode("utf-8")
+        self.dulwich.object_store.add_object(commit)
+        return commit.id.decode()
+
+    def write_contribution(self, contribution: Contribution, tree: str) -> str:
+        return self.write_commit(tree, list(contribution.parents), contribution.to_message(), contribution.account)
+
+    @cached_property
+    def empty_tree(self) -> str:
+        from dulwich.objects import Tree
+
+        tree = Tree()
+        self.dulwich.object_store.add_object(tree)
+        return tree.id.decode()
+
+    # --- refs --------------------------------------------------------------------------------
+
+    def ref(self, name: str) -> str | None:
+        try:
+            return self.dulwich.refs[name.encode()].decode()
+        except KeyError:
+            return None
+
+    def compare_and_swap(self, name: str, old: str | None, new: str) -> bool:
+        """Set ref `name` to `new` only if it still points at `old` (None: only if it is absent)."""
+        refs = self.dulwich.refs
+        if old is None:
+            return refs.add_if_new(name.encode(), new.encode())
+        return refs.set_if_equals(name.encode(), old.encode(), new.encode())
+
+    def set_ref(self, name: str, new: str) -> None:
+        self.dulwich.refs.set_if_equals(name.encode(), None, new.encode())
+
+    # --- the account log -----------------------------------------------------------------------
+
+    def append_to_log(self, account: str, entries: list[str]) -> str:
+        """Append contributions to the local account log; retries when another process wins."""
+        ref = LogRef(account).local
+        while True:
+            old = self.ref(ref)
+            tip = self._chain(account, old, entries)
+            if self.compare_and_swap(ref, old, tip):
+                return tip
+
+    def rebuild_log(self, account: str, base: str, entries: list[str], expected: str) -> str | None:
+        """Set the local log to `base` plus `entries`, if it still points at `expected`."""
+        tip = self._chain(account, base, entries) if entries else base
+        return tip if self.compare_and_swap(LogRef(account).local, expected, tip) else None
+
+    def _chain(self, account: str, tip: str | None, entries: list[str]) -> str:
+        for entry in entries:
+            parents = [tip, entry] if tip else [entry]
+            tip = self.write_commit(self.empty_tree, parents, log_message(account, entry), account)
+        assert tip is not None
+        return tip
+
+    def log_entries(self, tip: str, stop: str | None = None) -> list[str]:
+        """Contributions appended to a log, oldest first, from its tip down to (not including) stop."""
+        args = ["log", "--first-parent", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", tip]
+        if stop:
+            args += ["--not", stop]
+        out = self.git.run(*args)
+        return [line for line in reversed(out.splitlines()) if line.strip()]
+
+
+def log_message(account: str, entry: str) -> str:
+    return f"{LOG_TITLE}: {account}\n\n{LOG_FORMAT_TRAILER}\n{LOG_ENTRY_KEY}: {entry}\n"

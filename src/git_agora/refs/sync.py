@@ -1,0 +1,165 @@
+"""Exchanging account logs with a remote through git's own transport.
+
+Push sends the local log of one account as a fast-forward. When the remote log moved on (another
+process of the same account published), the queued entries are re-appended on top of the remote tip
+and the push is retried. Fetch copies every remote log into `refs/agora/remotes/<remote>/log/*`; a log
+that moved backwards or sideways keeps its old tip under `refs/agora/quarantine/`.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from dataclasses import dataclass
+from enum import Enum
+
+from .names import REMOTES_PREFIX, LogRef, fetch_refspec
+from .store import LOG_ENTRY_KEY, Repository
+
+MAX_PUSH_ATTEMPTS = 40
+NETWORK_TIMEOUT_S = 120
+_STALE = re.compile(r"fetch first|non-fast-forward|stale info|cannot lock ref|failed to update ref", re.IGNORECASE)
+
+
+class PushOutcome(Enum):
+    PUSHED = "pushed"
+    UP_TO_DATE = "up-to-date"
+    NOTHING = "nothing-to-push"
+    NO_REMOTE = "no-remote"
+    UNREACHABLE = "queued-unreachable"
+    REJECTED = "queued-rejected"
+
+    @property
+    def queued(self) -> bool:
+        return self in (PushOutcome.UNREACHABLE, PushOutcome.REJECTED, PushOutcome.NO_REMOTE)
+
+
+@dataclass(frozen=True)
+class PushResult:
+    outcome: PushOutcome
+    queued: int  # contributions still waiting for the remote
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class RewrittenLog:
+    account: str
+    old_tip: str
+    new_tip: str
+    quarantine_ref: str
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    remote: str
+    new_contributions: int
+    updated_logs: tuple[str, ...] = ()
+    rewritten: tuple[RewrittenLog, ...] = ()
+
+
+class RemoteError(RuntimeError):
+    pass
+
+
+def queued_entries(repo: Repository, account: str, remote: str | None) -> list[str]:
+    """Contributions in the local log that the remote-tracking copy of it does not have."""
+    log = LogRef(account)
+    tip = repo.ref(log.local)
+    if tip is None:
+        return []
+    tracked = repo.ref(log.tracking(remote)) if remote else None
+    return repo.log_entries(tip, stop=tracked)
+
+
+def push_log(repo: Repository, account: str, remote: str | None) -> PushResult:
+    """Send the local log of `account`; retry on contention; report what stays queued."""
+    log = LogRef(account)
+    if remote is None:
+        queued = len(queued_entries(repo, account, None))
+        return PushResult(PushOutcome.NO_REMOTE if queued else PushOutcome.NOTHING, queued)
+    for attempt in range(MAX_PUSH_ATTEMPTS):
+        tip = repo.ref(log.local)
+        if tip is None:
+            return PushResult(PushOutcome.NOTHING, 0)
+        if repo.ref(log.tracking(remote)) == tip:
+            return PushResult(PushOutcome.UP_TO_DATE, 0)
+        proc = repo.git.attempt("push", "--porcelain", "--no-verify", remote, f"{tip}:{log.local}", timeout=NETWORK_TIMEOUT_S)
+        if proc.returncode == 0:
+            repo.set_ref(log.tracking(remote), tip)
+            return PushResult(PushOutcome.PUSHED, 0)
+        report = proc.stdout + proc.stderr
+        if _STALE.search(report):
+            if not _fetch_account(repo, remote, log):
+                return _queued(repo, account, remote, PushOutcome.UNREACHABLE, report)
+            _rebase_queue(repo, account, remote)
+            time.sleep(random.uniform(0.0, min(0.02 * 2**attempt, 0.5)))
+            continue
+        if "[remote rejected]" in report or "[rejected]" in report:
+            return _queued(repo, account, remote, PushOutcome.REJECTED, report)
+        return _queued(repo, account, remote, PushOutcome.UNREACHABLE, report)
+    return _queued(repo, account, remote, PushOutcome.REJECTED, "gave up after repeated contention")
+
+
+def _queued(repo: Repository, account: str, remote: str, outcome: PushOutcome, report: str) -> PushResult:
+    return PushResult(outcome, len(queued_entries(repo, account, remote)), _last_line(report))
+
+
+def _last_line(report: str) -> str:
+    lines = [ln.strip() for ln in report.splitlines() if ln.strip() and not ln.startswith(("To ", "Done"))]
+    errors = [ln for ln in lines if ln.startswith(("fatal:", "error:", "!", "remote:"))]
+    return (errors or lines or [""])[-1][:300]
+
+
+def _fetch_account(repo: Repository, remote: str, log: LogRef) -> bool:
+    proc = repo.git.attempt("fetch", "--no-tags", "--no-write-fetch-head", remote, f"+{log.local}:{log.tracking(remote)}", timeout=NETWORK_TIMEOUT_S)
+    return proc.returncode == 0
+
+
+def _rebase_queue(repo: Repository, account: str, remote: str) -> None:
+    """Put the entries the remote log lacks on top of the remote tip (compare-and-swap, retried)."""
+    log = LogRef(account)
+    while True:
+        local, remote_tip = repo.ref(log.local), repo.ref(log.tracking(remote))
+        if local is None or remote_tip is None:
+            return
+        missing = [e for e in repo.log_entries(local, stop=remote_tip) if not repo.git.is_ancestor(e, remote_tip)]
+        if repo.rebuild_log(account, remote_tip, missing, expected=local) is not None:
+            return
+
+
+def fetch(repo: Repository, remote: str) -> FetchResult:
+    """Fetch every account log of `remote`; count new contributions; quarantine rewritten logs."""
+    prefix = f"{REMOTES_PREFIX}{remote}/log/"
+    before = repo.git.for_each_ref(prefix)
+    proc = repo.git.attempt("fetch", "--no-tags", "--no-write-fetch-head", remote, fetch_refspec(remote), timeout=NETWORK_TIMEOUT_S)
+    if proc.returncode != 0:
+        raise RemoteError(f"could not fetch from {remote}: {_last_line(proc.stderr)}")
+    after = repo.git.for_each_ref(prefix)
+    changed = {ref: sha for ref, sha in after.items() if before.get(ref) != sha}
+    rewritten = []
+    for ref, new in changed.items():
+        old = before.get(ref)
+        if old and not repo.git.is_ancestor(old, new):
+            log = LogRef.from_tracking(ref, remote)
+            quarantine = log.quarantine(remote, old)
+            repo.set_ref(quarantine, old)
+            rewritten.append(RewrittenLog(log.account, old, new, quarantine))
+    return FetchResult(
+        remote=remote,
+        new_contributions=_count_new_entries(repo, list(changed.values()), list(before.values())),
+        updated_logs=tuple(LogRef.from_tracking(ref, remote).account for ref in changed),
+        rewritten=tuple(rewritten),
+    )
+
+
+def _count_new_entries(repo: Repository, new_tips: list[str], old_tips: list[str]) -> int:
+    """Contributions appended to remote logs since the old tips (and not already in a local log)."""
+    if not new_tips:
+        return 0
+    local_logs = list(repo.git.for_each_ref("refs/agora/log/").values())
+    out = repo.git.run(
+        "log", "--first-parent", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)",
+        *new_tips, "--not", *old_tips, *local_logs,
+    )
+    return len({line.strip() for line in out.splitlines() if line.strip()})

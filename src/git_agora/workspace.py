@@ -1,0 +1,109 @@
+"""The working tree side of publishing: snapshot what `push` would publish, and check out a contribution."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .errors import AgoraError
+from .refs.git import GitError
+from .refs.store import Repository
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    tree: str
+    index_file: Path  # a Git index matching `tree`, with the work tree's stat data
+
+
+@contextmanager
+def snapshot(repo: Repository) -> Iterator[Snapshot]:
+    """The current work tree as a Git tree: tracked changes and untracked, non-ignored files.
+
+    Built in a temporary index (a copy of the real one, so unchanged files are not re-hashed); the
+    user's own index, HEAD and branches are not touched.
+    """
+    if repo.bare:
+        raise AgoraError("a bare repository has no work tree to publish")
+    real_index = Path(repo.git.run("rev-parse", "--path-format=absolute", "--git-path", "index").strip())
+    with tempfile.TemporaryDirectory(prefix="agora-index-", dir=repo.git_dir) as tmp:
+        index_file = Path(tmp) / "index"
+        if real_index.exists():
+            shutil.copyfile(real_index, index_file)
+        env = {"GIT_INDEX_FILE": str(index_file)}
+        try:
+            repo.git.run("add", "--all", "--", ":/", env=env)
+            tree = repo.git.run("write-tree", env=env).strip()
+        except GitError as exc:
+            raise AgoraError(f"could not snapshot the work tree: {exc}") from None
+        yield Snapshot(tree, index_file)
+
+
+def oversized_files(repo: Repository, tree: str, limit: int) -> list[tuple[str, int]]:
+    """Files in `tree` larger than `limit` bytes, largest first."""
+    out = repo.git.run("ls-tree", "-r", "-l", "-z", tree)
+    big = []
+    for entry in out.split("\0"):
+        if not entry:
+            continue
+        meta, path = entry.split("\t", 1)
+        size = meta.split()[3]
+        if size != "-" and int(size) > limit:
+            big.append((path, int(size)))
+    return sorted(big, key=lambda item: -item[1])
+
+
+def check_size(repo: Repository, tree: str, limit: int) -> None:
+    big = oversized_files(repo, tree, limit)
+    if big:
+        path, size = big[0]
+        raise AgoraError(
+            f"{path} is {size:,} bytes, over the project's limit of {limit:,} (policy.max_file_bytes in agora.toml)"
+        )
+
+
+def advance_head(repo: Repository, old: str, new: str, snap: Snapshot) -> bool:
+    """If HEAD is detached at the contribution the work started from, move it to the new one.
+
+    The snapshot index matches the new tree, so it becomes the real index and `git status` is clean.
+    Returns whether HEAD moved; a branch checked out by the user is never moved.
+    """
+    head = repo.git.run("symbolic-ref", "-q", "HEAD", check=False).strip()
+    if head or repo.resolve("HEAD") != old:
+        return False
+    repo.git.run("update-ref", "--no-deref", "HEAD", new, old)
+    real_index = Path(repo.git.run("rev-parse", "--path-format=absolute", "--git-path", "index").strip())
+    tmp = real_index.with_name(f"index.agora.{os.getpid()}")
+    shutil.copyfile(snap.index_file, tmp)
+    tmp.replace(real_index)
+    return True
+
+
+def is_dirty(repo: Repository) -> bool:
+    return bool(repo.git.run("status", "--porcelain", "--untracked-files=no").strip())
+
+
+def checkout(repo: Repository, sha: str, worktree: Path | None = None) -> Path:
+    """The exact tree of a contribution, in place (detached HEAD) or in a new linked work tree."""
+    if worktree is not None:
+        if worktree.exists() and any(worktree.iterdir()):
+            raise AgoraError(f"{worktree} exists and is not empty")
+        try:
+            repo.git.run("worktree", "add", "--detach", "--force", str(worktree), sha)
+        except GitError as exc:
+            raise AgoraError(str(exc)) from None
+        return worktree.resolve()
+    if repo.bare:
+        raise AgoraError("a bare repository has no work tree: use --worktree DIR")
+    if is_dirty(repo):
+        raise AgoraError("the work tree has uncommitted changes: publish, commit or stash them, or use --worktree DIR")
+    try:
+        repo.git.run("checkout", "--quiet", "--detach", sha)
+    except GitError as exc:
+        raise AgoraError(str(exc)) from None
+    return repo.worktree

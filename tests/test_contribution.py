@@ -1,0 +1,142 @@
+import math
+import subprocess
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from git_agora.contribution import (
+    Contribution,
+    ContributionError,
+    Verdict,
+    contribution_weight,
+    graph_problems,
+    intrinsic_problems,
+    normalize_description,
+    parse_meta_option,
+    parse_metric,
+    split_trailers,
+)
+
+SHA_A = "a" * 40
+SHA_B = "b" * 40
+
+
+def make(**kw):
+    base = dict(account="alice", tags=("result",), description="did a thing", parents=(SHA_A,))
+    return Contribution(**{**base, **kw})
+
+
+def test_round_trip_through_the_message():
+    c = make(
+        metrics={"bpb": 3.3923, "loss": 1e-9},
+        metadata={"band": [3.3, 3.4], "note": "é"},
+        tags=("result", "swiglu"),
+        cross_refs=("https://example.org/p.git#" + SHA_B,),
+    )
+    back = Contribution.from_message(c.to_message(), parents=c.parents)
+    assert back == c
+
+
+def test_a_description_that_looks_like_a_trailer_stays_text():
+    c = make(description="title\n\nAgora-Tag: setup\nAgora-Account: mallory")
+    back = Contribution.from_message(c.to_message(), parents=c.parents)
+    assert back.tags == ("result",)
+    assert back.account == "alice"
+    assert back.description.endswith("Agora-Account: mallory")
+
+
+def test_weights():
+    assert contribution_weight(["result"], None) == 5
+    assert contribution_weight(["verification"], "confirmed") == 20
+    assert contribution_weight(["verification"], "partial") == 10
+    assert contribution_weight(["verification"], "failed") == -20
+    assert contribution_weight(["result", "wip"], None) == 0
+    assert contribution_weight(["endorsed"], None) == 0
+    assert contribution_weight(["my-method"], None) == 0
+    assert contribution_weight(["my-method"], None, {"my-method": 7}) == 7
+
+
+@pytest.mark.parametrize("text", ["bpb=abc", "bpb=nan", "bpb=inf", "bpb=-inf", "bpb", "=1", "b p=1"])
+def test_bad_metrics_are_refused(text):
+    with pytest.raises(ContributionError):
+        parse_metric(text)
+
+
+def test_metric_parses():
+    assert parse_metric("bpb=3.5") == ("bpb", 3.5)
+
+
+def test_meta_values_keep_json_types():
+    assert parse_meta_option(["a=1", "b=[1,2]", "c=hello", "d={\"x\":1}"]) == {"a": 1, "b": [1, 2], "c": "hello", "d": {"x": 1}}
+    with pytest.raises(ContributionError):
+        parse_meta_option(["novalue"])
+
+
+@pytest.mark.parametrize(
+    "kw, problem",
+    [
+        (dict(tags=("hypothesis",), metrics={"bpb": 1.0}), "hypothesis carries no metric"),
+        (dict(tags=("verification",), target=None, verdict=Verdict.CONFIRMED), "exactly one target, found 0"),
+        (dict(tags=("verification",), target=SHA_A, extra_targets=(SHA_B,), verdict=Verdict.CONFIRMED, parents=(SHA_A, SHA_B)), "exactly one target, found 2"),
+        (dict(tags=("verification",), target=SHA_B, verdict=Verdict.CONFIRMED), "not among its parents"),
+        (dict(tags=("verification",), target=SHA_A), "needs a verdict"),
+        (dict(description="  "), "empty description"),
+        (dict(tags=()), "no tags"),
+        (dict(parents=()), "only the setup is a root"),
+        (dict(tags=("setup",)), "a setup has no parents"),
+        (dict(metrics={"x": math.nan}), "not finite"),
+        (dict(account="bad name"), "not a valid name"),
+        (dict(tags=("Bad Tag",)), "not a valid tag"),
+    ],
+)
+def test_intrinsic_rules(kw, problem):
+    problems = intrinsic_problems(make(**kw))
+    assert any(problem in p for p in problems), problems
+
+
+def test_graph_rules():
+    own = make(sha=SHA_A)
+    lookup = {SHA_A: own}.get
+    self_check = make(tags=("verification",), target=SHA_A, verdict=Verdict.CONFIRMED)
+    assert graph_problems(self_check, lookup) == ["a verification of one's own work"]
+    other = make(account="bob", tags=("verification",), target=SHA_A, verdict=Verdict.FAILED)
+    assert graph_problems(other, lookup) == []
+    orphan = make(parents=(SHA_B,))
+    assert "not a known contribution" in graph_problems(orphan, lookup)[0]
+
+
+def test_messages_without_our_block_are_not_contributions():
+    with pytest.raises(ContributionError):
+        Contribution.from_message("just a commit\n\nSigned-off-by: x <x@y>\n")
+    with pytest.raises(ContributionError):
+        Contribution.from_message("one line")
+
+
+def git_parse_trailers(message: str) -> list[tuple[str, str]]:
+    out = subprocess.run(["git", "interpret-trailers", "--parse"], input=message, capture_output=True,
+                         text=True, check=True).stdout
+    return [tuple(line.split(": ", 1)) for line in out.splitlines()]
+
+
+descriptions = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=300
+).filter(lambda s: normalize_description(s).strip())
+trailerish = st.lists(
+    st.sampled_from(["Agora-Tag: setup", "---", "--- x", "\\---", "Key: v", "", "  ", "\r", "# c", "----"]),
+    max_size=8,
+).map("\n".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(head=descriptions, tail=trailerish)
+def test_git_interpret_trailers_agrees_with_our_decoder(head, tail):
+    description = head + "\n" + tail
+    if not normalize_description(description).strip():
+        return
+    c = make(description=description, metrics={"bpb": 1.5}, metadata={"k": "v: w"})
+    message = c.to_message()
+    _, ours = split_trailers(message)
+    assert git_parse_trailers(message) == ours
+    back = Contribution.from_message(message, parents=c.parents)
+    assert back.description == normalize_description(description)
+    assert back.tags == c.tags and back.metrics == c.metrics and back.metadata == c.metadata

@@ -1,0 +1,259 @@
+"""The core story, driven through the real `git agora` command against real remotes."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import agora, git, make_clone
+from servers import git_daemon, smart_http
+
+
+def head_of(clone):
+    return git(clone, "rev-parse", "HEAD").strip()
+
+
+def test_two_accounts_share_results_and_verifications(tmp_path, remote, project):
+    a = project
+    (a / "model.py").write_text("order = 4\n")
+    result_a = agora(a, "push", "-m", "order 4 beats 3", "--tag", "result", "--metric", "bpc=2.50", "--json").json()
+    assert result_a["push"] == "pushed"
+
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    assert "fetched 2 new contributions" in agora(b, "fetch").stdout
+    agora(b, "checkout", result_a["sha"][:10])
+    assert (b / "model.py").read_text() == "order = 4\n"
+    (b / "model.py").write_text("order = 5\n")
+    (b / "notes.txt").write_text("untracked files are published too\n")
+    result_b = agora(b, "push", "-m", "order 5", "--tag", "result", "--metric", "bpc=2.40", "--json").json()
+    verification = agora(b, "post", "--target", result_a["sha"], "--verdict", "confirmed",
+                         "-m", "reproduced 2.50", "--json").json()
+    assert git(b, "status", "--porcelain") == "", "HEAD follows the published contribution"
+
+    assert "fetched 2 new contributions" in agora(a, "fetch").stdout
+    shown_b = agora(a, "show", result_b["sha"], "--json").json()
+    assert shown_b["account"] == "bob"
+    assert shown_b["parents"] == [result_a["sha"]]
+    assert shown_b["metrics"] == {"bpc": 2.4}
+    assert shown_b["tags"] == ["result"]
+    shown_v = agora(a, "show", verification["sha"], "--json").json()
+    assert shown_v["target"] == result_a["sha"] and shown_v["verdict"] == "confirmed"
+    assert shown_v["parents"] == [result_a["sha"]]
+    assert shown_v["tags"] == ["verification"]
+    tree_files = git(a, "ls-tree", "-r", "--name-only", result_b["sha"]).split()
+    assert {"model.py", "notes.txt", "agora.toml", "program.md"} <= set(tree_files)
+    assert git(a, "rev-parse", verification["sha"] + "^{tree}") == git(a, "rev-parse", result_a["sha"] + "^{tree}")
+
+    log = agora(a, "log", "--json").json()
+    assert [row["sha"] for row in log][:2] == [verification["sha"], result_b["sha"]] or \
+        {row["sha"] for row in log[:2]} == {verification["sha"], result_b["sha"]}
+    assert {row["account"] for row in agora(a, "log", "--account", "bob", "--json").json()} == {"bob"}
+
+
+def test_plain_git_reads_every_trailer(remote, project):
+    (project / "model.py").write_text("order = 4\n")
+    agora(project, "push", "-m", "order 4\n\nAgora-Tag: setup", "--tag", "result", "--metric", "bpc=2.5")
+    out = git(remote, "log", "--all", "--format=%H%x09%(trailers:key=Agora-Tag,valueonly,separator=%x2C)")
+    tags = sorted(line.split("\t")[1] for line in out.splitlines() if line.split("\t")[1])
+    assert tags == ["result", "setup"]
+
+
+def test_post_takes_the_papers_minimal_record(tmp_path, project):
+    setup = agora(project, "whoami", "--json").json()["setup"]
+    record = {"agent_id": "alice", "parent_hashes": [setup], "tags": ["result"],
+              "description": "record path", "value": {"metric_value": 2.7, "gpu": "H100"}}
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record))
+    out = agora(project, "post", "--json", str(path)).json()
+    shown = agora(project, "show", out["sha"], "--json").json()
+    assert shown["metrics"] == {"bpc": 2.7}
+    assert shown["metadata"] == {"gpu": "H100"}
+    assert shown["parents"] == [setup]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["push", "-m", "x", "--tag", "result", "--metric", "bpc=abc"], "not a number"),
+        (["push", "-m", "x", "--tag", "result", "--metric", "bpc=nan"], "not finite"),
+        (["push", "-m", "x", "--tag", "result", "--metric", "bpc=inf"], "not finite"),
+        (["push", "-m", "  ", "--tag", "result"], "empty description"),
+        (["push", "-m", "x", "--tag", "result", "--parent", "deadbeef"], "unknown commit"),
+        (["post", "-m", "x", "--tag", "hypothesis", "--metric", "bpc=1"], "hypothesis carries no metric"),
+        (["post", "-m", "x", "--verdict", "confirmed"], "exactly one --target, got 0"),
+        (["post", "-m", "x", "--target", "{setup}", "--target", "{setup}", "--verdict", "failed"], "exactly one --target, got 2"),
+        (["post", "-m", "x", "--target", "{setup}", "--verdict", "confirmed"], "own work"),
+        (["post", "-m", "x", "--tag", "insight", "--parent", "{setup}^{{tree}}"], "unknown commit"),
+    ],
+)
+def test_bad_input_is_one_line_and_publishes_nothing(project, args, message):
+    before = git(project, "for-each-ref", "refs/agora/")
+    setup = agora(project, "whoami", "--json").json()["setup"]
+    result = agora(project, *[a.format(setup=setup) for a in args], check=False)
+    assert result.returncode == 1, result
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert git(project, "for-each-ref", "refs/agora/") == before
+
+
+def test_a_parent_that_is_not_a_contribution(project):
+    git(project, "commit", "-q", "--allow-empty", "-m", "plain commit")
+    result = agora(project, "post", "-m", "x", "--tag", "insight", "--parent", "HEAD", check=False)
+    assert result.returncode == 1 and "not an Agora contribution" in result.stderr
+
+
+def test_errors_outside_a_project(tmp_path):
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    r = agora(outside, "log", check=False)
+    assert r.returncode == 1 and "not a Git repository" in r.stderr
+    git(outside, "init", "-q")
+    r = agora(outside, "push", "-m", "x", "--tag", "result", check=False)
+    assert r.returncode == 1 and "no account" in r.stderr
+    r = agora(outside, "push", "-m", "x", "--tag", "result", account="alice", check=False)
+    assert r.returncode == 1 and "no Agora project here" in r.stderr
+
+
+def test_init_twice_is_refused(project):
+    r = agora(project, "init", check=False)
+    assert r.returncode == 1 and "already has an Agora project" in r.stderr
+
+
+def test_files_over_the_size_limit_are_refused(tmp_path, remote):
+    a = make_clone(tmp_path, "small", str(remote), "alice")
+    (a / "agora.toml").write_text("[project]\nname = 'small'\n[policy]\nmax_file_bytes = 1000\n")
+    agora(a, "init")
+    (a / "big.bin").write_bytes(b"x" * 5000)
+    r = agora(a, "push", "-m", "big", "--tag", "result", check=False)
+    assert r.returncode == 1
+    assert "big.bin is 5,000 bytes, over the project's limit of 1,000" in r.stderr
+    assert len(git(remote, "log", "--all", "--format=%s").splitlines()) == 2  # setup + its log commit
+
+
+def test_unreachable_remote_queues_and_sync_sends_later(tmp_path, remote, project):
+    git(project, "remote", "set-url", "origin", str(tmp_path / "nowhere.git"))
+    (project / "model.py").write_text("order = 6\n")
+    r = agora(project, "push", "-m", "order 6", "--tag", "result", "--metric", "bpc=2.3", check=False)
+    assert r.returncode == 3, r
+    assert "queued locally" in r.stderr
+    r2 = agora(project, "post", "-m", "an insight", "--tag", "insight", check=False)
+    assert r2.returncode == 3
+    assert agora(project, "whoami", "--json").json()["queued"] == 2
+    git(project, "remote", "set-url", "origin", str(remote))
+    assert agora(project, "sync").returncode == 0
+    assert agora(project, "whoami", "--json").json()["queued"] == 0
+    out = git(remote, "log", "--all", "--format=%s")
+    assert "order 6" in out and "an insight" in out
+
+
+def test_a_rejecting_remote_keeps_the_contribution_queued(remote, project):
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'policy: closed for maintenance' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    r = agora(project, "post", "-m", "an insight", "--tag", "insight", check=False)
+    assert r.returncode == 3 and "queued" in r.stderr
+    hook.unlink()
+    agora(project, "post", "-m", "a second insight", "--tag", "insight")
+    out = git(remote, "log", "--all", "--format=%s")
+    assert "an insight" in out and "a second insight" in out
+
+
+def test_a_publisher_killed_before_its_push_loses_nothing(tmp_path, remote, project):
+    marker = tmp_path / "push-started"
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\nsleep 60\n")
+    hook.chmod(0o755)
+    env = {**os.environ, "AGORA_ACCOUNT": "alice"}
+    proc = subprocess.Popen(["git", "agora", "post", "-m", "survives a kill", "--tag", "insight"], cwd=project,
+                            env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert marker.exists()
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    hook.unlink()
+    assert "survives a kill" in git(project, "log", "refs/agora/log/alice", "--format=%s")
+    agora(project, "sync")
+    assert "survives a kill" in git(remote, "log", "--all", "--format=%s")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["path", "file-url", "git-daemon", "smart-http"])
+def test_every_kind_of_remote(tmp_path, kind):
+    served = tmp_path / "served"
+    served.mkdir()
+    bare = served / "project.git"
+    git(served, "init", "-q", "--bare", str(bare))
+    git(bare, "config", "http.receivepack", "true")
+    servers = {"git-daemon": git_daemon, "smart-http": smart_http}
+    if kind in servers:
+        with servers[kind](served) as base:
+            _exchange(tmp_path, f"{base}/project.git")
+    else:
+        _exchange(tmp_path, str(bare) if kind == "path" else f"file://{bare}")
+
+
+def _exchange(tmp_path, url):
+    a = make_clone(tmp_path, "a", url, "alice")
+    (a / "f.txt").write_text("1\n")
+    agora(a, "init", "--metric", "score", "--direction", "max")
+    (a / "f.txt").write_text("2\n")
+    pushed = agora(a, "push", "-m", "two", "--tag", "result", "--metric", "score=2", "--json").json()
+    assert pushed["push"] == "pushed"
+    b = make_clone(tmp_path, "b", url, "bob")
+    assert "fetched 2 new" in agora(b, "fetch").stdout
+    agora(b, "post", "--target", pushed["sha"], "--verdict", "confirmed", "-m", "ok")
+    assert "fetched 1 new" in agora(a, "fetch").stdout
+    assert len(agora(a, "log", "--json").json()) == 3
+
+
+def _publish_many(clones, per_process, extra_env=None):
+    procs = []
+    for i, (clone, account) in enumerate(clones):
+        env = {**os.environ, "AGORA_ACCOUNT": account, **(extra_env or {})}
+        script = " && ".join(
+            f"git agora post -m 'insight {i}.{k}' --tag insight" for k in range(per_process)
+        )
+        procs.append(subprocess.Popen(["bash", "-c", script], cwd=clone, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outcomes = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    return outcomes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["file", "git-daemon"])
+def test_sixteen_processes_over_eight_accounts(tmp_path, kind):
+    served = tmp_path / "served"
+    served.mkdir()
+    bare = served / "project.git"
+    git(served, "init", "-q", "--bare", str(bare))
+
+    def run(url):
+        setup_clone = make_clone(tmp_path, "setup", url, "founder")
+        agora(setup_clone, "init")
+        clones = []
+        for n in range(8):
+            account = f"acct{n}"
+            for copy in range(2):  # two processes per account, each in its own clone
+                clone = make_clone(tmp_path, f"{account}-{copy}", url, account)
+                agora(clone, "fetch")
+                clones.append((clone, account))
+        outcomes = _publish_many(clones, per_process=3)
+        assert all(code == 0 for code, _ in outcomes), outcomes
+        assert all(err == "" for _, err in outcomes), outcomes
+        subjects = git(bare, "log", "--all", "--format=%s").splitlines()
+        expected = {f"insight {i}.{k}" for i in range(16) for k in range(3)}
+        assert expected <= set(subjects)
+        reader = make_clone(tmp_path, "reader", url, "reader")
+        agora(reader, "fetch")
+        assert len(agora(reader, "log", "--limit", "1000", "--json").json()) == 1 + 48
+
+    if kind == "git-daemon":
+        with git_daemon(served) as base:
+            run(f"{base}/project.git")
+    else:
+        run(f"file://{bare}")
