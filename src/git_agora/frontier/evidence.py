@@ -1,0 +1,208 @@
+"""Evidence: what other accounts have built on each contribution, and what verifiers said about it.
+
+Rules (design.md section 5; weights from `git_agora.contribution`):
+
+- Score `S(u) = sum of w(v) over direct children v of u with a(v) != a(u)`: a child from the same
+  account (self-citation) adds nothing. `w` is `contribution_weight`: a verification weighs its verdict
+  (+20 confirmed, +10 partial, -20 failed), wip and endorsements weigh 0, anything else the largest
+  weight among its tags.
+- Verdicts: the newest verdict of a verifier on a target replaces the earlier ones ("newest" = largest
+  (timestamp, log_seq), then sha). A replaced verification stays in history but weighs nothing and is not
+  downstream work. A verdict on one's own work, or on a commit that is not a valid contribution, is
+  ignored the same way (the index already marks self-verification invalid; this is a second guard).
+- Descendants: every node reachable through child edges, counted once however many paths lead to it,
+  that is qualifying work: not wip, not an endorsement, not a failed, replaced or ignored verification.
+  Non-qualifying nodes are not counted but are still walked through (a result built on a wip commit is
+  downstream work of the wip's parent).
+- Status: `unverified` (no current verdict), `confirmed` / `partial` / `failed` when every current
+  verdict (one per verifier) agrees, `contested` when they disagree.
+
+Only rows with valid == true take part; the output has one row per valid contribution, in table order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..contribution import NON_PROPAGATING_TAGS, VERDICT_WEIGHTS, contribution_weight
+from .graph import Graph, build_graph, combined, topological_order
+
+EVIDENCE = pa.schema(
+    [
+        ("sha", pa.string()),
+        ("score", pa.float64()),
+        ("children", pa.int64()),
+        ("cross_children", pa.int64()),
+        ("descendants", pa.int64()),
+        ("status", pa.string()),
+        ("confirmations", pa.int64()),
+        ("failures", pa.int64()),
+    ]
+)
+
+_TAG_SEPARATOR = "\x1f"
+
+
+@dataclass(frozen=True, eq=False)
+class Verdicts:
+    """The usable verdicts of a graph, one entry per verification commit.
+
+    Usable: a known verdict on a valid contribution of another account. `current` marks the newest
+    verdict of each (verifier, target) pair; the others are replaced.
+    """
+
+    node: np.ndarray  # int64 node of the verification commit
+    target: np.ndarray  # int64 node it verifies
+    verdict: np.ndarray  # object array of "confirmed" / "partial" / "failed"
+    current: np.ndarray  # bool
+
+    def current_counts(self, verdict: str, n: int) -> np.ndarray:
+        """Per node: how many current verdicts of this kind it has received."""
+        chosen = self.current & (self.verdict == verdict)
+        return np.bincount(self.target[chosen], minlength=n).astype(np.int64)
+
+
+def evidence(contributions: pa.Table, weights: Mapping[str, float] | None = None) -> pa.Table:
+    """One EVIDENCE row per valid contribution: score, child counts, descendants, verification status.
+
+    `weights` are tag weights (default DEFAULT_TAG_WEIGHTS), passed on to `contribution_weight`.
+    """
+    graph = build_graph(contributions)
+    verdicts = current_verdicts(graph)
+    weight, qualifying = node_weights(graph, weights)
+    discarded = discarded_verifications(graph, verdicts)
+    weight[discarded] = 0.0
+    qualifying &= ~discarded
+    n = graph.n
+    cross = graph.cross_edges()
+    status, confirmations, failures = verification_status(verdicts, n)
+    columns = {
+        "sha": graph.table["sha"],
+        "score": np.bincount(graph.parent[cross], weights=weight[graph.child[cross]], minlength=n),
+        "children": np.bincount(graph.parent, minlength=n).astype(np.int64),
+        "cross_children": np.bincount(graph.parent[cross], minlength=n).astype(np.int64),
+        "descendants": count_descendants(graph, qualifying),
+        "status": status,
+        "confirmations": confirmations,
+        "failures": failures,
+    }
+    return pa.table(columns, schema=EVIDENCE)
+
+
+def current_verdicts(graph: Graph) -> Verdicts:
+    """The usable verdicts, each marked current when it is its verifier's newest on that target."""
+    table = graph.table
+    node = np.flatnonzero(pc.is_valid(table["verdict"]).to_numpy(zero_copy_only=False))
+    rows = table.take(node)
+    target = graph.lookup(rows["target"])
+    verdict = np.asarray(rows["verdict"].to_pylist(), dtype=object)
+    verifier = graph.account[node]
+    target_account = np.where(target >= 0, graph.account[np.maximum(target, 0)], -1)
+    usable = np.isin(verdict, list(VERDICT_WEIGHTS)) & (target >= 0) & (target_account != verifier)
+    node, target, verdict, verifier = node[usable], target[usable], verdict[usable], verifier[usable]
+    rows = rows.filter(usable)
+    newest_last = np.lexsort(
+        (
+            np.asarray(rows["sha"].to_pylist(), dtype=str),
+            rows["log_seq"].fill_null(-1).to_numpy(),
+            rows["timestamp"].fill_null(np.iinfo(np.int64).min).to_numpy(),
+            target,
+            verifier,
+        )
+    )
+    node, target, verdict, verifier = (a[newest_last] for a in (node, target, verdict, verifier))
+    current = np.ones(len(node), dtype=bool)
+    current[:-1] = (verifier[1:] != verifier[:-1]) | (target[1:] != target[:-1])
+    return Verdicts(node, target, verdict, current)
+
+
+def discarded_verifications(graph: Graph, verdicts: Verdicts) -> np.ndarray:
+    """Boolean per node: a verification commit whose verdict does not count (replaced or not usable)."""
+    is_verification = pc.is_valid(graph.table["verdict"]).to_numpy(zero_copy_only=False)
+    discarded = np.asarray(is_verification, dtype=bool).copy()
+    discarded[verdicts.node[verdicts.current]] = False
+    return discarded
+
+
+def node_weights(
+    graph: Graph, weights: Mapping[str, float] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: its weight w(v) and whether it can be qualifying downstream work.
+
+    `contribution_weight` is called once per distinct (tags, verdict) combination, not once per row.
+    Qualifying here means: no wip or endorsed tag, and not a failed verification.
+    """
+    tags = pc.fill_null(pc.binary_join(graph.table["tags"], _TAG_SEPARATOR), "")
+    verdicts = pc.fill_null(graph.table["verdict"], "")
+    tag_keys = pc.dictionary_encode(combined(tags))
+    verdict_keys = pc.dictionary_encode(combined(verdicts))
+    n_verdicts = max(len(verdict_keys.dictionary), 1)
+    pairs = tag_keys.indices.to_numpy().astype(np.int64) * n_verdicts + verdict_keys.indices.to_numpy()
+    combos, inverse = np.unique(pairs, return_inverse=True)
+    combo_weight = np.zeros(len(combos))
+    combo_qualifying = np.zeros(len(combos), dtype=bool)
+    tag_texts = tag_keys.dictionary.to_pylist()
+    verdict_texts = verdict_keys.dictionary.to_pylist()
+    for i, combo in enumerate(combos.tolist()):
+        combo_tags = tuple(filter(None, tag_texts[combo // n_verdicts].split(_TAG_SEPARATOR)))
+        verdict = verdict_texts[combo % n_verdicts] or None
+        if verdict is not None and verdict not in VERDICT_WEIGHTS:
+            continue  # an unknown verdict: ignored, weighs nothing
+        combo_weight[i] = contribution_weight(combo_tags, verdict, weights)
+        combo_qualifying[i] = verdict != "failed" and not NON_PROPAGATING_TAGS.intersection(combo_tags)
+    return combo_weight[inverse.ravel()], combo_qualifying[inverse.ravel()]
+
+
+def verification_status(verdicts: Verdicts, n: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Per node: status string, current confirmed count, current failed count."""
+    confirmed = verdicts.current_counts("confirmed", n)
+    partial = verdicts.current_counts("partial", n)
+    failed = verdicts.current_counts("failed", n)
+    kinds = (confirmed > 0).astype(int) + (partial > 0) + (failed > 0)
+    status = np.select(
+        [kinds == 0, kinds > 1, confirmed > 0, partial > 0],
+        ["unverified", "contested", "confirmed", "partial"],
+        default="failed",
+    )
+    return status.tolist(), confirmed, failed
+
+
+def count_descendants(graph: Graph, qualifying: np.ndarray) -> np.ndarray:
+    """Per node: how many distinct qualifying nodes are reachable from it through child edges (exact).
+
+    Walks the nodes children-first, keeping for each node the set of qualifying nodes at or below it as a
+    Python int bitset. Bits are numbered from the end of the topological order, so a node's set only
+    spans the nodes after it; a child's set is dropped once its last parent has used it.
+    """
+    order = topological_order(graph)
+    n = graph.n
+    bit = np.full(n, -1, np.int64)
+    late_first = order[::-1]
+    chosen = late_first[qualifying[late_first]]
+    bit[chosen] = np.arange(len(chosen))
+    bits = bit.tolist()
+    ptr, kids = graph.children_lists()
+    waiting = np.bincount(graph.child, minlength=n).tolist()  # parents that have not used the set yet
+    below: list[int] = [0] * n  # qualifying nodes at or below each node, as a bitset
+    counts = [0] * n
+    for u in late_first.tolist():
+        first, last = ptr[u], ptr[u + 1]
+        reach = 0
+        for c in kids[first:last]:
+            reach |= below[c]
+            waiting[c] -= 1
+            if not waiting[c]:
+                below[c] = 0
+        if last - first == 1:  # one child: its count plus itself, no need to count bits
+            c = kids[first]
+            counts[u] = counts[c] + (bits[c] >= 0)
+        else:
+            counts[u] = reach.bit_count()
+        if waiting[u]:
+            below[u] = reach | (1 << bits[u]) if bits[u] >= 0 else reach
+    return np.asarray(counts, dtype=np.int64)

@@ -1,0 +1,125 @@
+"""Lineage: the history one contribution stands on, who made it, and where it got better.
+
+For a contribution u:
+- ancestry: u and every valid contribution reachable from it through parent edges, in time order;
+- accounts involved, the parent edges among the ancestry and how many of them cross accounts;
+- reproduced: ancestors with at least one current `confirmed` verdict from another account (current =
+  the verifier's newest verdict on it, see `evidence`; the verification itself may lie outside the
+  ancestry);
+- milestones: the ancestors, in time order, that set a new best primary metric within the ancestry
+  (direction-aware; a gain no larger than the tolerance is not a new best; the first scored ancestor is
+  the first milestone). Verifications are not candidates: they re-measure someone else's result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from .evidence import current_verdicts
+from .graph import Graph, build_graph, chronological_order, new_best_mask, scored_mask
+
+
+@dataclass(frozen=True)
+class Milestone:
+    """An ancestor that set a new best primary metric."""
+
+    sha: str
+    account: str
+    timestamp: int
+    value: float
+
+
+@dataclass(frozen=True)
+class Lineage:
+    sha: str
+    ancestry: tuple[str, ...]  # time order, the contribution itself included
+    accounts: tuple[str, ...]  # sorted
+    edges: int  # parent edges among the ancestry
+    cross_account_edges: int
+    reproduced: tuple[str, ...]  # time order
+    milestones: tuple[Milestone, ...]  # time order
+    direction: str
+    tolerance: float
+
+    @property
+    def size(self) -> int:
+        return len(self.ancestry)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready data, with `size` added."""
+        data = asdict(self)
+        data["size"] = self.size
+        data["ancestry"] = list(self.ancestry)
+        data["accounts"] = list(self.accounts)
+        data["reproduced"] = list(self.reproduced)
+        data["milestones"] = [asdict(m) for m in self.milestones]
+        return data
+
+
+def lineage(
+    contributions: pa.Table, sha: str, *, direction: str = "min", tolerance: float = 0.0
+) -> Lineage:
+    """The lineage of the contribution `sha`; raises KeyError when it is not a valid contribution."""
+    graph = build_graph(contributions)
+    start = int(graph.lookup(pa.array([sha], pa.string()))[0])
+    if start < 0:
+        raise KeyError(f"{sha} is not a valid contribution")
+    members = ancestors(graph, start)
+    inside = np.zeros(graph.n, dtype=bool)
+    inside[members] = True
+    rows = graph.table.take(members)
+    in_time = members[chronological_order(rows)]
+    edge_inside = inside[graph.child]  # a parent of an ancestor is an ancestor
+    shas = graph.table["sha"].to_numpy(zero_copy_only=False)
+    accounts = graph.table["account"].to_numpy(zero_copy_only=False)
+    return Lineage(
+        sha=sha,
+        ancestry=tuple(shas[in_time].tolist()),
+        accounts=tuple(sorted({a for a in accounts[members].tolist() if a is not None})),
+        edges=int(edge_inside.sum()),
+        cross_account_edges=int((edge_inside & graph.cross_edges()).sum()),
+        reproduced=tuple(shas[in_time[reproduced_mask(graph)[in_time]]].tolist()),
+        milestones=milestones(graph, in_time, direction, tolerance),
+        direction=direction,
+        tolerance=tolerance,
+    )
+
+
+def ancestors(graph: Graph, start: int) -> np.ndarray:
+    """Node `start` and every node reachable from it through parent edges."""
+    ptr, parents = graph.parents_lists()
+    seen = {start}
+    stack = [start]
+    while stack:
+        v = stack.pop()
+        for p in parents[ptr[v] : ptr[v + 1]]:
+            if p not in seen:
+                seen.add(p)
+                stack.append(p)
+    return np.fromiter(seen, dtype=np.int64, count=len(seen))
+
+
+def reproduced_mask(graph: Graph) -> np.ndarray:
+    """Per node: has at least one current confirmed verdict from another account."""
+    verdicts = current_verdicts(graph)
+    return verdicts.current_counts("confirmed", graph.n) > 0
+
+
+def milestones(graph: Graph, in_time: np.ndarray, direction: str, tolerance: float) -> tuple[Milestone, ...]:
+    """The nodes of `in_time` (already in time order) that set a new best primary metric."""
+    candidates = in_time[scored_mask(graph.table)[in_time]]
+    rows = graph.table.take(candidates)
+    values = rows["primary_metric"].to_numpy(zero_copy_only=False)
+    best = new_best_mask(values, direction, tolerance)
+    return tuple(
+        Milestone(sha, account, timestamp, value)
+        for sha, account, timestamp, value in zip(
+            rows["sha"].filter(best).to_pylist(),
+            rows["account"].filter(best).to_pylist(),
+            rows["timestamp"].filter(best).to_pylist(),
+            values[best].tolist(),
+        )
+    )
