@@ -1,0 +1,130 @@
+"""The Parquet index: validation in the reader, automatic updates, damage and concurrency."""
+
+import json
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow.parquet as pq
+
+from conftest import agora, git, make_clone
+from git_agora.contribution import Contribution, Verdict
+
+
+def forge(clone, message, parents, tree=None):
+    """A commit written by hand, as a buggy or malicious client would."""
+    tree = tree or git(clone, "rev-parse", f"{parents[0]}^{{tree}}").strip()
+    args = ["commit-tree", tree] + [x for p in parents for x in ("-p", p)]
+    return subprocess.run(["git", *args], cwd=clone, input=message, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def publish_forged_log(clone, account, entries):
+    """Append forged entries to a log the way git-agora does, and push it."""
+    tip = None
+    empty = subprocess.run(["git", "mktree"], cwd=clone, input="", capture_output=True, text=True).stdout.strip()
+    for entry in entries:
+        msg = f"agora log: {account}\n\nAgora-Log-Format: 1\nAgora-Log-Entry: {entry}\n"
+        tip = forge(clone, msg, [tip, entry] if tip else [entry], tree=empty)
+    git(clone, "update-ref", f"refs/agora/log/{account}", tip)
+    git(clone, "push", "-q", "origin", f"refs/agora/log/{account}")
+
+
+def test_invalid_commits_are_indexed_with_reasons(tmp_path, remote, project):
+    setup = agora(project, "whoami", "--json").json()["setup"]
+    m = make_clone(tmp_path, "m", str(remote), "mallory")
+    agora(m, "fetch")
+    own = Contribution(account="mallory", tags=("result",), description="mine", parents=(setup,), metrics={"bpc": 1.0})
+    own_sha = forge(m, own.to_message(), [setup])
+    self_check = Contribution(account="mallory", tags=("verification",), description="I confirm myself",
+                              parents=(own_sha,), target=own_sha, verdict=Verdict.CONFIRMED)
+    hypothesis = Contribution(account="mallory", tags=("hypothesis",), description="h", parents=(setup,),
+                              metrics={"bpc": 0.1})
+    not_ours = "just a commit\n"
+    entries = [own_sha, forge(m, self_check.to_message(), [own_sha]), forge(m, hypothesis.to_message(), [setup]),
+               forge(m, not_ours, [setup])]
+    second_setup = Contribution(account="mallory", tags=("setup",), description="another root")
+    empty_tree = subprocess.run(["git", "mktree"], cwd=m, input="", capture_output=True, text=True).stdout.strip()
+    entries.append(forge_root(m, second_setup.to_message(), empty_tree))
+    publish_forged_log(m, "mallory", entries)
+
+    agora(project, "fetch")
+    rejected = agora(project, "log", "--rejected", "--json").json()
+    reasons = {r["title"]: r["reasons"] for r in rejected}
+    assert reasons["I confirm myself"] == ["a verification of one's own work"]
+    assert reasons["h"] == ["a hypothesis carries no metric"]
+    assert any("not a contribution" in r for r in reasons["just a commit"])
+    assert any("second setup" in r for r in reasons["another root"])
+    assert "mine" not in reasons
+    text = agora(project, "log", "--rejected").stdout
+    assert "rejected: a verification of one's own work" in text
+    agora(project, "index", "--check")
+
+
+def forge_root(clone, message, tree):
+    return subprocess.run(["git", "commit-tree", tree], cwd=clone, input=message, capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_a_plain_git_fetch_is_noticed(tmp_path, remote, project):
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    agora(b, "fetch")
+    agora(project, "post", "-m", "fresh insight", "--tag", "insight")
+    git(b, "fetch", "-q", "origin", "+refs/agora/log/*:refs/agora/remotes/origin/log/*")
+    titles = [row["title"] for row in agora(b, "log", "--json").json()]
+    assert "fresh insight" in titles
+
+
+def test_a_rewritten_log_is_quarantined_and_reported(tmp_path, remote, project):
+    agora(project, "post", "-m", "first insight", "--tag", "insight")
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    agora(b, "fetch")
+    old_tip = git(remote, "rev-parse", "refs/agora/log/alice").strip()
+    # alice's log on the remote is rewound by someone with write access
+    git(remote, "update-ref", "refs/agora/log/alice", f"{old_tip}~1")
+    result = agora(b, "fetch")
+    assert "was rewritten" in result.stderr
+    quarantined = git(b, "for-each-ref", "--format=%(refname) %(objectname)", "refs/agora/quarantine/").split()
+    assert quarantined[1] == old_tip
+    titles = [row["title"] for row in agora(b, "log", "--json").json()]
+    assert "first insight" in titles, "nothing once fetched disappears"
+
+
+def test_damaged_and_future_indexes(project):
+    agora(project, "index")
+    index_dir = project / ".git" / "agora" / "index"
+    contributions = index_dir / "contributions.parquet"
+    contributions.write_bytes(contributions.read_bytes()[:100])
+    agora(project, "post", "-m", "after damage", "--tag", "insight")
+    r = agora(project, "log", "--json")
+    assert "rebuilt it from Git" in r.stderr
+    assert r.json()[0]["title"] == "after damage"
+    agora(project, "index", "--check")
+
+    state = index_dir / "state.json"
+    data = json.loads(state.read_text())
+    data["format_version"] = 99
+    state.write_text(json.dumps(data))
+    r = agora(project, "log", check=False)
+    assert r.returncode == 1 and "newer than this git-agora understands" in r.stderr
+
+
+def test_concurrent_updates_do_not_corrupt(tmp_path, remote, project):
+    for n in range(5):
+        agora(project, "post", "-m", f"insight {n}", "--tag", "insight")
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    git(b, "fetch", "-q", "origin", "+refs/agora/log/*:refs/agora/remotes/origin/log/*")
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: agora(b, "log", "--json", "--limit", "100"), range(6)))
+    assert all(len(r.json()) == 6 for r in results)
+    agora(b, "index", "--check")
+    table = pq.read_table(b / ".git" / "agora" / "index" / "contributions.parquet")
+    assert table.num_rows == 6
+
+
+def test_index_tables_are_readable_by_plain_tools(project):
+    agora(project, "post", "-m", "an insight", "--tag", "insight")
+    agora(project, "index")
+    index_dir = project / ".git" / "agora" / "index"
+    contributions = pq.read_table(index_dir / "contributions.parquet").to_pylist()
+    assert {r["title"] for r in contributions} == {"Setup: a", "an insight"}
+    assert all(r["valid"] for r in contributions)
