@@ -109,4 +109,12 @@ def report_published(published, as_json: bool, what: str) -> int:
                 f"{published.push.queued} contribution(s) queued locally, `git agora sync` sends them",
                 err=True,
             )
+    return publish_exit_code(published)
+
+
+def publish_exit_code(published) -> int:
+    """QUEUED when a configured remote does not have the contribution yet."""
+    from ..refs.sync import PushOutcome
+
+    outcome = published.push.outcome
     return ExitCode.QUEUED if outcome.queued and outcome is not PushOutcome.NO_REMOTE else ExitCode.OK

@@ -16,6 +16,7 @@ def command(ctx, sha, as_json):
     project = open_project(ctx)
     c = project.contribution(sha)
     data = contribution_dict(c)
+    data["evidence"] = evidence_of(project, c.sha)
     if as_json:
         emit_json(data)
         return 0
@@ -33,6 +34,12 @@ def command(ctx, sha, as_json):
     for parent in c.parents:
         p = project.repo.contribution(parent)
         click.echo(f"parent       {parent[:12]} {p.account + ': ' + p.title if p else '(not a contribution)'}")
+    ev = data["evidence"]
+    if ev:
+        click.echo(f"evidence     score {ev['score']:g}, {ev['children']} children, "
+                   f"{ev['descendants']} descendants, {ev['status']}")
+    else:
+        click.echo("evidence     none: this commit is rejected (see `git agora log --rejected`)")
     if c.metadata:
         from ..contribution import encode_metadata
 
@@ -59,3 +66,18 @@ def contribution_dict(c) -> dict:
         "tree": c.tree,
         "cross_refs": list(c.cross_refs),
     }
+
+
+def evidence_of(project, sha: str) -> dict | None:
+    """Evidence score and verification status of one contribution, from the index."""
+    import pyarrow.compute as pc
+
+    from ..frontier.evidence import evidence
+    from ..index.store import load_index
+
+    index = load_index(project.repo)
+    table = evidence(index.contributions, index.config.tag_weights)
+    row = table.filter(pc.equal(table["sha"], sha)).to_pylist()
+    if not row:
+        return None
+    return {k: v for k, v in row[0].items() if k != "sha"}

@@ -1,0 +1,150 @@
+"""Verification by rerunning, `git agora run` and `push --check`, on the demo's real n-gram task."""
+
+import shutil
+from importlib.resources import files
+
+import pytest
+
+from conftest import agora, git, make_clone
+
+TASK = files("git_agora") / "demo" / "task"
+
+
+@pytest.fixture
+def task_project(tmp_path, remote):
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    for name in ("choices.py", "ngram.py"):
+        shutil.copyfile(TASK / name, a / name)
+    (a / ".gitignore").write_text("__pycache__/\n")
+    agora(a, "init", "--metric", "bpc", "--direction", "min", "--tolerance", "0.000001",
+          "--eval", "python3 ngram.py")
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    agora(b, "fetch")
+    return a, b
+
+
+def set_choice(clone, line_start, new_line):
+    path = clone / "choices.py"
+    lines = [new_line if ln.startswith(line_start) else ln for ln in path.read_text().splitlines()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_honest_result_is_confirmed_and_edited_claim_failed(task_project):
+    a, b = task_project
+    set_choice(a, "ORDER", "ORDER = 3")
+    honest = agora(a, "push", "--check", "-m", "order 3", "--tag", "result", "--json").json()
+    claimed = agora(a, "show", honest["sha"], "--json").json()["metrics"]["bpc"]
+    assert 1.0 < claimed < 4.0
+
+    set_choice(a, "METHOD", 'METHOD = "witten_bell"')
+    edited = agora(a, "push", "-m", "witten-bell", "--tag", "result", "--metric", "bpc=1.2345", "--json").json()
+
+    agora(b, "fetch")
+    ok = agora(b, "verify", honest["sha"], "--json").json()
+    assert ok["verdict"] == "confirmed" and ok["push"] == "pushed"
+    assert ok["reproduced"]["bpc"] == claimed
+    assert ok["evaluator"]["command"] == "python3 ngram.py" and len(ok["evaluator"]["sha256"]) == 64
+    assert ok["hardware"]["cpus"] >= 1 and ok["duration_s"] > 0
+    bad = agora(b, "verify", edited["sha"], "--json").json()
+    assert bad["verdict"] == "failed"
+    assert bad["claimed"]["bpc"] == 1.2345 and abs(bad["difference"]["bpc"]) > 0.1
+
+    agora(a, "fetch")
+    shown = agora(a, "show", ok["sha"], "--json").json()
+    assert shown["target"] == honest["sha"] and shown["parents"] == [honest["sha"]]
+    assert shown["metadata"]["reproduced"]["bpc"] == claimed
+
+
+def test_verdict_replacement_shows_in_evidence(task_project):
+    a, b = task_project
+    set_choice(a, "ORDER", "ORDER = 3")
+    result = agora(a, "push", "--check", "-m", "order 3", "--tag", "result", "--json").json()
+    agora(b, "fetch")
+    agora(b, "verify", result["sha"])
+    agora(a, "fetch")
+    evidence = agora(a, "show", result["sha"], "--json").json()["evidence"]
+    assert evidence["score"] == 20 and evidence["status"] == "confirmed"
+    agora(b, "post", "--target", result["sha"], "--verdict", "failed", "-m", "on second thought, no")
+    agora(a, "fetch")
+    evidence = agora(a, "show", result["sha"], "--json").json()["evidence"]
+    assert evidence["score"] == -20 and evidence["status"] == "failed"
+
+
+def test_a_crashing_result_fails_with_the_reason(task_project):
+    a, b = task_project
+    set_choice(a, "METHOD", 'METHOD = "bogus"')
+    crash = agora(a, "push", "-m", "bogus method", "--tag", "result", "--metric", "bpc=2.0", "--json").json()
+    agora(b, "fetch")
+    out = agora(b, "verify", crash["sha"], "--json").json()
+    assert out["verdict"] == "failed"
+    assert "exited 1" in out["reason"] and "unknown METHOD" in out["reason"]
+
+
+def test_push_check_refuses_a_wrong_claim(task_project):
+    a, _ = task_project
+    before = git(a, "for-each-ref", "refs/agora/")
+    set_choice(a, "ORDER", "ORDER = 3")
+    r = agora(a, "push", "--check", "-m", "order 3", "--tag", "result", "--metric", "bpc=0.5", check=False)
+    assert r.returncode == 1
+    assert "you claim bpc=0.5 but a clean run measured" in r.stderr
+    assert git(a, "for-each-ref", "refs/agora/") == before
+
+
+def test_run_evaluates_exactly_what_push_publishes(task_project):
+    a, _ = task_project
+    set_choice(a, "ORDER", "ORDER = 4")
+    (a / "scratch.txt").write_text("untracked, published too\n")
+    run = agora(a, "run", "--json").json()
+    assert run["ok"] and run["metrics"]["bpc"] > 0
+    pushed = agora(a, "push", "-m", "order 4", "--tag", "result", "--metric", f"bpc={run['metrics']['bpc']}", "--json").json()
+    assert git(a, "rev-parse", f"{pushed['sha']}^{{tree}}").strip() == run["tree"]
+
+
+@pytest.mark.parametrize(
+    "script, reason",
+    [
+        ("print('no json here')", "printed no JSON"),
+        ("print('{garbage')", "printed no JSON"),
+        ("import json; print(json.dumps({'other': 1}))", "no finite 'bpc'"),
+        ("raise SystemExit(3)", "exited 3"),
+        ("import time; time.sleep(30)", "timed out"),
+    ],
+)
+def test_broken_evaluators_give_failed_verdicts(task_project, script, reason):
+    a, b = task_project
+    (a / "ngram.py").write_text(script + "\n")
+    bad = agora(a, "push", "-m", "broken evaluator", "--tag", "result", "--metric", "bpc=2.0", "--json").json()
+    agora(b, "fetch")
+    before = git(b, "for-each-ref", "refs/agora/")
+    out = agora(b, "verify", bad["sha"], "--no-publish", "--timeout", "2", "--json").json()
+    assert out["verdict"] == "failed" and reason in out["reason"]
+    assert git(b, "for-each-ref", "refs/agora/") == before
+
+
+def test_verify_refuses_bad_requests(tmp_path, task_project, remote):
+    a, b = task_project
+    insight = agora(a, "post", "-m", "an insight", "--tag", "insight", "--json").json()
+    set_choice(a, "ORDER", "ORDER = 3")
+    own = agora(a, "push", "--check", "-m", "order 3", "--tag", "result", "--json").json()
+    agora(b, "fetch")
+    cases = [
+        (b, ["verify", "0" * 40], "unknown commit"),
+        (b, ["verify", insight["sha"]], "claims no metric"),
+        (a, ["verify", own["sha"]], "your own work"),
+    ]
+    for clone, args, message in cases:
+        before = git(clone, "for-each-ref", "refs/agora/")
+        r = agora(clone, *args, check=False)
+        assert r.returncode == 1 and message in r.stderr, r
+        assert git(clone, "for-each-ref", "refs/agora/") == before
+
+    other = tmp_path / "other.git"
+    git(tmp_path, "init", "-q", "--bare", str(other))
+    c = make_clone(tmp_path, "c", str(other), "carol")
+    (c / "x.txt").write_text("x\n")
+    agora(c, "init", "--metric", "bpc")
+    result = agora(c, "push", "-m", "x", "--tag", "result", "--metric", "bpc=1", "--json").json()
+    d = make_clone(tmp_path, "d", str(other), "dave")
+    agora(d, "fetch")
+    r = agora(d, "verify", result["sha"], check=False)
+    assert r.returncode == 1 and "no evaluation command" in r.stderr
