@@ -237,3 +237,27 @@ def _file(name: str) -> str:
 
 
 __all__ = ["Index", "UpdateReport", "load_index", "update_index", "check_index", "TABLES"]
+
+
+# --- the embedding cache: derived from descriptions, keyed by (sha, model); not part of --check ---
+
+EMBEDDINGS_FILE = "embeddings.parquet"
+
+
+def read_embeddings(repo: Repository) -> pa.Table | None:
+    from .schema import EMBEDDINGS
+
+    path = index_dir(repo) / EMBEDDINGS_FILE
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException):
+        return None
+    return table if table.schema == EMBEDDINGS else None
+
+
+def write_embeddings(repo: Repository, table: pa.Table) -> None:
+    directory = index_dir(repo)
+    with _locked(directory, exclusive=True):
+        tmp = directory / f".{EMBEDDINGS_FILE}.{os.getpid()}"
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, directory / EMBEDDINGS_FILE)

@@ -1,0 +1,40 @@
+"""`git agora search`: has this been tried? The nearest contributions to a free-text idea."""
+
+from __future__ import annotations
+
+import click
+
+from .common import emit_json, json_option, open_project
+
+
+@click.command("search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--model", help="Sentence-transformers model name or path ('hashing': the lexical fallback).")
+@json_option
+@click.pass_context
+def command(ctx, query, limit, model, as_json):
+    """Contributions closest to QUERY by embedding similarity (keyword match as the fallback)."""
+    from ..frontier.search import search
+    from ..index.store import load_index
+    from .embedding_cache import backend_for, cached_embeddings
+
+    text = " ".join(query)
+    project = open_project(ctx)
+    _ = project.setup
+    index = load_index(project.repo)
+    embeddings, model_id = cached_embeddings(project, index, model)
+    backend = backend_for("hashing" if model_id and model_id.startswith("hashing") else model_id)
+    result = search(text, index.contributions, embeddings, k=limit, backend=backend, model=model_id)
+    if as_json:
+        emit_json(result.to_dict())
+        return 0
+    click.echo(f"nearest to {text!r} ({result.method}{', ' + result.model if result.model else ''}):")
+    if result.note:
+        click.echo(f"  note: {result.note}")
+    for hit in result.hits:
+        metric = "-" if hit.metric is None else f"{hit.metric:.6g}"
+        click.echo(f"  {hit.score:5.2f}  {hit.sha[:10]} {metric:>9}  {hit.account[:12]:<12} {hit.title[:60]}")
+    if not result.hits:
+        click.echo("  nothing similar yet")
+    return 0

@@ -1,0 +1,180 @@
+"""One call that computes everything an agent needs to choose its next piece of work.
+
+``analyze(contributions, edges, verdicts, embeddings, config) -> AnalyzeResult``; the result's
+``to_dict()`` is the JSON of ``git agora analyze --json``:
+
+- ``summary``: ``warning`` (first: the convergence warning's message, or null), ``contributions``
+  (rows in the index), ``valid``, ``rejected``, ``accounts`` (with a valid contribution),
+  ``results`` (scored results: valid, reporting the primary metric, not verifications, not
+  failed-verified), ``hypotheses``, ``verifications``, ``unverified_results``, ``contested``,
+  ``metric`` / ``direction`` / ``tolerance`` (the project's primary metric), ``best`` (the latest
+  noise-aware new best: sha, title, account, metric, timestamp, status, ties = other results within
+  the tolerance of it; null without metric), ``notes`` (why parts are empty or degraded).
+- ``slots``: ``exploration_c`` (C), ``bunching``, ``n_total`` (N), ``params`` (the UCB constants) and
+  ``slots``: three of ``{name, purpose, note, suggestions}``, names exploit, explore_known,
+  explore_novel; each suggestion ``{sha, title, account, metric, status, ucb, quality,
+  quality_source (own|inherited|none), follow_ons, cluster, cluster_size, duplicates, reason}``.
+- ``views``: ``{name: {name, title, total, note, rows}}`` for the selected views (see
+  ``views.VIEW_NAMES``; rows carry sha, title, account, timestamp, tags, metric + view fields).
+- ``diversity``: ``available``, ``note``, ``model``, ``coverage``, ``window``, ``threshold``,
+  ``count``, ``sizes``, ``top_share``, ``effective_count``, ``evenness``, ``clusters`` (id, size,
+  share, label, central_sha, best_sha, best_metric), ``histogram`` ({edges, counts} of the metric),
+  ``promising_small`` (rows with cluster, cluster_size, quality), ``warning`` ({cluster, label, size,
+  share, window, message, alternatives} or null).
+
+The rules of each part are in the docstrings of ``views``, ``clusters`` and ``ucb``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .clusters import ClusterParams, Diversity, diversity
+from .embeddings import pick_model, vector_index
+from .ucb import Slots, UcbParams, plan_slots
+from .views import Best, Frame, View, ViewParams, best, build_frame, compute_views
+
+
+@dataclass(frozen=True)
+class AnalyzeConfig:
+    """What to analyse and how.
+
+    ``metric``: the primary metric's name (for display); ``direction``: min | max; ``tolerance``:
+    the reproduction tolerance (absolute, in metric units); ``limit``: rows per view;
+    ``views``: names to compute (None: all); ``weights``: tag weights for evidence (None: defaults);
+    ``embedding_model``: which model's vectors to use (None: the model with most cached rows).
+    """
+
+    metric: str | None = None
+    direction: str = "min"
+    tolerance: float = 0.0
+    limit: int = 10
+    views: tuple[str, ...] | None = None
+    ucb: UcbParams = field(default_factory=UcbParams)
+    clusters: ClusterParams = field(default_factory=ClusterParams)
+    view_params: ViewParams = field(default_factory=ViewParams)
+    weights: Mapping[str, float] | None = None
+    embedding_model: str | None = None
+
+    @classmethod
+    def from_project(cls, project: Any, **overrides: Any) -> "AnalyzeConfig":
+        """From a ``config.ProjectConfig``: metric, direction, tolerance, tag weights and ``[ucb]``."""
+        sections = getattr(project, "sections", {}) or {}
+        base = cls(
+            metric=project.metric,
+            direction=project.direction,
+            tolerance=project.tolerance,
+            weights=dict(project.tag_weights),
+            ucb=UcbParams.from_mapping(sections.get("ucb")),
+        )
+        return replace(base, **overrides)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Counts, the best result and notes; see the module docstring for each field."""
+
+    warning: str | None
+    contributions: int
+    valid: int
+    rejected: int
+    accounts: int
+    results: int
+    hypotheses: int
+    verifications: int
+    unverified_results: int
+    contested: int
+    metric: str | None
+    direction: str
+    tolerance: float
+    best: Best | None
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["best"] = None if self.best is None else self.best.to_dict()
+        out["notes"] = list(self.notes)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class AnalyzeResult:
+    """Everything ``analyze`` computes; ``to_dict()`` gives JSON-able output (module docstring)."""
+
+    summary: Summary
+    slots: Slots
+    views: dict[str, View]
+    diversity: Diversity
+    frame: Frame = field(repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary.to_dict(),
+            "slots": self.slots.to_dict(),
+            "views": {name: view.to_dict() for name, view in self.views.items()},
+            "diversity": self.diversity.to_dict(),
+        }
+
+
+def analyze(
+    contributions: pa.Table,
+    edges: pa.Table | None = None,
+    verdicts: pa.Table | None = None,
+    embeddings: pa.Table | None = None,
+    config: AnalyzeConfig = AnalyzeConfig(),
+) -> AnalyzeResult:
+    """Evidence, views, clusters and UCB slots in one pass over the index tables.
+
+    ``edges`` and ``verdicts`` are accepted for symmetry with the index but not read: evidence
+    derives both from ``contributions`` (the index builds them from the same rows).
+    """
+    frame = build_frame(contributions, direction=config.direction, tolerance=config.tolerance, weights=config.weights)
+    model = pick_model(embeddings, config.embedding_model)
+    has_vector, source = _vector_access(frame, embeddings, model)
+    div = diversity(frame, has_vector, source, config.clusters, model, config.limit)
+    slots = plan_slots(frame, div.clustering, config.ucb)
+    views = compute_views(frame, config.limit, config.views, config.view_params)
+    return AnalyzeResult(_summary(frame, config, div), slots, views, div, frame)
+
+
+def _vector_access(frame: Frame, embeddings: pa.Table | None, model: str | None):
+    index = vector_index(embeddings, frame.table["sha"], model)
+    return index.present, index.vectors
+
+
+def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity) -> Summary:
+    total = frame.contributions.num_rows
+    notes = []
+    metric = config.metric or "primary metric"
+    if frame.n <= 1:
+        notes.append("nothing but the setup contribution yet: build on it" if frame.n else "no valid contribution yet")
+    if not frame.has_metric:
+        notes.append(
+            f"no valid contribution reports the {metric}: leaders, quality percentiles and the exploit slot "
+            "are empty, and UCB uses Q = 0"
+        )
+    if not div.available and div.note:
+        notes.append(div.note)
+    accounts = len(pc.unique(frame.table["account"])) if frame.n else 0
+    return Summary(
+        warning=None if div.warning is None else div.warning.message,
+        contributions=total,
+        valid=frame.n,
+        rejected=total - frame.n,
+        accounts=accounts,
+        results=int(frame.scored.sum()),
+        hypotheses=int(frame.hypothesis.sum()),
+        verifications=int(frame.verification.sum()),
+        unverified_results=int((frame.scored & (frame.status == "unverified")).sum()),
+        contested=int((frame.status == "contested").sum()),
+        metric=config.metric,
+        direction=config.direction,
+        tolerance=config.tolerance,
+        best=best(frame),
+        notes=tuple(notes),
+    )

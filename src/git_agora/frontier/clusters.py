@@ -1,0 +1,392 @@
+"""Clusters of similar work and how diverse the recent frontier is.
+
+Rules:
+
+- *Clusterable* nodes: valid contributions that are not endorsements or verifications (their texts
+  say "confirmed X" and would form one big cluster of their own).
+- Clusters are computed only when embeddings (of one model) cover at least ``min_coverage`` (50%) of
+  the clusterable nodes; otherwise ``Diversity.available`` is false and says why.
+- The *window*: the ``window`` (5,000) most recent clusterable nodes that have a vector.
+- Single-link clustering: connected components of the graph joining two window nodes whose cosine
+  similarity is >= ``threshold`` (0.90). A node's near-duplicates ``rho`` are its neighbours in that
+  graph (for nodes outside the window: window nodes at that similarity).
+- Diversity over the window, with shares p_i = size_i / window: top-cluster share max p_i,
+  entropy H = -sum p_i ln p_i, effective cluster count exp(H), evenness H / ln(count) (null for a
+  single cluster).
+- A cluster's label is the title of its most central member (highest cosine to the cluster mean).
+- Warning: when the largest cluster holds more than ``warn_share`` (a third) of the window and at
+  least ``warn_min_size`` nodes; it names the cluster and lists other clusters' best nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .views import Frame
+
+VectorSource = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class ClusterParams:
+    """Clustering constants; see the module docstring."""
+
+    threshold: float = 0.90
+    window: int = 5000
+    min_coverage: float = 0.5
+    warn_share: float = 1 / 3
+    warn_min_size: int = 3
+    small_cluster: int = 3  # "thin" clusters: at most this many nodes
+    promising_q: float = 0.5  # promising nodes in small clusters: inherited quality at least this
+    histogram_bins: int = 10
+    block: int = 1024
+
+
+# --------------------------------------------------------------------------- linear algebra
+
+
+def single_link(vectors: np.ndarray, threshold: float = 0.90, block: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """Connected components of the graph "cosine >= threshold" over unit-length rows.
+
+    Returns ``(labels, degree)``: labels numbered 0..k-1 by decreasing size (ties: earliest row
+    first), and each row's number of neighbours. Blockwise: only the upper triangle is computed,
+    ``block`` rows at a time, and edges are merged into a union-find forest block by block.
+    """
+    m = len(vectors)
+    parent = np.arange(m, dtype=np.int64)
+    degree = np.zeros(m, dtype=np.int64)
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    for start in range(0, m, block):
+        stop = min(start + block, m)
+        near = (x[start:stop] @ x[start:].T) >= threshold
+        near[:, : stop - start] &= np.triu(np.ones((stop - start, stop - start), dtype=bool), k=1)
+        degree[start:stop] += near.sum(axis=1)
+        degree[start:] += near.sum(axis=0)
+        parent = _roots(parent)
+        near &= parent[start:stop, None] != parent[None, start:]  # pairs already joined need no edge
+        rows, cols = np.nonzero(near)
+        parent = _union(parent, rows + start, cols + start)
+    return _relabel(_roots(parent)), degree
+
+
+def near_duplicates(queries: np.ndarray, vectors: np.ndarray, threshold: float = 0.90) -> np.ndarray:
+    """For each query row: how many rows of ``vectors`` have cosine >= threshold with it."""
+    if len(queries) == 0 or len(vectors) == 0:
+        return np.zeros(len(queries), dtype=np.int64)
+    return ((queries @ vectors.T) >= threshold).sum(axis=1).astype(np.int64)
+
+
+def _roots(parent: np.ndarray) -> np.ndarray:
+    while True:
+        grand = parent[parent]
+        if np.array_equal(grand, parent):
+            return parent
+        parent = grand
+
+
+def _union(parent: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Merge the sets of each pair (a[i], b[i]); roots always point to smaller indices (no cycles)."""
+    parent = _roots(parent)
+    while len(a):
+        ra, rb = parent[a], parent[b]
+        apart = ra != rb
+        a, b, ra, rb = a[apart], b[apart], ra[apart], rb[apart]
+        if not len(a):
+            break
+        np.minimum.at(parent, np.maximum(ra, rb), np.minimum(ra, rb))
+        parent = _roots(parent)
+    return parent
+
+
+def _relabel(roots: np.ndarray) -> np.ndarray:
+    if len(roots) == 0:
+        return roots
+    uniq, first, inverse, counts = np.unique(roots, return_index=True, return_inverse=True, return_counts=True)
+    order = np.lexsort((first, -counts))
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[order] = np.arange(len(uniq))
+    return rank[inverse.ravel()]
+
+
+def central_members(vectors: np.ndarray, labels: np.ndarray, k: int) -> np.ndarray:
+    """Per cluster: the row index of the member closest to the cluster's mean vector."""
+    mean = np.zeros((k, vectors.shape[1]), dtype=np.float64)
+    np.add.at(mean, labels, vectors)
+    closeness = np.einsum("ij,ij->i", vectors, mean[labels])
+    order = np.lexsort((-closeness, labels))
+    first = np.flatnonzero(np.r_[True, labels[order][1:] != labels[order][:-1]])
+    return order[first]
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """One cluster of the window: id (0 = largest), size, share of the window, label (central member's
+    title), central_sha, and its best scored member (best_sha, best_metric; null without metric)."""
+
+    id: int
+    size: int
+    share: float
+    label: str
+    central_sha: str
+    best_sha: str | None
+    best_metric: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ConvergenceWarning:
+    """One cluster holds more than a third of recent work. ``alternatives``: other clusters' best
+    nodes (rows with sha, title, account, metric, cluster, cluster_size, quality)."""
+
+    cluster: int
+    label: str
+    size: int
+    share: float
+    window: int
+    message: str
+    alternatives: tuple[dict[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "alternatives": list(self.alternatives)}
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Counts of scored results per metric bin: ``edges`` has one more entry than ``counts``."""
+
+    edges: tuple[float, ...]
+    counts: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"edges": list(self.edges), "counts": list(self.counts)}
+
+
+@dataclass(frozen=True, eq=False)
+class Clustering:
+    """Node-level clustering, for UCB: window nodes (frame node ids), their labels and degrees."""
+
+    nodes: np.ndarray
+    labels: np.ndarray
+    sizes: np.ndarray  # per cluster id
+    degree: np.ndarray
+    vectors: np.ndarray  # window rows, unit length
+    threshold: float
+    source: VectorSource  # vectors for any frame nodes: (matrix, present)
+
+    def cluster_of(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per frame node: cluster id and cluster size (-1 and 0 outside the window)."""
+        cluster = np.full(n, -1, dtype=np.int64)
+        cluster[self.nodes] = self.labels
+        size = np.zeros(n, dtype=np.int64)
+        size[self.nodes] = self.sizes[self.labels]
+        return cluster, size
+
+    def duplicates(self, nodes: np.ndarray, n: int) -> np.ndarray:
+        """Near-duplicate count rho for ``nodes``; -1 where a node has no vector."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        position = np.full(n, -1, dtype=np.int64)
+        position[self.nodes] = np.arange(len(self.nodes))
+        rho = np.full(len(nodes), -1, dtype=np.int64)
+        inside = position[nodes] >= 0
+        rho[inside] = self.degree[position[nodes[inside]]]
+        outside = np.flatnonzero(~inside)
+        if len(outside):
+            matrix, present = self.source(nodes[outside])
+            if present.any():
+                rho[outside[present]] = near_duplicates(matrix[present], self.vectors, self.threshold)
+        return rho
+
+
+@dataclass(frozen=True, eq=False)
+class Diversity:
+    """How spread the recent work is. When ``available`` is false only ``note``, ``coverage`` and
+    ``histogram`` are meaningful. ``sizes``: every cluster size, largest first (cut to 50)."""
+
+    available: bool
+    note: str | None
+    model: str | None
+    coverage: float
+    window: int
+    threshold: float
+    count: int
+    sizes: tuple[int, ...]
+    top_share: float | None
+    effective_count: float | None
+    evenness: float | None
+    clusters: tuple[Cluster, ...]
+    histogram: Histogram | None
+    promising_small: tuple[dict[str, Any], ...]
+    warning: ConvergenceWarning | None
+    clustering: Clustering | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "available": self.available,
+            "note": self.note,
+            "model": self.model,
+            "coverage": self.coverage,
+            "window": self.window,
+            "threshold": self.threshold,
+            "count": self.count,
+            "sizes": list(self.sizes),
+            "top_share": self.top_share,
+            "effective_count": self.effective_count,
+            "evenness": self.evenness,
+            "clusters": [c.to_dict() for c in self.clusters],
+            "histogram": None if self.histogram is None else self.histogram.to_dict(),
+            "promising_small": list(self.promising_small),
+            "warning": None if self.warning is None else self.warning.to_dict(),
+        }
+
+
+# --------------------------------------------------------------------------- diversity
+
+
+def clusterable(frame: Frame) -> np.ndarray:
+    """Nodes whose descriptions describe work: not endorsements, not verifications."""
+    return ~(frame.endorsed | frame.verification)
+
+
+def metric_histogram(frame: Frame, bins: int = 10) -> Histogram | None:
+    """Histogram of the scored values (null when nothing is scored)."""
+    values = frame.metric[frame.scored]
+    if len(values) == 0:
+        return None
+    counts, edges = np.histogram(values, bins=bins)
+    return Histogram(tuple(float(e) for e in edges), tuple(int(c) for c in counts))
+
+
+def diversity(
+    frame: Frame,
+    has_vector: np.ndarray,
+    source: VectorSource,
+    params: ClusterParams = ClusterParams(),
+    model: str | None = None,
+    limit: int = 10,
+) -> Diversity:
+    """Cluster the window and summarise it (module docstring). ``has_vector``: per frame node;
+    ``source(nodes)`` returns their unit vectors and presence, as ``embedding_matrix`` does."""
+    pool = clusterable(frame)
+    total = int(pool.sum())
+    covered = int((pool & has_vector).sum())
+    coverage = covered / total if total else 0.0
+    histogram = metric_histogram(frame, params.histogram_bins)
+    if total == 0 or coverage < params.min_coverage:
+        why = "no contributions to cluster yet" if total == 0 else (
+            f"embeddings cover {coverage:.0%} of contributions (< {params.min_coverage:.0%}): "
+            "no clusters; run `git agora analyze` with embeddings enabled to compute them"
+        )
+        return _unavailable(why, model, coverage, params, histogram)
+    nodes = np.flatnonzero(pool & has_vector)
+    nodes = nodes[np.lexsort((frame.log_seq[nodes], frame.timestamp[nodes]))[::-1]][: params.window]
+    vectors, _ = source(nodes)
+    labels, degree = single_link(vectors, params.threshold, params.block)
+    sizes = np.bincount(labels)
+    clustering = Clustering(nodes, labels, sizes, degree, vectors, params.threshold, source)
+    shares = sizes / len(nodes)
+    entropy = float(-(shares * np.log(shares)).sum())
+    clusters = _describe(frame, clustering, limit)
+    warning = _warning(frame, clustering, clusters, params, limit)
+    return Diversity(
+        available=True,
+        note=None,
+        model=model,
+        coverage=coverage,
+        window=len(nodes),
+        threshold=params.threshold,
+        count=len(sizes),
+        sizes=tuple(int(s) for s in sizes[:50]),
+        top_share=float(shares[0]),
+        effective_count=float(np.exp(entropy)),
+        evenness=float(entropy / np.log(len(sizes))) if len(sizes) > 1 else None,
+        clusters=clusters,
+        histogram=histogram,
+        promising_small=_promising_small(frame, clustering, params, limit),
+        warning=warning,
+        clustering=clustering,
+    )
+
+
+def _unavailable(note: str, model: str | None, coverage: float, params: ClusterParams, histogram: Histogram | None) -> Diversity:
+    return Diversity(False, note, model, coverage, 0, params.threshold, 0, (), None, None, None, (), histogram, (), None)
+
+
+def _best_per_cluster(frame: Frame, clustering: Clustering, by_quality: bool) -> np.ndarray:
+    """Per cluster: the node with the best metric (or, with ``by_quality``, highest inherited quality
+    among parent candidates), -1 when none qualifies."""
+    nodes, labels = clustering.nodes, clustering.labels
+    best = np.full(len(clustering.sizes), -1, dtype=np.int64)
+    if by_quality:
+        keep = frame.candidates()[nodes]
+        key = (frame.timestamp[nodes], frame.q_inherited[nodes])
+    else:
+        keep = frame.scored[nodes]
+        key = (frame.timestamp[nodes], -frame.loss()[nodes])
+    order = np.lexsort(key)[::-1]  # best first
+    order = order[keep[order]]
+    chosen_labels, first = np.unique(labels[order], return_index=True)
+    best[chosen_labels] = nodes[order[first]]
+    return best
+
+
+def _describe(frame: Frame, clustering: Clustering, limit: int) -> tuple[Cluster, ...]:
+    k = min(len(clustering.sizes), max(limit, 1))
+    central = clustering.nodes[central_members(clustering.vectors, clustering.labels, len(clustering.sizes))]
+    best = _best_per_cluster(frame, clustering, by_quality=False)
+    shas = frame.table["sha"]
+    titles = frame.table["title"]
+    out = []
+    for c in range(k):
+        b = int(best[c])
+        out.append(
+            Cluster(
+                id=c,
+                size=int(clustering.sizes[c]),
+                share=float(clustering.sizes[c] / len(clustering.nodes)),
+                label=titles[int(central[c])].as_py() or "",
+                central_sha=shas[int(central[c])].as_py(),
+                best_sha=None if b < 0 else shas[b].as_py(),
+                best_metric=None if b < 0 else float(frame.metric[b]),
+            )
+        )
+    return tuple(out)
+
+
+def _node_rows(frame: Frame, nodes: np.ndarray, clustering: Clustering) -> tuple[dict[str, Any], ...]:
+    cluster, size = clustering.cluster_of(frame.n)
+    return frame.rows(nodes, cluster=cluster[nodes], cluster_size=size[nodes], quality=frame.q_inherited[nodes])
+
+
+def _warning(
+    frame: Frame, clustering: Clustering, clusters: tuple[Cluster, ...], params: ClusterParams, limit: int
+) -> ConvergenceWarning | None:
+    top = clusters[0]
+    if top.share <= params.warn_share or top.size < params.warn_min_size:
+        return None
+    best = _best_per_cluster(frame, clustering, by_quality=True)[1:]
+    best = best[best >= 0]
+    best = best[np.lexsort((-frame.timestamp[best], -frame.q_inherited[best]))][: min(limit, 5)]
+    message = (
+        f"convergence: cluster {top.id} ('{top.label}') holds {top.share:.0%} of the "
+        f"{len(clustering.nodes)} most recent contributions ({top.size}); "
+        + ("consider the alternatives from other clusters" if len(best) else "there is no other cluster yet: try something different")
+    )
+    return ConvergenceWarning(top.id, top.label, top.size, top.share, len(clustering.nodes), message, _node_rows(frame, best, clustering))
+
+
+def _promising_small(frame: Frame, clustering: Clustering, params: ClusterParams, limit: int) -> tuple[dict[str, Any], ...]:
+    nodes = clustering.nodes
+    size = clustering.sizes[clustering.labels]
+    q = frame.q_inherited[nodes]
+    keep = (size <= params.small_cluster) & frame.candidates()[nodes] & (q >= params.promising_q) & frame.has_metric
+    chosen = nodes[keep]
+    chosen = chosen[np.lexsort((-frame.timestamp[chosen], -frame.q_inherited[chosen]))][:limit]
+    return _node_rows(frame, chosen, clustering)

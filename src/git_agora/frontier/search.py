@@ -1,0 +1,142 @@
+"""Search valid contributions by meaning (embeddings) or, without them, by keywords.
+
+- Embedding search: cosine similarity between the query vector and each valid contribution's
+  description vector (one model); contributions without a vector are not found.
+- Keyword fallback: each query word (lower-cased, 2+ letters) weighs its IDF
+  ln((N + 1) / (df + 1)) + 1 over the valid contributions' title + description; a contribution
+  scores the weight share of the query words it contains, in [0, 1]. Ties: newest first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .embeddings import EmbeddingBackend, embedding_matrix, pick_model
+from .graph import valid_rows
+
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One match: ``score`` is the cosine similarity (embedding) or keyword weight share."""
+
+    sha: str
+    title: str
+    account: str
+    timestamp: int
+    metric: float | None
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """``method``: embedding | keyword; ``model``: the embedding model used; ``note``: why keyword
+    search was used, or coverage caveats."""
+
+    query: str | None
+    method: str
+    model: str | None
+    hits: tuple[SearchHit, ...]
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "method": self.method,
+            "model": self.model,
+            "note": self.note,
+            "hits": [h.to_dict() for h in self.hits],
+        }
+
+
+def search(
+    query: str | np.ndarray,
+    contributions: pa.Table,
+    embeddings: pa.Table | None = None,
+    k: int = 10,
+    *,
+    backend: EmbeddingBackend | None = None,
+    model: str | None = None,
+) -> SearchResult:
+    """The ``k`` valid contributions nearest to ``query``.
+
+    ``query`` is a vector (compared with ``model``'s vectors, default the cache's main model) or a
+    text. A text is embedded with ``backend`` when one is given and the cache holds vectors of
+    ``backend.model``; otherwise keyword search is used and ``note`` says why.
+    """
+    table = valid_rows(contributions)
+    text = None if isinstance(query, np.ndarray) else str(query)
+    if text is None:
+        return _by_vector(np.asarray(query, dtype=np.float32), table, embeddings, k, pick_model(embeddings, model), None)
+    if backend is not None and embeddings is not None and embeddings.num_rows:
+        if pc.any(pc.equal(embeddings["model"], backend.model)).as_py():
+            vector = backend.encode([text])[0]
+            return _by_vector(vector, table, embeddings, k, backend.model, text)
+        why = f"no cached embeddings of model {backend.model}: keyword search"
+    elif embeddings is None or embeddings.num_rows == 0:
+        why = "no embeddings available: keyword search"
+    else:
+        why = "no encoder given for a text query: keyword search"
+    return keyword_search(text, table, k, why)
+
+
+def _by_vector(
+    vector: np.ndarray, table: pa.Table, embeddings: pa.Table | None, k: int, model: str | None, text: str | None
+) -> SearchResult:
+    matrix, present = embedding_matrix(embeddings, table["sha"], model)
+    if not present.any():
+        if text is not None:
+            return keyword_search(text, table, k, f"no embeddings of model {model}: keyword search")
+        return SearchResult(None, "embedding", model, (), f"no embeddings of model {model}")
+    if matrix.shape[1] != vector.shape[-1]:
+        raise ValueError(f"query has dimension {vector.shape[-1]}, model {model} has {matrix.shape[1]}")
+    norm = float(np.linalg.norm(vector)) or 1.0
+    scores = np.where(present, matrix @ (vector / norm), -np.inf)
+    order = np.argsort(-scores, kind="stable")[: min(k, int(present.sum()))]
+    covered = int(present.sum())
+    note = None if covered == table.num_rows else f"{covered} of {table.num_rows} contributions have embeddings"
+    return SearchResult(text, "embedding", model, _hits(table, order, scores[order]), note)
+
+
+def keyword_search(text: str, table: pa.Table, k: int = 10, note: str | None = None) -> SearchResult:
+    """Keyword fallback over valid rows (module docstring)."""
+    words = sorted(set(_WORD.findall(text.lower())))
+    if not words or table.num_rows == 0:
+        return SearchResult(text, "keyword", None, (), note)
+    haystack = pc.utf8_lower(
+        pc.binary_join_element_wise(pc.fill_null(table["title"], ""), pc.fill_null(table["description"], ""), "\n")
+    )
+    n = table.num_rows
+    score = np.zeros(n)
+    total = 0.0
+    for word in words:
+        hit = pc.match_substring_regex(haystack, rf"\b{re.escape(word)}\b").to_numpy(zero_copy_only=False)
+        hit = np.asarray(hit, dtype=bool)
+        idf = float(np.log((n + 1) / (hit.sum() + 1)) + 1)
+        score += idf * hit
+        total += idf
+    score /= total
+    timestamp = np.asarray(pc.fill_null(table["timestamp"], 0).to_numpy(zero_copy_only=False))
+    matched = np.flatnonzero(score > 0)
+    order = matched[np.lexsort((-timestamp[matched], -score[matched]))][:k]
+    return SearchResult(text, "keyword", None, _hits(table, order, score[order]), note)
+
+
+def _hits(table: pa.Table, order: np.ndarray, scores: np.ndarray) -> tuple[SearchHit, ...]:
+    part = table.take(pa.array(np.asarray(order, dtype=np.int64))).select(
+        ["sha", "title", "account", "timestamp", "primary_metric"]
+    )
+    return tuple(
+        SearchHit(r["sha"], r["title"] or "", r["account"], r["timestamp"], r["primary_metric"], float(s))
+        for r, s in zip(part.to_pylist(), scores)
+    )

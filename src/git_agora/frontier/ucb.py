@@ -1,0 +1,311 @@
+"""UCB scores and the three work slots: exploit, explore known, explore novel.
+
+    U(v) = 100 Q(v) + C sqrt(ln(N + 1) / (n(v) + 1)) + 100 D / sqrt(1 + rho(v))
+
+- Q(v): quality percentile in [0, 1], direction-aware (``views.quality``). A node without a metric
+  takes the Q of its nearest scored ancestor along first parents (the work it started from), or 0.
+  Without any metric in the project Q is 0 everywhere and the slots say so.
+- n(v): follow-on work = qualifying descendants (evidence: no endorsements, wip or failed
+  verifications). N: the number of valid contributions.
+- rho(v): near-duplicates, contributions whose description vector has cosine >= 0.90 with v, counted
+  in the clustered window (``clusters``). Unknown (no clusters or no vector) counts as 0.
+- C = c0 (1 + k * bunching). bunching in [0, 1] is the share of the other scored results lying within
+  ``bunch_tolerances`` reproduction tolerances of the best value (when the tolerance is 0: within
+  ``bunch_iqr_fraction`` of the interquartile range). When everyone sits at the best, improvements
+  are within noise, so exploration is worth more. With fewer than two results bunching is 0.
+- D: the diversity weight.
+
+Slots (parents are never invalid, wip, endorsements, verifications or failed-verified work):
+
+- exploit: scored nodes with Q >= exploit_q (or, when none, the best scored ones), highest U first:
+  reproduce or refine the leaders.
+- explore known: promising work (Q >= explore_q) in thin clusters (size <= thin_cluster), highest U
+  first. Without clusters: promising work with at most ``few_follow_ons`` follow-ons. Empty
+  without any metric.
+- explore novel: untouched nodes (n = 0) in singleton or very small clusters (size <= novel_cluster),
+  highest U first. Without clusters: untouched nodes, highest U first.
+
+A node appears in at most one slot (exploit, then explore known, then explore novel). Explore slots
+only look at the clustered window (the most recent work) when clusters exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from .clusters import Clustering
+from .views import Frame
+
+
+@dataclass(frozen=True)
+class UcbParams:
+    """UCB constants; a project overrides them in agora.toml ``[ucb]`` (same names)."""
+
+    c0: float = 20.0
+    k: float = 2.0
+    d: float = 0.1
+    bunch_tolerances: float = 3.0
+    bunch_iqr_fraction: float = 0.1
+    exploit_q: float = 0.8
+    explore_q: float = 0.5
+    thin_cluster: int = 3
+    novel_cluster: int = 2
+    few_follow_ons: int = 1
+    per_slot: int = 3
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | None) -> "UcbParams":
+        """Build from an ``[ucb]`` table; unknown keys raise ValueError (typos should not pass silently)."""
+        values = dict(values or {})
+        names = {f.name: f.type for f in fields(cls)}
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ValueError(f"[ucb]: unknown key(s) {', '.join(unknown)}; known: {', '.join(names)}")
+        kinds = {f.name: type(getattr(cls(), f.name)) for f in fields(cls)}
+        return cls(**{k: kinds[k](v) for k, v in values.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A parent to build on. ``ucb`` is U(v); ``quality`` is Q(v) and ``quality_source`` says where it
+    came from (own | inherited | none); ``follow_ons`` is n(v); ``cluster``/``cluster_size`` are null
+    without clusters; ``duplicates`` is rho(v), null when unknown; ``reason`` is one readable line."""
+
+    sha: str
+    title: str
+    account: str
+    metric: float | None
+    status: str
+    ucb: float
+    quality: float
+    quality_source: str
+    follow_ons: int
+    cluster: int | None
+    cluster_size: int | None
+    duplicates: int | None
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One slot: name (exploit | explore_known | explore_novel), purpose, suggestions, note."""
+
+    name: str
+    purpose: str
+    suggestions: tuple[Suggestion, ...]
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "purpose": self.purpose,
+            "note": self.note,
+            "suggestions": [s.to_dict() for s in self.suggestions],
+        }
+
+
+@dataclass(frozen=True)
+class Slots:
+    """The three slots and the constants used: C (exploration), bunching, N, params."""
+
+    exploration_c: float
+    bunching: float
+    n_total: int
+    params: UcbParams
+    slots: tuple[Slot, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "exploration_c": self.exploration_c,
+            "bunching": self.bunching,
+            "n_total": self.n_total,
+            "params": self.params.to_dict(),
+            "slots": [s.to_dict() for s in self.slots],
+        }
+
+    def __getitem__(self, name: str) -> Slot:
+        for slot in self.slots:
+            if slot.name == name:
+                return slot
+        raise KeyError(name)
+
+
+# --------------------------------------------------------------------------- formula
+
+
+def bunching(frame: Frame, params: UcbParams) -> float:
+    """Share of the other scored results within the bunching width of the best (module docstring)."""
+    loss = frame.loss()[frame.scored]
+    if len(loss) < 2:
+        return 0.0
+    if frame.tolerance > 0:
+        width = params.bunch_tolerances * frame.tolerance
+    else:
+        q1, q3 = np.percentile(loss, [25, 75])
+        width = params.bunch_iqr_fraction * (q3 - q1)
+    near = int((loss <= loss.min() + width).sum()) - 1
+    return near / (len(loss) - 1)
+
+
+def exploration_constant(frame: Frame, params: UcbParams) -> tuple[float, float]:
+    """``(C, bunching)`` with C = c0 (1 + k * bunching)."""
+    b = bunching(frame, params)
+    return params.c0 * (1.0 + params.k * b), b
+
+
+def ucb_scores(q: np.ndarray, n: np.ndarray, rho: np.ndarray, total: int, c: float, d: float) -> np.ndarray:
+    """U(v) for arrays of Q, n(v) and rho(v) (rho < 0, unknown, counts as 0)."""
+    rho = np.maximum(rho, 0)
+    return 100.0 * q + c * np.sqrt(np.log(total + 1) / (n + 1.0)) + 100.0 * d / np.sqrt(1.0 + rho)
+
+
+# --------------------------------------------------------------------------- slots
+
+
+@dataclass(frozen=True, eq=False)
+class _Context:
+    frame: Frame
+    clustering: Clustering | None
+    params: UcbParams
+    c: float
+    cluster: np.ndarray
+    size: np.ndarray
+
+    def base(self, nodes: np.ndarray) -> np.ndarray:
+        """U without the diversity term."""
+        f = self.frame
+        return ucb_scores(f.q_inherited[nodes], f.descendants[nodes], np.zeros(len(nodes)), f.n, self.c, 0.0)
+
+    def rho(self, nodes: np.ndarray) -> np.ndarray:
+        if self.clustering is None:
+            return np.full(len(nodes), -1, dtype=np.int64)
+        return self.clustering.duplicates(nodes, self.frame.n)
+
+    def top(self, nodes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ``count`` nodes of highest U, exactly, computing rho only for a shortlist: the diversity
+        term is at most 100 D, so a node whose U without it is lower than the count-th full U by
+        more than that cannot enter."""
+        if len(nodes) == 0 or count <= 0:
+            return nodes[:0], np.zeros(0), np.zeros(0, dtype=np.int64)
+        base = self.base(nodes)
+        order = np.lexsort((-self.frame.timestamp[nodes], -base))
+        nodes, base = nodes[order], base[order]
+        bonus = 100.0 * self.params.d
+        shortlist = min(len(nodes), max(4 * count, 64))
+        while True:
+            rho = self.rho(nodes[:shortlist])
+            full = base[:shortlist] + bonus / np.sqrt(1.0 + np.maximum(rho, 0))
+            pick = np.lexsort((-self.frame.timestamp[nodes[:shortlist]], -full))[:count]
+            if shortlist == len(nodes) or base[shortlist] + bonus < full[pick].min():
+                return nodes[pick], full[pick], rho[pick]
+            shortlist = min(len(nodes), shortlist * 4)
+
+
+def plan_slots(frame: Frame, clustering: Clustering | None, params: UcbParams = UcbParams()) -> Slots:
+    """Compute C and fill the three slots (module docstring)."""
+    c, b = exploration_constant(frame, params)
+    if clustering is None:
+        cluster, size = np.full(frame.n, -1, dtype=np.int64), np.zeros(frame.n, dtype=np.int64)
+    else:
+        cluster, size = clustering.cluster_of(frame.n)
+    ctx = _Context(frame, clustering, params, c, cluster, size)
+    taken = np.zeros(frame.n, dtype=bool)
+    slots = []
+    for build in (_exploit, _explore_known, _explore_novel):
+        slot, chosen = build(ctx, frame.candidates() & ~taken)
+        taken[chosen] = True
+        slots.append(slot)
+    return Slots(c, b, frame.n, params, tuple(slots))
+
+
+def _exploit(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
+    f, p = ctx.frame, ctx.params
+    purpose = "reproduce or refine the leaders"
+    if not f.has_metric:
+        return Slot("exploit", purpose, (), "no metric reported yet: nothing to exploit"), np.zeros(0, np.int64)
+    pool = np.flatnonzero(allowed & f.scored & (f.q >= p.exploit_q))
+    note = None
+    if len(pool) == 0:
+        pool = np.flatnonzero(allowed & f.scored)
+        note = f"no result reaches quality {p.exploit_q:g}: showing the best available"
+    return _fill(ctx, "exploit", purpose, pool, note)
+
+
+def _explore_known(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
+    f, p = ctx.frame, ctx.params
+    purpose = "develop promising work in thin clusters"
+    if not f.has_metric:
+        note = "no metric reported yet: promising work cannot be judged; see explore_novel"
+        return Slot("explore_known", purpose, (), note), np.zeros(0, np.int64)
+    promising = allowed & (f.q_inherited >= p.explore_q)
+    metric_note = None
+    if ctx.clustering is None:
+        pool = np.flatnonzero(promising & (f.descendants <= p.few_follow_ons))
+        note = _join(
+            f"no clusters (too few embeddings): thin means at most {p.few_follow_ons} follow-on(s) instead of a small cluster",
+            metric_note,
+        )
+        return _fill(ctx, "explore_known", purpose, pool, note)
+    pool = np.flatnonzero(promising & (ctx.size > 0) & (ctx.size <= p.thin_cluster))
+    return _fill(ctx, "explore_known", purpose, pool, metric_note)
+
+
+def _explore_novel(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
+    f, p = ctx.frame, ctx.params
+    purpose = "try untouched directions"
+    untouched = allowed & (f.descendants == 0)
+    if ctx.clustering is None:
+        note = "no clusters (too few embeddings): untouched nodes ranked by U without cluster sizes"
+        return _fill(ctx, "explore_novel", purpose, np.flatnonzero(untouched), note)
+    pool = np.flatnonzero(untouched & (ctx.size > 0) & (ctx.size <= p.novel_cluster))
+    return _fill(ctx, "explore_novel", purpose, pool, None)
+
+
+def _fill(ctx: _Context, name: str, purpose: str, pool: np.ndarray, note: str | None) -> tuple[Slot, np.ndarray]:
+    nodes, scores, rho = ctx.top(pool, ctx.params.per_slot)
+    suggestions = tuple(_suggestion(ctx, int(v), float(u), int(r)) for v, u, r in zip(nodes, scores, rho))
+    if not suggestions and note is None:
+        note = "no node qualifies for this slot"
+    return Slot(name, purpose, suggestions, note), nodes
+
+
+def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
+    f = ctx.frame
+    row = f.rows([node])[0]
+    source = "own" if f.scored[node] else ("inherited" if f.has_metric and f.q_inherited[node] > 0 else "none")
+    q = float(f.q_inherited[node])
+    cluster = int(ctx.cluster[node]) if ctx.cluster[node] >= 0 else None
+    size = int(ctx.size[node]) if cluster is not None else None
+    duplicates = rho if rho >= 0 else None
+    parts = [
+        f"quality p{round(100 * q)}" + {"own": "", "inherited": " (inherited from its first-parent line)", "none": " (no metric)"}[source],
+        f"{int(f.descendants[node])} follow-on(s)",
+    ]
+    if row["metric"] is not None:
+        parts.insert(1, f"metric {row['metric']:g}")
+    if cluster is not None:
+        parts.append(f"cluster {cluster} of size {size}")
+    if duplicates is not None:
+        parts.append(f"{duplicates} near-duplicate(s)")
+    if f.status[node] != "unverified":
+        parts.append(f"verification: {f.status[node]}")
+    reason = ", ".join(parts) + f"; U = {ucb:.1f}"
+    return Suggestion(
+        row["sha"], row["title"], row["account"], row["metric"], str(f.status[node]), ucb, q, source,
+        int(f.descendants[node]), cluster, size, duplicates, reason,
+    )
+
+
+def _join(*notes: str | None) -> str | None:
+    kept = [n for n in notes if n]
+    return "; ".join(kept) or None

