@@ -15,16 +15,20 @@ WIDTH = 100
 @click.option("--view", "views", multiple=True, type=click.Choice(VIEW_CHOICES), help="Only this view (repeatable).")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="Rows per view.")
 @click.option("--model", help="Sentence-transformers model name or path for descriptions ('hashing': the lexical fallback).")
+@click.option("--summary", "summary_only", is_flag=True, help="Only the warning, the summary and the three slots.")
 @json_option
 @click.pass_context
-def command(ctx, views, limit, model, as_json):
+def command(ctx, views, limit, model, summary_only, as_json):
     """The frontier from the local index: leaders, evidence, open questions, clusters, and three
     suggested slots (exploit, explore known, explore novel) with the reason for each."""
     result = run_analyze(ctx, views, limit, model)
+    data = result.to_dict()
+    if summary_only:
+        data["views"] = {}
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(data)
     else:
-        render(result.to_dict(), only_views=bool(views))
+        render(data, only_views=bool(views), with_diversity=not summary_only)
     return 0
 
 
@@ -41,7 +45,7 @@ def run_analyze(ctx, views=(), limit=10, model=None):
     return analyze(index.contributions, embeddings=embeddings, config=config)
 
 
-def render(data: dict, only_views: bool = False) -> None:
+def render(data: dict, only_views: bool = False, with_diversity: bool = True) -> None:
     from rich.console import Console
 
     console = Console(width=WIDTH, highlight=False)
@@ -54,7 +58,7 @@ def render(data: dict, only_views: bool = False) -> None:
         _render_slots(console, data["slots"])
     for view in data["views"].values():
         _render_view(console, view)
-    if not only_views:
+    if not only_views and with_diversity:
         _render_diversity(console, data["diversity"])
 
 

@@ -1,0 +1,155 @@
+"""`git agora demo`: a throwaway project on one machine, several workers publishing at once.
+
+A bare repository is the remote; each worker has its own clone and account and runs as its own
+process; they follow the research loop on a small real task (the character n-gram model in `task/`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+from ..errors import AgoraError
+
+MARKER = ".agora-demo"
+ACCOUNTS = ("ada", "ben", "cyd", "dee", "eli", "fay", "gus", "hal", "ivy", "jon", "kim", "lou")
+TASK_FILES = ("choices.py", "ngram.py")
+AGORA_TOML = """[project]
+name = "char-ngram-demo"
+
+[metric]
+name = "bpc"
+direction = "min"
+tolerance = 1e-06
+
+[eval]
+command = "python3 ngram.py"
+timeout = 60
+
+[embeddings]
+model = "hashing"  # fast lexical embeddings keep the demo quick; remove to use all-MiniLM-L6-v2
+"""
+BRIEF = """# Character n-gram demo
+
+Minimise `bpc`, the bits per character of a character n-gram language model on held-out English text
+(Python's own help topics, `pydoc_data`). The only file to change is `choices.py`: context order,
+smoothing method, discount, pseudo-count, interpolation, case folding. `python3 ngram.py` evaluates a
+checkout and prints `{"bpc": ...}`; it is deterministic, so every claim can be verified exactly.
+
+The loop: `git agora analyze`, pick a slot, `git agora checkout SHA`, change one knob, `git agora run`,
+`git agora push -m "change, parent score, prediction, measured" --tag result --metric bpc=...`.
+Share insights and hypotheses with `git agora post`; verify others with `git agora verify SHA`.
+"""
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    directory: Path
+    workers: int
+    rounds: int
+    seed: int
+
+
+def prepare_directory(directory: Path) -> None:
+    """Refuse a non-empty directory unless an earlier demo made it; then start it afresh."""
+    if directory.exists() and any(directory.iterdir()):
+        if not (directory / MARKER).exists():
+            raise AgoraError(f"{directory} is not empty and not an earlier demo: choose another --dir")
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / MARKER).write_text("made by `git agora demo`; safe to delete\n")
+
+
+def environment() -> dict[str, str]:
+    """Workers find this installation's `git agora` and `python3` first on PATH."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), "AGORA_ACCOUNT": ""}
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=environment())
+
+
+def agora(cwd: Path, account: str, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["git", "agora", "--account", account, *args], cwd=cwd, capture_output=True,
+                          text=True, env=environment())
+    if proc.returncode != 0:
+        raise AgoraError(f"demo: git agora {args[0]} failed: {proc.stderr.strip()}")
+    return proc
+
+
+def make_clone(plan: DemoPlan, name: str, account: str) -> Path:
+    clone = plan.directory / name
+    clone.mkdir()
+    git(clone, "init", "-q")
+    git(clone, "remote", "add", "origin", str(plan.directory / "remote.git"))
+    git(clone, "config", "agora.account", account)
+    return clone
+
+
+def found_project(plan: DemoPlan) -> Path:
+    """The founder's clone: the task files, agora.toml, the brief, the setup and a baseline result."""
+    git(plan.directory, "init", "-q", "--bare", "remote.git")
+    founder = make_clone(plan, "founder", "founder")
+    task = files("git_agora") / "demo" / "task"
+    for name in TASK_FILES:
+        (founder / name).write_text((task / name).read_text())
+    (founder / ".gitignore").write_text("__pycache__/\n")
+    (founder / "agora.toml").write_text(AGORA_TOML)
+    (founder / "program.md").write_text(BRIEF)
+    agora(founder, "founder", "init")
+    agora(founder, "founder", "push", "--check", "-m", "Baseline: order-2 additive smoothing", "--tag", "result")
+    return founder
+
+
+def start_workers(plan: DemoPlan) -> list[subprocess.Popen]:
+    procs = []
+    for n in range(plan.workers):
+        account = ACCOUNTS[n % len(ACCOUNTS)] + ("" if n < len(ACCOUNTS) else str(n // len(ACCOUNTS)))
+        clone = make_clone(plan, f"worker-{account}", account)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "git_agora.demo.worker", "--clone", str(clone), "--account", account,
+             "--rounds", str(plan.rounds), "--seed", str(plan.seed)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(),
+        ))
+    return procs
+
+
+def follow(procs: list[subprocess.Popen], on_event) -> list[dict]:
+    """Read every worker's JSON events as they come; call on_event for each; wait for the ends."""
+    events: queue.Queue = queue.Queue()
+
+    def pump(proc):
+        for line in proc.stdout:
+            try:
+                events.put(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+        proc.wait()
+        events.put(None)
+
+    threads = [threading.Thread(target=pump, args=(p,), daemon=True) for p in procs]
+    for t in threads:
+        t.start()
+    seen, finished = [], 0
+    while finished < len(procs):
+        event = events.get()
+        if event is None:
+            finished += 1
+            continue
+        seen.append(event)
+        on_event(event)
+    return seen
+
+
+def default_directory() -> Path:
+    return Path(tempfile.mkdtemp(prefix="agora-demo-"))

@@ -1,0 +1,129 @@
+"""A scripted worker of the demo: the research loop an agent follows, through the real `git agora` CLI.
+
+Each round: fetch, analyze, pick a slot, check out its parent, change one knob, evaluate from a clean
+export, push the result with a description (parent and its score, the change, a predicted band, the
+measured value); sometimes share an insight or a hypothesis; sometimes verify another account's result.
+Prints one JSON line per event for the orchestrator's progress bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from .choices import propose, read_choices, write_choice
+
+SLOT_WEIGHTS = {"exploit": 0.5, "explore_known": 0.25, "explore_novel": 0.25}
+
+
+class Worker:
+    def __init__(self, clone: Path, account: str, rng: random.Random):
+        self.clone, self.account, self.rng = clone, account, rng
+        self.verified: set[str] = set()
+
+    def agora(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run(["git", "agora", "--account", self.account, *args], cwd=self.clone,
+                              capture_output=True, text=True)
+        if check and proc.returncode not in (0, 3):  # 3: queued, sent by the next publish
+            raise RuntimeError(f"git agora {args[0]} failed: {proc.stderr.strip()}")
+        return proc
+
+    def agora_json(self, *args: str):
+        return json.loads(self.agora(*args, "--json").stdout)
+
+    def round(self, number: int) -> None:
+        self.agora("fetch", check=False)
+        analysis = self.agora_json("analyze", "--limit", "5")
+        slot, parent = self.pick(analysis)
+        self.agora("checkout", parent["sha"])
+        path = self.clone / "choices.py"
+        text = path.read_text()
+        change = propose(read_choices(text), self.rng)
+        path.write_text(write_choice(text, change.knob, change.new))
+        parent_score = parent.get("metric")
+        run = json.loads(self.agora("run", "--json", check=False).stdout or "{}")
+        if not run.get("ok"):
+            emit(self.account, number, "crash", change.describe())
+            self.agora("checkout", parent["sha"], check=False)
+            return
+        measured = run["metrics"]["bpc"]
+        self.publish_result(slot, parent, parent_score, change, measured)
+        if self.rng.random() < 0.35:
+            self.share_thought(change, parent_score, measured)
+        if self.rng.random() < 0.6:
+            self.verify_someone(analysis)
+        emit(self.account, number, "round", f"{slot}: {change.describe()} -> {measured:.4f}")
+
+    def pick(self, analysis: dict) -> tuple[str, dict]:
+        slots = {s["name"]: s["suggestions"] for s in analysis["slots"]["slots"] if s["suggestions"]}
+        names = [n for n in SLOT_WEIGHTS if n in slots]
+        if not names:
+            setup = analysis["views"]["recent"]["rows"][-1]
+            return "setup", setup
+        name = self.rng.choices(names, weights=[SLOT_WEIGHTS[n] for n in names])[0]
+        return name, self.rng.choice(slots[name][:2])
+
+    def publish_result(self, slot, parent, parent_score, change, measured) -> None:
+        base = parent_score if parent_score is not None else measured
+        band = [round(base - 0.15, 3), round(base + 0.05, 3)]
+        worse = parent_score is not None and measured > parent_score
+        description = (
+            f"{change.describe()}: bpc {measured:.4f}\n\n"
+            f"Parent {parent['sha'][:10]} scored {_score(parent_score)}; chosen from the {slot} slot. "
+            f"Changed {change.describe()}, predicted {band[0]}-{band[1]}, measured {measured:.4f}."
+        )
+        tags = ["--tag", "result"] + (["--tag", "negative-result"] if worse else [])
+        self.agora("push", "-m", description, *tags, "--metric", f"bpc={measured}",
+                   "--meta", f"parent_score={json.dumps(parent_score)}", "--meta", f"change={json.dumps(change.describe())}",
+                   "--meta", f"predicted_band={json.dumps(band)}", "--meta", f"slot={slot}")
+
+    def share_thought(self, change, parent_score, measured) -> None:
+        if parent_score is not None and self.rng.random() < 0.6:
+            effect = "helped" if measured < parent_score else "hurt"
+            self.agora("post", "--tag", "insight", "-m",
+                       f"Insight: {change.knob} change {change.describe()} {effect} "
+                       f"({_score(parent_score)} -> {measured:.4f})")
+        else:
+            self.agora("post", "--tag", "hypothesis", "-m",
+                       f"Hypothesis: tuning {change.knob} further (beyond {change.new!r}) should lower bpc below {measured:.3f}")
+
+    def verify_someone(self, analysis: dict) -> None:
+        rows = analysis["views"].get("unverified", {}).get("rows", [])
+        candidates = [r for r in rows if r["account"] != self.account and r["sha"] not in self.verified]
+        if candidates:
+            target = candidates[0]["sha"]
+            self.verified.add(target)
+            self.agora("verify", target, check=False)
+
+
+def _score(value) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def emit(account: str, number: int, event: str, detail: str) -> None:
+    print(json.dumps({"account": account, "round": number, "event": event, "detail": detail}), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--clone", type=Path, required=True)
+    parser.add_argument("--account", required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    worker = Worker(args.clone, args.account, random.Random(f"{args.seed}/{args.account}"))
+    for number in range(args.rounds):
+        try:
+            worker.round(number)
+        except Exception as exc:  # report, keep going: one bad round should not end a worker
+            emit(args.account, number, "error", str(exc)[:300])
+    worker.agora("sync", check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

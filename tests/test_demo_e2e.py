@@ -1,0 +1,41 @@
+"""`git agora demo` runs to the end and leaves a project that passes the index check."""
+
+import pytest
+
+from conftest import agora, git
+from git_agora.demo.choices import propose, read_choices, write_choice
+
+
+def test_choices_are_read_and_changed_one_knob_at_a_time():
+    import random
+
+    text = 'ORDER = 2  # context\nMETHOD = "additive"  # m\nINTERPOLATE = False\n'
+    values = read_choices(text)
+    assert values == {"ORDER": 2, "METHOD": "additive", "INTERPOLATE": False}
+    change = propose({**values, "DISCOUNT": 0.5, "ADDITIVE_ALPHA": 1.0, "LOWERCASE": False}, random.Random(1))
+    assert change.old != change.new
+    assert read_choices(write_choice(text, "ORDER", 5))["ORDER"] == 5
+    assert "# context" in write_choice(text, "ORDER", 5)
+
+
+@pytest.mark.slow
+def test_demo_small_run(tmp_path):
+    directory = tmp_path / "demo"
+    result = agora(tmp_path, "demo", "--workers", "2", "--rounds", "2", "--dir", str(directory), "--seed", "3",
+                   timeout=600)
+    assert "index ok" in result.stdout
+    assert "Where to work next" in result.stdout
+    assert "lineage of" in result.stdout
+    founder = directory / "founder"
+    rows = agora(founder, "log", "--limit", "1000", "--json").json()
+    accounts = {r["account"] for r in rows}
+    assert {"founder", "ada", "ben"} <= accounts
+    by_sha = {r["sha"]: r for r in rows}
+    verifications = [r for r in rows if r["verdict"]]
+    for v in verifications:
+        assert by_sha[v["target"]]["account"] != v["account"]
+    assert agora(founder, "log", "--rejected", "--json").json() == []
+    agora(founder, "index", "--check")
+
+    refused = agora(tmp_path, "demo", "--dir", str(tmp_path), check=False)
+    assert refused.returncode == 1 and "not empty and not an earlier demo" in refused.stderr
