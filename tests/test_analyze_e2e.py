@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import agora, make_clone
+from agora_testing import agora, make_clone
 
 
 def test_empty_project_answers_every_view(project):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import agora, git, make_clone
+from agora_testing import agora, git, make_clone
 from servers import git_daemon, smart_http
 
 

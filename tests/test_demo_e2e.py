@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import agora, git
+from agora_testing import agora, git
 from git_agora.demo.choices import propose, read_choices, write_choice
 
 

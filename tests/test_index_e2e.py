@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.parquet as pq
 
-from conftest import agora, git, make_clone
+from agora_testing import agora, git, make_clone
 from git_agora.contribution import Contribution, Verdict
 
 
@@ -72,6 +72,15 @@ def test_a_plain_git_fetch_is_noticed(tmp_path, remote, project):
     git(b, "fetch", "-q", "origin", "+refs/agora/log/*:refs/agora/remotes/origin/log/*")
     titles = [row["title"] for row in agora(b, "log", "--json").json()]
     assert "fresh insight" in titles
+
+
+def test_incremental_updates_equal_a_rebuild_byte_for_byte(tmp_path, remote, project):
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    for n in range(3):
+        agora(project, "post", "-m", f"insight {n}", "--tag", "insight")
+        agora(b, "fetch")
+        agora(b, "post", "-m", f"reply {n}", "--tag", "insight")
+    agora(b, "index", "--check")
 
 
 def test_a_rewritten_log_is_quarantined_and_reported(tmp_path, remote, project):

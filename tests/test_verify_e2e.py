@@ -5,7 +5,7 @@ from importlib.resources import files
 
 import pytest
 
-from conftest import agora, git, make_clone
+from agora_testing import agora, git, make_clone
 
 TASK = files("git_agora") / "demo" / "task"
 

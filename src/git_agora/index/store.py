@@ -91,7 +91,7 @@ def _read_stored(directory: Path) -> dict[str, pa.Table]:
         table = pq.read_table(directory / f"{name}.parquet")
         if table.schema != schema:
             raise ValueError(f"{name}.parquet has an unexpected schema")
-        tables[name] = table
+        tables[name] = table.cast(schema)  # Parquet names list items "element"; Arrow says "item"
     return tables
 
 
@@ -99,7 +99,8 @@ def _write(directory: Path, tables: dict[str, pa.Table], state: dict) -> None:
     """Write every table to a temporary file, then rename; the state file goes last."""
     for name, table in tables.items():
         tmp = directory / f".{name}.parquet.{os.getpid()}"
-        pq.write_table(table, tmp, compression="zstd", use_dictionary=True, write_statistics=False)
+        # one chunk: the bytes must not depend on how many updates built the table
+        pq.write_table(table.combine_chunks(), tmp, compression="zstd", use_dictionary=True, write_statistics=False)
         os.replace(tmp, directory / f"{name}.parquet")
     tmp = directory / f".{STATE_FILE}.{os.getpid()}"
     tmp.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
