@@ -257,3 +257,27 @@ def test_sixteen_processes_over_eight_accounts(tmp_path, kind):
             run(f"{base}/project.git")
     else:
         run(f"file://{bare}")
+
+
+def test_checkout_into_a_worktree_builds_on_that_contribution(tmp_path, project):
+    (project / "model.py").write_text("order = 4\n")
+    first = agora(project, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=2.5", "--json").json()
+    (project / "model.py").write_text("order = 5\n")
+    agora(project, "push", "-m", "order 5", "--tag", "result", "--metric", "bpc=2.6")
+    side = tmp_path / "side"
+    out = agora(project, "checkout", first["sha"], "--worktree", str(side), "--json").json()
+    assert out["path"] == str(side.resolve())
+    assert (side / "model.py").read_text() == "order = 4\n"
+    (side / "model.py").write_text("order = 4  # with interpolation\n")
+    branch = agora(side, "push", "-m", "order 4 interpolated", "--tag", "result", "--metric", "bpc=2.4", "--json").json()
+    assert agora(project, "show", branch["sha"], "--json").json()["parents"] == [first["sha"]]
+    r = agora(project, "checkout", first["sha"], "--worktree", str(side), check=False)
+    assert r.returncode == 1 and "not empty" in r.stderr
+
+
+def test_checkout_refuses_a_dirty_work_tree(project):
+    setup = agora(project, "whoami", "--json").json()["setup"]
+    agora(project, "checkout", setup)
+    (project / "model.py").write_text("order = 9\n")
+    r = agora(project, "checkout", setup, check=False)
+    assert r.returncode == 1 and "uncommitted changes" in r.stderr

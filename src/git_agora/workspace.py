@@ -105,5 +105,16 @@ def checkout(repo: Repository, sha: str, worktree: Path | None = None) -> Path:
     try:
         repo.git.run("checkout", "--quiet", "--detach", sha)
     except GitError as exc:
-        raise AgoraError(str(exc)) from None
+        first = next((ln for ln in exc.stderr.splitlines() if ln.strip()), str(exc))
+        raise AgoraError(f"cannot check out {sha[:12]} here ({first.strip()}); use --worktree DIR") from None
     return repo.worktree
+
+
+def adopt_if_unborn(repo: Repository, sha: str, snap: Snapshot) -> bool:
+    """In a repository with no commit yet, detach HEAD at the new setup so the work tree is clean."""
+    if repo.resolve("HEAD") is not None:
+        return False
+    repo.git.run("update-ref", "--no-deref", "HEAD", sha)
+    real_index = Path(repo.git.run("rev-parse", "--path-format=absolute", "--git-path", "index").strip())
+    shutil.copyfile(snap.index_file, real_index)
+    return True

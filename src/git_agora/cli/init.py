@@ -26,7 +26,7 @@ from .common import account_option, json_option, open_project, report_published
 def command(ctx, name, metric, direction, eval_command, tolerance, brief, remote, account, as_json):
     """Create the setup contribution: the current files plus agora.toml and program.md."""
     from ..publish import publish
-    from ..workspace import check_size, snapshot
+    from ..workspace import adopt_if_unborn, check_size, snapshot
 
     project = open_project(ctx, account, remote)
     repo = project.repo
@@ -55,6 +55,7 @@ def command(ctx, name, metric, direction, eval_command, tolerance, brief, remote
             metadata={"metric": config.metric, "direction": config.direction, "tolerance": config.tolerance},
         )
         published = publish(project, setup, snap.tree)
+        adopt_if_unborn(repo, published.sha, snap)
     repo.git.config_set("agora.setup", published.sha)
     project.set_base(published.sha)
     return report_published(published, as_json, "setup")
