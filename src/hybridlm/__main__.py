@@ -1,0 +1,3 @@
+from hybridlm.cli import main
+
+raise SystemExit(main())

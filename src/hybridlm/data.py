@@ -1,0 +1,128 @@
+"""Evaluation texts: a local jsonl/parquet file, FineWeb-Edu through `datasets`, or an offline stand-in.
+
+Every loader checks the guard first, so calling one from inside transfer() raises DataAccessError.
+Selection is deterministic and the result carries the sha256 of the texts (see `texts_sha256`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from hybridlm.guard import check_data_access
+
+STAND_IN = "stand-in"
+FINEWEB = "fineweb-edu"
+FINEWEB_DATASET, FINEWEB_CONFIG = "HuggingFaceFW/fineweb-edu", "sample-10BT"
+FINEWEB_MIN_CHARS, FINEWEB_MAX_CHARS = 500, 10_000
+STAND_IN_MIN_CHARS = 1_500
+
+
+class DataError(ValueError):
+    """The evaluation data is missing, malformed or too small."""
+
+
+@dataclass(frozen=True)
+class TextSet:
+    texts: tuple[str, ...]
+    source: str
+    comparable_to_paper: bool
+    note: str
+
+    @property
+    def sha256(self) -> str:
+        return texts_sha256(self.texts)
+
+
+def texts_sha256(texts) -> str:
+    """sha256 over each text's UTF-8 bytes followed by a NUL byte, in order."""
+    h = hashlib.sha256()
+    for text in texts:
+        h.update(text.encode("utf-8") + b"\0")
+    return h.hexdigest()
+
+
+def load_texts(data: str | None = None, n_texts: int = 200) -> TextSet:
+    """`data`: None or "stand-in" (offline corpus), "fineweb-edu" (needs `datasets` and the network or
+    its cache), or the path of a .jsonl / .parquet file with a `text` field."""
+    check_data_access()
+    if n_texts < 1:
+        raise DataError(f"--texts must be at least 1, got {n_texts}")
+    if data is None or data == STAND_IN:
+        texts, source, comparable = _stand_in(), "stand-in:pydoc_data.topics", False
+        note = "offline stand-in corpus (Python's pydoc topics); NOT comparable to the paper's numbers"
+    elif data == FINEWEB:
+        texts, source = _fineweb(n_texts), f"{FINEWEB}:{FINEWEB_DATASET}/{FINEWEB_CONFIG}"
+        comparable = n_texts == 200
+        note = f"first {n_texts} texts of {FINEWEB_MIN_CHARS}-{FINEWEB_MAX_CHARS} characters, streamed in order"
+    else:
+        texts, source, comparable = _local_file(Path(data)), f"file:{Path(data).name}", False
+        note = "local file: first texts in file order; not comparable to the paper's numbers"
+    if len(texts) < n_texts:
+        raise DataError(f"{source} has {len(texts)} usable texts, fewer than --texts {n_texts}")
+    return TextSet(tuple(texts[:n_texts]), source, comparable, note)
+
+
+def _local_file(path: Path) -> list[str]:
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        rows = []
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{lineno}: not a JSON line ({exc.msg})") from None
+    elif suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        if "text" not in table.column_names:
+            raise DataError(f"{path}: no `text` column")
+        rows = [{"text": t} for t in table.column("text").to_pylist()]
+    else:
+        raise DataError(f"{path}: expected a .jsonl or .parquet file")
+    return [r["text"] for r in rows if isinstance(r, dict) and isinstance(r.get("text"), str) and r["text"].strip()]
+
+
+def _fineweb(n_texts: int) -> list[str]:
+    """The first `n_texts` texts of 500 to 10,000 characters of FineWeb-Edu sample-10BT, in stream order."""
+    try:
+        from datasets import load_dataset
+    except ImportError as exc:
+        raise DataError("--data fineweb-edu needs the `datasets` package") from exc
+    stream = load_dataset(FINEWEB_DATASET, name=FINEWEB_CONFIG, split="train", streaming=True)
+    texts = []
+    for row in stream:
+        if FINEWEB_MIN_CHARS <= len(row["text"]) <= FINEWEB_MAX_CHARS:
+            texts.append(row["text"])
+            if len(texts) == n_texts:
+                break
+    return texts
+
+
+def _stand_in() -> list[str]:
+    """English help texts shipped with Python: each pydoc topic (sorted by name) split at blank lines
+    into pieces of at least 1,500 characters (a short remainder joins the previous piece)."""
+    from pydoc_data.topics import topics
+
+    texts = []
+    for name in sorted(topics):
+        pieces, current = [], ""
+        for paragraph in topics[name].strip().split("\n\n"):
+            current = f"{current}\n\n{paragraph}" if current else paragraph
+            if len(current) >= STAND_IN_MIN_CHARS:
+                pieces.append(current)
+                current = ""
+        if current:
+            if pieces and len(current) < STAND_IN_MIN_CHARS:
+                pieces[-1] = f"{pieces[-1]}\n\n{current}"
+            else:
+                pieces.append(current)
+        texts.extend(pieces)
+    return texts
