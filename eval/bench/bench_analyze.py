@@ -59,13 +59,14 @@ def bench_project(size: int, accounts: int, model: str | None, repeat: int, targ
     clone, first = prepared_clone(size, accounts, model)
     runs = [analyze_once(clone, model) for _ in range(repeat)]
     seconds = [r["seconds"] for r in runs]
-    cli = sample(lambda: sh(str(BIN / "git-agora"), "analyze", "--json", cwd=clone), max(2, repeat // 2))
+    model_args = ["--model", model] if model else []
+    cli = sample(lambda: sh(str(BIN / "git-agora"), "analyze", "--json", *model_args, cwd=clone), max(2, repeat // 2))
     floor = read_floor(clone)
     med = stats(seconds)["median"]
     print(f"{size:>7} contributions ({model or 'all-MiniLM-L6-v2'}): first run with embedding {first:.1f} s; "
           f"analyze {med:.3f} s in-process ({verdict(med, target_s)}, target {target_s} s), "
           f"CLI {stats(cli)['median']:.2f} s; peak {max(r['peak_mb'] for r in runs):.0f} MB; "
-          f"{ratio(med, floor):.0f}x reading the index ({floor * 1000:.0f} ms)")
+          f"{ratio(med, floor):.0f}x reading the index ({floor * 1000:.0f} ms)", flush=True)
     return {"size": size, "model": model, "first_with_embedding_s": first, "analyze": stats(seconds),
             "cli": stats(cli), "peak_mb": max(r["peak_mb"] for r in runs), "read_floor_s": floor,
             "clusters": runs[-1]["clusters"], "warning": runs[-1]["warning"]}
@@ -89,7 +90,7 @@ def bench_clustering(big_clone) -> dict:
     labels, _ = single_link(vectors, 0.90, 1024)
     print(f"clustering 5,000 descriptions: single-link {cluster_s['median']:.2f} s "
           f"({verdict(cluster_s['median'], 5.0)}, target 5 s), {len(set(labels.tolist()))} clusters; "
-          f"embedding them with {backend.model} on CPU took {embed_s:.1f} s (once, then cached)")
+          f"embedding them with {backend.model} on CPU took {embed_s:.1f} s (once, then cached)", flush=True)
     return {"cluster": cluster_s, "embed_s": embed_s, "clusters": len(set(labels.tolist())), "model": backend.model}
 
 

@@ -46,6 +46,7 @@ ACCOUNT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._:+-]{0,63}$")
 METRIC_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 SHA_PATTERN = re.compile(r"^[0-9a-f]{40}$")
+_TRAILER_LINE = re.compile(r"^([A-Za-z0-9-]+):(.*)$", re.MULTILINE)
 _PATCH_DIVIDER = re.compile(r"^(\\*)---([ \t\v\f\r]|$)")  # Git's isspace, ASCII only
 
 
@@ -69,7 +70,7 @@ def contribution_weight(
     return max((weights[t] for t in tags if t in weights), default=0.0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Contribution:
     """One node: what the commit says, plus what Git knows about it (sha, parents, time)."""
 
@@ -86,6 +87,7 @@ class Contribution:
     timestamp: int | None = None
     tree: str | None = None
     extra_targets: tuple[str, ...] = ()  # only set when decoding a message with several targets
+    meta_text: str | None = field(default=None, compare=False, repr=False)  # Agora-Meta as read
 
     @property
     def title(self) -> str:
@@ -158,6 +160,7 @@ class Contribution:
             parents=tuple(parents),
             metrics=dict(parse_metric(m) for m in fields.get("agora-metric", [])),
             metadata=decode_metadata(metas[0]) if metas else {},
+            meta_text=metas[0] if metas else None,
             target=targets[0] if targets else None,
             extra_targets=tuple(targets[1:]),
             verdict=verdict,
@@ -179,11 +182,16 @@ def normalize_description(text: str) -> str:
 
 def encode_description(text: str) -> str:
     """Normalise, and escape lines Git would read as a patch divider by adding one backslash."""
-    lines = normalize_description(text).split("\n")
+    text = normalize_description(text)
+    if "---" not in text:
+        return text
+    lines = text.split("\n")
     return "\n".join("\\" + line if _PATCH_DIVIDER.match(line) else line for line in lines)
 
 
 def decode_description(text: str) -> str:
+    if "---" not in text:
+        return text
     lines = text.split("\n")
     return "\n".join(line[1:] if _PATCH_DIVIDER.match(line) and line.startswith("\\") else line for line in lines)
 
@@ -198,13 +206,10 @@ def split_trailers(message: str) -> tuple[str, list[tuple[str, str]]]:
     head, sep, last = text.rpartition("\n\n")
     if not sep:
         return text, []
-    trailers = []
-    for line in last.split("\n"):
-        key, colon, value = line.partition(":")
-        if not colon or not re.fullmatch(r"[A-Za-z0-9-]+", key):
-            return text, []
-        trailers.append((key, value.strip()))
-    return head, trailers
+    trailers = _TRAILER_LINE.findall(last)
+    if len(trailers) != last.count("\n") + 1:
+        return text, []
+    return head, [(key, value.strip()) for key, value in trailers]
 
 
 def format_float(value: float) -> str:

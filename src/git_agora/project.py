@@ -73,7 +73,8 @@ class Project:
         tips = list(self.repo.git.for_each_ref(ROOT).values())
         if not tips:
             return None
-        roots = self.repo.git.run("rev-list", "--max-parents=0", *tips).split()
+        # --date-order: the default walk order is pathological on the log merges (9 s against 0.4 s at 100k)
+        roots = self.repo.git.run("rev-list", "--date-order", "--max-parents=0", *tips).split()
         setups = [c for c in map(self.repo.contribution, roots) if c is not None and c.is_setup]
         if not setups:
             return None

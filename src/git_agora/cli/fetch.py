@@ -38,12 +38,13 @@ def fetch_and_index(project):
 
 def update_index_quietly(project) -> None:
     """Keep the index current after a fetch; a project without a setup yet has nothing to index."""
+    from ..index.store import update_index
+
     try:
-        from ..index.store import update_index
-    except ImportError:  # the index module is optional for the core commands
+        _ = project.setup
+    except AgoraError:
         return
-    if project.find_setup() is not None:
-        update_index(project.repo)
+    update_index(project.repo)
 
 
 def fetch_report(result) -> dict:

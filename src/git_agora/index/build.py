@@ -60,7 +60,7 @@ def contribution_rows(
                 "tags": list(c.tags),
                 "metrics": list(c.metrics.items()),
                 "primary_metric": c.metrics.get(primary_metric) if primary_metric else None,
-                "metadata": encode_metadata(c.metadata),
+                "metadata": c.meta_text if c.meta_text is not None else encode_metadata(c.metadata),
                 "parents": list(c.parents),
                 "tree": raw.tree,
                 "code_bearing": first is None or first.tree != raw.tree,
@@ -96,39 +96,55 @@ def rows_to_table(rows: list[dict]) -> tuple[pa.Table, pa.Table]:
     return pa.Table.from_pylist(rows, schema=CONTRIBUTIONS), pa.Table.from_pylist(refs, schema=CROSS_REFS)
 
 
-def finalize(contributions: pa.Table) -> pa.Table:
+def finalize(contributions: pa.Table, presorted: bool = False) -> pa.Table:
     """Apply the rules that depend on the whole set, and order rows canonically.
 
-    - exactly one setup root: the earliest valid-otherwise setup (time, then sha) is the root, any
-      other setup is invalid;
+    - exactly one setup root: the earliest setup (time, then sha) without other problems is the root,
+      any other setup is invalid;
     - log_seq: each contribution's position in its account's history (time, then sha).
+    Vectorised: only the (few) setup rows are visited one by one.
     """
-    table = contributions.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
-    tags = table.column("tags").to_pylist()
-    reasons = table.column("reasons").to_pylist()
-    root_found = False
-    for i, row_tags in enumerate(tags):
-        if "setup" not in row_tags:
-            continue
-        current = [r for r in reasons[i] if r != SECOND_SETUP]
+    import numpy as np
+
+    table = contributions if presorted else contributions.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
+    tags = table.column("tags").combine_chunks()
+    setup_rows = np.unique(pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), "setup").to_numpy(zero_copy_only=False)])
+    column = table.column("reasons")
+    before = {int(i): column[int(i)].as_py() for i in setup_rows}
+    after, root_found = {}, False
+    for i, reasons in before.items():
+        current = [r for r in reasons if r != SECOND_SETUP]
         if root_found:
             current.append(SECOND_SETUP)
         elif not current:
             root_found = True
-        reasons[i] = current
-    valid = [not r for r in reasons]
-    accounts = table.column("account").to_pylist()
-    seen: dict[str, int] = {}
-    seq = []
-    for account in accounts:
-        if account is None:
-            seq.append(None)
-            continue
-        seq.append(seen.get(account, 0))
-        seen[account] = seq[-1] + 1
-    table = table.set_column(table.schema.get_field_index("reasons"), "reasons", pa.array(reasons, pa.list_(pa.string())))
-    table = table.set_column(table.schema.get_field_index("valid"), "valid", pa.array(valid, pa.bool_()))
-    return table.set_column(table.schema.get_field_index("log_seq"), "log_seq", pa.array(seq, pa.int64()))
+        after[i] = current
+    if after != before:  # rare: a second setup appeared, or an earlier one arrived
+        reasons = column.to_pylist()
+        for i, current in after.items():
+            reasons[i] = current
+        reasons_array = pa.array(reasons, pa.list_(pa.string()))
+        table = table.set_column(table.schema.get_field_index("reasons"), "reasons", reasons_array)
+        valid = pc.equal(pc.list_value_length(reasons_array), 0)
+        table = table.set_column(table.schema.get_field_index("valid"), "valid", valid)
+    return table.set_column(table.schema.get_field_index("log_seq"), "log_seq", _account_positions(table.column("account")))
+
+
+def _account_positions(accounts: pa.ChunkedArray) -> pa.Array:
+    """For each row, how many earlier rows have the same account (null account: null)."""
+    import numpy as np
+
+    encoded = pc.dictionary_encode(accounts.combine_chunks())
+    codes = encoded.indices.to_numpy(zero_copy_only=False)
+    missing = np.asarray(encoded.indices.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    codes = np.where(missing, -1, codes).astype(np.int64)
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_codes)) + 1]
+    group_start = np.repeat(starts, np.diff(np.r_[starts, len(codes)]))
+    positions = np.empty(len(codes), dtype=np.int64)
+    positions[order] = np.arange(len(codes)) - group_start
+    return pa.array(positions, pa.int64(), mask=missing)
 
 
 def derived_tables(contributions: pa.Table) -> dict[str, pa.Table]:

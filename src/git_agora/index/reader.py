@@ -8,15 +8,15 @@ object reads.
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from ..contribution import Contribution, ContributionError
-from ..refs.store import LOG_ENTRY_KEY
+from ..refs.store import LOG_ENTRY_KEY, LOG_FORMAT_TRAILER
 
 _FORMAT = "%H %T %ct %P%n%B"
-_LOG_MARKER = "\nAgora-Log-Format: 1\n"
 
 
 @dataclass(frozen=True)
@@ -29,14 +29,6 @@ class RawCommit:
 
 
 @dataclass(frozen=True)
-class LogCommit:
-    sha: str
-    account: str
-    entry: str
-    previous: str | None  # the log commit before it, None for the first
-
-
-@dataclass(frozen=True)
 class ParsedCommit:
     """A contribution, or a commit under refs/agora that failed to decode as one (with why)."""
 
@@ -46,38 +38,43 @@ class ParsedCommit:
 
 
 def walk(git_dir: Path, tips: list[str], exclude: list[str]) -> Iterator[RawCommit]:
-    """Every commit reachable from tips and not from exclude, newest first."""
+    """Every commit reachable from tips and not from exclude, newest first, log commits left out.
+
+    A log commit (its last paragraph is the log trailer block) is transport, not a contribution, and
+    is skipped before decoding; records are parsed while git is still walking.
+    """
     if not tips:
         return
     args = ["git", "--git-dir", str(git_dir), "log", "-z", "--date-order", f"--format={_FORMAT}", "--stdin"]
     stdin = "\n".join([*tips, *(f"^{sha}" for sha in exclude)]) + "\n"
-    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.communicate(stdin.encode())
-    if proc.returncode != 0:
-        raise RuntimeError(f"git log failed: {err.decode(errors='replace').strip()}")
-    for record in out.decode("utf-8", "replace").split("\0"):
-        if not record:
-            continue
-        header, _, message = record.partition("\n")
-        sha, tree, ts, *parents = header.split(" ")
-        yield RawCommit(sha, tree, int(ts), tuple(p for p in parents if p), message)
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
+        proc.stdin.write(stdin.encode())
+        proc.stdin.close()
+        pending = b""
+        while chunk := proc.stdout.read(1 << 20):
+            records = (pending + chunk).split(b"\0")
+            pending = records.pop()
+            yield from (_raw_commit(r) for r in records if not _is_log_record(r))
+        if pending and not _is_log_record(pending):
+            yield _raw_commit(pending)
+        if proc.wait() != 0:
+            errors.seek(0)
+            raise RuntimeError(f"git log failed: {errors.read().decode(errors='replace').strip()}")
 
 
-def is_log_commit(raw: RawCommit) -> bool:
-    return _LOG_MARKER in raw.message
+_LOG_BLOCK = f"\n\n{LOG_FORMAT_TRAILER}\n{LOG_ENTRY_KEY}: ".encode()
+_LOG_BLOCK_LENGTH = len(_LOG_BLOCK) + 41  # the block, a 40-hex sha and the final newline
 
 
-def parse_log_commit(raw: RawCommit) -> LogCommit | None:
-    account = entry = None
-    for line in raw.message.splitlines():
-        if line.startswith(f"{LOG_ENTRY_KEY}: "):
-            entry = line.split(": ", 1)[1].strip()
-        elif line.startswith("agora log: "):
-            account = line.split(": ", 1)[1].strip()
-    if not account or not entry:
-        return None
-    previous = raw.parents[0] if len(raw.parents) == 2 else None
-    return LogCommit(raw.sha, account, entry, previous)
+def _is_log_record(record: bytes) -> bool:
+    return record[-_LOG_BLOCK_LENGTH:].startswith(_LOG_BLOCK)
+
+
+def _raw_commit(record: bytes) -> RawCommit:
+    header, _, message = record.decode("utf-8", "replace").partition("\n")
+    sha, tree, ts, *parents = header.split(" ")
+    return RawCommit(sha, tree, int(ts), tuple(p for p in parents if p), message)
 
 
 def parse(raw: RawCommit) -> ParsedCommit:

@@ -12,7 +12,8 @@ import json
 import os
 import sys
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator
 
@@ -29,18 +30,37 @@ from .schema import CONTRIBUTIONS, CROSS_REFS, FORMAT_VERSION, TABLES
 
 STATE_FILE = "state.json"
 STORED = ("contributions", "cross_refs")  # the rest is derived on load
+DICTIONARY_COLUMNS = ("account", "tags", "verdict", "url")  # few distinct values; shas and texts are unique
 
 
-@dataclass(frozen=True)
 class Index:
-    contributions: pa.Table
-    edges: pa.Table
-    tags: pa.Table
-    accounts: pa.Table
-    verdicts: pa.Table
-    cross_refs: pa.Table
-    tips: dict[str, str] = field(default_factory=dict)
-    config: ProjectConfig = field(default_factory=ProjectConfig)
+    """The tables of one project. Edges, tags, accounts and verdicts are derived when first used."""
+
+    def __init__(self, contributions: pa.Table, cross_refs: pa.Table, tips: dict[str, str], config: ProjectConfig):
+        self.contributions = contributions
+        self.cross_refs = cross_refs
+        self.tips = tips
+        self.config = config
+
+    @cached_property
+    def _derived(self) -> dict[str, pa.Table]:
+        return build.derived_tables(self.contributions)
+
+    @property
+    def edges(self) -> pa.Table:
+        return self._derived["edges"]
+
+    @property
+    def tags(self) -> pa.Table:
+        return self._derived["tags"]
+
+    @property
+    def accounts(self) -> pa.Table:
+        return self._derived["accounts"]
+
+    @property
+    def verdicts(self) -> pa.Table:
+        return self._derived["verdicts"]
 
     def table(self, name: str) -> pa.Table:
         return getattr(self, name)
@@ -88,7 +108,7 @@ def _read_state(directory: Path) -> dict | None:
 def _read_stored(directory: Path) -> dict[str, pa.Table]:
     tables = {}
     for name, schema in (("contributions", CONTRIBUTIONS), ("cross_refs", CROSS_REFS)):
-        table = pq.read_table(directory / f"{name}.parquet")
+        table = pq.ParquetFile(directory / f"{name}.parquet").read()
         if table.schema != schema:
             raise ValueError(f"{name}.parquet has an unexpected schema")
         tables[name] = table.cast(schema)  # Parquet names list items "element"; Arrow says "item"
@@ -100,7 +120,10 @@ def _write(directory: Path, tables: dict[str, pa.Table], state: dict) -> None:
     for name, table in tables.items():
         tmp = directory / f".{name}.parquet.{os.getpid()}"
         # one chunk: the bytes must not depend on how many updates built the table
-        pq.write_table(table.combine_chunks(), tmp, compression="zstd", use_dictionary=True, write_statistics=False)
+        # uncompressed: the index is a local cache, and the update after every fetch rewrites it
+        pq.write_table(table.combine_chunks(), tmp, compression="none",
+                       use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
+                       write_statistics=False)
         os.replace(tmp, directory / f"{name}.parquet")
     tmp = directory / f".{STATE_FILE}.{os.getpid()}"
     tmp.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
@@ -108,13 +131,12 @@ def _write(directory: Path, tables: dict[str, pa.Table], state: dict) -> None:
 
 
 def project_config(repo: Repository) -> ProjectConfig:
-    """agora.toml from the setup's tree (the setup sha is cached in git config)."""
-    setup = repo.git.config_get("agora.setup")
-    if not setup:
-        from ..project import Project
+    """agora.toml from the setup's tree (the setup sha is found once, then cached in git config)."""
+    from ..project import Project
 
-        setup = Project(repo).find_setup()
-    if not setup:
+    try:
+        setup = Project(repo).setup
+    except AgoraError:
         return ProjectConfig()
     text = repo.git.run("cat-file", "-p", f"{setup}:{CONFIG_FILE}", check=False)
     try:
@@ -147,19 +169,27 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool) -> UpdateRe
     warnings += _quarantine_rewritten_logs(repo, old_tips, tips)
     config = project_config(repo)
     exclude = [sha for sha in set(old_tips.values()) if repo.commit_info(sha) is not None]
-    parsed = [reader.parse(raw) for raw in reader.walk(repo.common_dir, sorted(set(tips.values())), exclude)
-              if not reader.is_log_commit(raw)]
+    parsed = [reader.parse(raw) for raw in reader.walk(repo.common_dir, sorted(set(tips.values())), exclude)]
     old = stored["contributions"] if stored else CONTRIBUTIONS.empty_table()
     old_refs = stored["cross_refs"] if stored else CROSS_REFS.empty_table()
     known = _known_parents(old, parsed)
     new_rows, new_refs = build.rows_to_table(build.contribution_rows(parsed, known, config.metric))
-    contributions = build.finalize(pa.concat_tables([old, new_rows]))
+    contributions = build.finalize(pa.concat_tables([old, new_rows]), presorted=_appends_in_order(old, new_rows))
     cross_refs = pa.concat_tables([old_refs, new_refs]).sort_by([("sha", "ascending"), ("url", "ascending")])
     _write(directory, {"contributions": contributions, "cross_refs": cross_refs},
            {"format_version": FORMAT_VERSION, "tips": tips})
     for warning in warnings:
         print(f"git agora: warning: {warning}", file=sys.stderr)
     return UpdateReport(new_rows.num_rows, stored is None, tuple(warnings))
+
+
+def _appends_in_order(old: pa.Table, new: pa.Table) -> bool:
+    """Do the new rows (already in canonical order) all sort after the old ones? The usual case: then
+    no re-sort is needed."""
+    if old.num_rows == 0 or new.num_rows == 0:
+        return False
+    last = (old["timestamp"][-1].as_py(), old["sha"][-1].as_py())
+    return (new["timestamp"][0].as_py(), new["sha"][0].as_py()) > last
 
 
 def _known_parents(old: pa.Table, parsed: list[reader.ParsedCommit]) -> dict[str, build.Known]:
@@ -203,14 +233,7 @@ def load_index(repo: Repository, update: bool = True) -> Index:
     if stored is None:
         update_index(repo, rebuild=True, directory=directory)
         return load_index(repo, update=False)
-    contributions = stored["contributions"]
-    return Index(
-        contributions=contributions,
-        cross_refs=stored["cross_refs"],
-        tips=state["tips"],
-        config=project_config(repo),
-        **build.derived_tables(contributions),
-    )
+    return Index(stored["contributions"], stored["cross_refs"], state["tips"], project_config(repo))
 
 
 def check_index(repo: Repository) -> list[str]:
@@ -227,7 +250,7 @@ def check_index(repo: Repository) -> list[str]:
             if name == STATE_FILE:
                 same = json.loads(a.read_text()) == json.loads(b.read_text())
             else:
-                same = pq.read_table(a).equals(pq.read_table(b)) and a.read_bytes() == b.read_bytes()
+                same = a.read_bytes() == b.read_bytes()
             if not same:
                 differences.append(name)
         return differences
@@ -250,7 +273,7 @@ def read_embeddings(repo: Repository) -> pa.Table | None:
 
     path = index_dir(repo) / EMBEDDINGS_FILE
     try:
-        table = pq.read_table(path)
+        table = pq.ParquetFile(path).read()
     except (OSError, pa.ArrowException):
         return None
     return table if table.schema == EMBEDDINGS else None
