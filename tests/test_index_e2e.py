@@ -130,9 +130,12 @@ def test_concurrent_updates_do_not_corrupt(tmp_path, remote, project):
     assert table.num_rows == 6
 
 
-def test_index_tables_are_readable_by_plain_tools(project):
-    agora(project, "post", "-m", "an insight", "--tag", "insight")
-    agora(project, "index")
+def test_index_tables_are_readable_by_plain_tools(tmp_path, project):
+    insight = agora(project, "post", "-m", "an insight", "--tag", "insight", "--json").json()
+    agora(project, "index", "--export", str(tmp_path / "export"))
+    edges = pq.read_table(tmp_path / "export" / "edges.parquet").to_pylist()
+    assert [(e["child"], e["cross_account"]) for e in edges] == [(insight["sha"], False)]
+    assert pq.read_table(tmp_path / "export" / "accounts.parquet").to_pylist()[0]["contributions"] == 2
     index_dir = project / ".git" / "agora" / "index"
     contributions = pq.read_table(index_dir / "contributions.parquet").to_pylist()
     assert {r["title"] for r in contributions} == {"Setup: a", "an insight"}

@@ -14,6 +14,18 @@ BRIEF_FILE = "program.md"
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 
 
+UCB_COMMENT = [
+    "# Where to work next (git agora analyze): U(v) = 100 Q(v) + C sqrt(log(N+1) / (n(v)+1)) + 100 D / sqrt(1 + rho(v))",
+    "#   Q: quality percentile (direction-aware), n: follow-on work, N: valid contributions,",
+    "#   rho: near-duplicate descriptions (cosine >= 0.90), D = d.",
+    "#   C = c0 * (1 + k * bunching); bunching = share of scored results within bunch_tolerances x tolerance",
+    "#   of the best (with tolerance 0: within bunch_iqr_fraction x the interquartile range), so exploration",
+    "#   grows when results crowd near the best. Slots: exploit (quality >= exploit_q), explore known",
+    "#   (quality >= explore_q in clusters of at most thin_cluster), explore novel (at most few_follow_ons",
+    "#   follow-ons in clusters of at most novel_cluster); per_slot suggestions each.",
+]
+
+
 class ConfigError(ValueError):
     pass
 
@@ -79,7 +91,8 @@ class ProjectConfig:
         lines += ["[tags]  # evidence weight of a child from another account, per tag"]
         lines += [f"{tag} = {_toml(weight)}" for tag, weight in self.tag_weights.items()]
         for section, values in self.sections.items():
-            lines += ["", f"[{section}]"] + [f"{k} = {_toml(v)}" for k, v in values.items()]
+            lines += [""] + (UCB_COMMENT if section == "ucb" else []) + [f"[{section}]"]
+            lines += [f"{k} = {_toml(v)}" for k, v in values.items()]
         return "\n".join(lines) + "\n"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..errors import AgoraError
 from .common import emit_json, json_option, open_project
 
 VIEW_CHOICES = ("leaders", "built_on", "leaves", "promising", "unverified", "contested", "open_hypotheses",
@@ -41,7 +42,10 @@ def run_analyze(ctx, views=(), limit=10, model=None):
     _ = project.setup
     index = load_index(project.repo)
     embeddings, model_id = cached_embeddings(project, index, model)
-    config = AnalyzeConfig.from_project(index.config, limit=limit, views=tuple(views) or None, embedding_model=model_id)
+    try:
+        config = AnalyzeConfig.from_project(index.config, limit=limit, views=tuple(views) or None, embedding_model=model_id)
+    except ValueError as exc:
+        raise AgoraError(f"agora.toml {exc}") from None
     return analyze(index.contributions, embeddings=embeddings, config=config)
 
 

@@ -11,9 +11,10 @@ from .common import emit_json, json_option, open_project
 @click.command("index")
 @click.option("--rebuild", is_flag=True, help="Rebuild from scratch instead of updating.")
 @click.option("--check", is_flag=True, help="Rebuild into a temporary place and fail if it differs from the index.")
+@click.option("--export", "export_dir", type=click.Path(file_okay=False), help="Also write every table (edges, tags, accounts, verdicts too) as Parquet into DIR.")
 @json_option
 @click.pass_context
-def command(ctx, rebuild, check, as_json):
+def command(ctx, rebuild, check, export_dir, as_json):
     """Bring the index in .git/agora/index/ up to date with the refs (the CI replay: --check)."""
     from ..index.store import check_index, index_dir, load_index, update_index
 
@@ -30,8 +31,10 @@ def command(ctx, rebuild, check, as_json):
         return 0
     report = update_index(project.repo, rebuild=rebuild)
     index = load_index(project.repo, update=False)
+    exported = _export(index, export_dir) if export_dir else []
     summary = {
         "directory": str(index_dir(project.repo)),
+        "exported": exported,
         "new_rows": report.new_rows,
         "rebuilt": report.rebuilt,
         "contributions": index.contributions.num_rows,
@@ -44,3 +47,21 @@ def command(ctx, rebuild, check, as_json):
         click.echo(f"{summary['contributions']} commits indexed ({summary['valid']} valid, "
                    f"{summary['new_rows']} new) in {summary['directory']}")
     return 0
+
+
+def _export(index, directory: str) -> list[str]:
+    """Every table as a Parquet file, for DuckDB, pandas or polars."""
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from ..index.schema import TABLES
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in TABLES:
+        path = out / f"{name}.parquet"
+        pq.write_table(index.table(name), path)
+        written.append(str(path))
+    return written

@@ -73,6 +73,10 @@ def _project_config(root: Path, name, metric, direction, eval_command, tolerance
             "tolerance": tolerance,
         }
         values = {**base.__dict__, **{k: v for k, v in overrides.items() if v is not None}}
+        if "ucb" not in values["sections"]:
+            from ..frontier.ucb import UcbParams
+
+            values["sections"] = {**values["sections"], "ucb": UcbParams().to_dict()}
         return ProjectConfig(**values)
     except ConfigError as exc:
         raise AgoraError(str(exc)) from None
