@@ -124,12 +124,12 @@ def test_init_twice_is_refused(project):
 
 def test_files_over_the_size_limit_are_refused(tmp_path, remote):
     a = make_clone(tmp_path, "small", str(remote), "alice")
-    (a / "agora.toml").write_text("[project]\nname = 'small'\n[policy]\nmax_file_bytes = 1000\n")
+    (a / "agora.toml").write_text("[project]\nname = 'small'\n[policy]\nmax_file_bytes = 3000\n")
     agora(a, "init")
     (a / "big.bin").write_bytes(b"x" * 5000)
     r = agora(a, "push", "-m", "big", "--tag", "result", check=False)
     assert r.returncode == 1
-    assert "big.bin is 5,000 bytes, over the project's limit of 1,000" in r.stderr
+    assert "big.bin is 5,000 bytes, over the project's limit of 3,000" in r.stderr
     assert len(git(remote, "log", "--all", "--format=%s").splitlines()) == 2  # setup + its log commit
 
 
