@@ -39,18 +39,29 @@ def cached_embeddings(project, index, model_option: str | None):
 
     cache = read_embeddings(project.repo)
     model = model_option or index.config.sections.get("embeddings", {}).get("model")
-    backend = backend_for(HASHING) if model == HASHING else None
-    wanted = backend.model if backend else (model or DEFAULT_MODEL)
-    texts = texts_by_sha(index.contributions)
-    have = set() if cache is None else set(cache.filter(pc.equal(cache["model"], wanted))["sha"].to_pylist())
-    if all(sha in have for sha in texts):
+    wanted = _hashing_model_id() if model == HASHING else (model or DEFAULT_MODEL)
+    valid = index.contributions.filter(index.contributions["valid"])
+    if cache is not None:
+        have = cache["sha"].filter(pc.equal(cache["model"], wanted))  # never touch the vectors here
+        valid = valid.filter(pc.invert(pc.is_in(valid["sha"], value_set=have)))
+    if valid.num_rows == 0:
         return cache, wanted
-    backend = backend or backend_for(model)
+    texts = texts_by_sha(valid)
+    backend = backend_for(model)
     if backend.notice:
         click.echo(f"git agora: note: {backend.notice}", err=True)
     updated = _embed_with_progress(embed_missing, texts, cache, backend)
     write_embeddings(project.repo, updated)
     return updated, backend.model
+
+
+def _hashing_model_id() -> str:
+    """The id the hashing fallback caches under, without importing scikit-learn."""
+    import importlib.util
+
+    from ..frontier.embeddings import HASHING_NUMPY_MODEL, HASHING_SKLEARN_MODEL
+
+    return HASHING_SKLEARN_MODEL if importlib.util.find_spec("sklearn") else HASHING_NUMPY_MODEL
 
 
 def _embed_with_progress(embed_missing, texts, cache, backend):

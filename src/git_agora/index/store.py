@@ -268,20 +268,54 @@ __all__ = ["Index", "UpdateReport", "load_index", "update_index", "check_index",
 EMBEDDINGS_FILE = "embeddings.parquet"
 
 
+VECTORS_FILE = "embeddings.f32"
+
+
 def read_embeddings(repo: Repository) -> pa.Table | None:
+    """The cache as an EMBEDDINGS table whose vectors are memory-mapped, not read into memory.
+
+    On disk: `embeddings.parquet` holds (sha, model, start, dim) and `embeddings.f32` the float32
+    vectors back to back. Reading a 100,000 x 384 cache costs a few MB until vectors are used.
+    """
+    import numpy as np
+
     from .schema import EMBEDDINGS
 
-    path = index_dir(repo) / EMBEDDINGS_FILE
+    directory = index_dir(repo)
     try:
-        table = pq.ParquetFile(path).read()
-    except (OSError, pa.ArrowException):
+        keys = pq.ParquetFile(directory / EMBEDDINGS_FILE).read()
+        floats = np.memmap(directory / VECTORS_FILE, dtype="<f4", mode="r")
+    except (OSError, ValueError, pa.ArrowException):
         return None
-    return table if table.schema == EMBEDDINGS else None
+    if keys.schema.names != ["sha", "model", "start", "dim"]:
+        return None
+    starts = keys["start"].to_numpy()
+    ends = starts + keys["dim"].to_numpy()
+    if len(ends) and (ends.max() > len(floats) or not np.array_equal(starts[1:], ends[:-1])):
+        return None  # the two files do not belong together: recompute rather than guess
+    offsets = np.r_[0, ends].astype(np.int32) if len(ends) else np.zeros(1, np.int32)
+    values = pa.Array.from_buffers(pa.float32(), int(offsets[-1]), [None, pa.py_buffer(floats)])
+    vectors = pa.ListArray.from_arrays(pa.array(offsets), values)
+    table = pa.table([keys["sha"], keys["model"], vectors], schema=EMBEDDINGS)
+    return table
 
 
 def write_embeddings(repo: Repository, table: pa.Table) -> None:
+    import numpy as np
+
     directory = index_dir(repo)
+    table = table.combine_chunks()
+    vectors = table.column("vector")
+    vectors = vectors.chunk(0) if vectors.num_chunks else pa.array([], pa.list_(pa.float32()))
+    lengths = pc.list_value_length(vectors).fill_null(0).to_numpy().astype(np.int64)
+    starts = np.r_[0, np.cumsum(lengths)[:-1]] if len(lengths) else np.zeros(0, np.int64)
+    flat = pc.list_flatten(vectors).to_numpy(zero_copy_only=False).astype("<f4", copy=False)
+    keys = pa.table({"sha": table["sha"], "model": table["model"],
+                     "start": pa.array(starts, pa.int64()), "dim": pa.array(lengths, pa.int32())})
     with _locked(directory, exclusive=True):
-        tmp = directory / f".{EMBEDDINGS_FILE}.{os.getpid()}"
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, directory / EMBEDDINGS_FILE)
+        tmp_vectors = directory / f".{VECTORS_FILE}.{os.getpid()}"
+        flat.tofile(tmp_vectors)
+        tmp_keys = directory / f".{EMBEDDINGS_FILE}.{os.getpid()}"
+        pq.write_table(keys, tmp_keys, compression="zstd", use_dictionary=["model"])
+        os.replace(tmp_vectors, directory / VECTORS_FILE)
+        os.replace(tmp_keys, directory / EMBEDDINGS_FILE)
