@@ -132,7 +132,9 @@ def fetch(repo: Repository, remote: str) -> FetchResult:
     """Fetch every account log of `remote`; count new contributions; quarantine rewritten logs."""
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
     before = repo.git.for_each_ref(prefix)
-    proc = repo.git.attempt("fetch", "--no-tags", "--no-write-fetch-head", remote, fetch_refspec(remote), timeout=NETWORK_TIMEOUT_S)
+    # a current commit-graph keeps the negotiation walk short when new work has deep parents
+    proc = repo.git.attempt("-c", "fetch.writeCommitGraph=true", "fetch", "--no-tags", "--no-write-fetch-head",
+                            remote, fetch_refspec(remote), timeout=NETWORK_TIMEOUT_S)
     if proc.returncode != 0:
         raise RemoteError(f"could not fetch from {remote}: {_last_line(proc.stderr)}")
     after = repo.git.for_each_ref(prefix)
