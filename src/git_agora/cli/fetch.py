@@ -38,13 +38,16 @@ def fetch_and_index(project):
 
 def update_index_quietly(project) -> None:
     """Keep the index current after a fetch; a project without a setup yet has nothing to index."""
-    from ..index.store import update_index
+    from ..index.state import is_current
 
     try:
         _ = project.setup
     except AgoraError:
         return
-    update_index(project.repo)
+    if not is_current(project.repo):  # nothing new: do not even import pyarrow
+        from ..index.store import update_index
+
+        update_index(project.repo)
 
 
 def fetch_report(result) -> dict:

@@ -28,7 +28,7 @@ from ..refs.store import Repository
 from . import build, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS, FORMAT_VERSION, TABLES
 
-STATE_FILE = "state.json"
+from .state import STATE_FILE, index_dir, read_state
 STORED = ("contributions", "cross_refs")  # the rest is derived on load
 DICTIONARY_COLUMNS = ("account", "tags", "verdict", "url")  # few distinct values; shas and texts are unique
 
@@ -73,10 +73,6 @@ class UpdateReport:
     warnings: tuple[str, ...] = ()
 
 
-def index_dir(repo: Repository) -> Path:
-    return repo.agora_dir / "index"
-
-
 @contextmanager
 def _locked(directory: Path, exclusive: bool) -> Iterator[None]:
     directory.mkdir(parents=True, exist_ok=True)
@@ -93,11 +89,8 @@ def current_tips(repo: Repository) -> dict[str, str]:
 
 
 def _read_state(directory: Path) -> dict | None:
-    try:
-        state = json.loads((directory / STATE_FILE).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return None
-    if state.get("format_version", 0) > FORMAT_VERSION:
+    state = read_state(directory)
+    if state is not None and state.get("format_version", 0) > FORMAT_VERSION:
         raise AgoraError(
             f"the index in {directory} has format {state['format_version']}, newer than this git-agora "
             f"understands ({FORMAT_VERSION}): upgrade git-agora"

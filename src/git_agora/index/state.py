@@ -1,0 +1,29 @@
+"""The index's state file (format version and the ref tips indexed), readable without pyarrow, so a
+command can tell cheaply whether the index is current."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..refs.names import ROOT
+from ..refs.store import Repository
+
+STATE_FILE = "state.json"
+
+
+def index_dir(repo: Repository) -> Path:
+    return repo.agora_dir / "index"
+
+
+def read_state(directory: Path) -> dict | None:
+    try:
+        return json.loads((directory / STATE_FILE).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def is_current(repo: Repository) -> bool:
+    """Do the stored tips equal the refs under refs/agora/ now? (One for-each-ref, no pyarrow.)"""
+    state = read_state(index_dir(repo))
+    return state is not None and state.get("tips") == repo.git.for_each_ref(ROOT)
