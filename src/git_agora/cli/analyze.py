@@ -89,6 +89,9 @@ def _render_summary(console, s: dict) -> None:
 
 
 def _render_slots(console, slots: dict) -> None:
+    from rich.padding import Padding
+    from rich.text import Text
+
     console.print(f"[bold]Where to work next[/] (UCB, C = {slots['exploration_c']:.1f}, bunching {slots['bunching']:.2f})")
     for slot in slots["slots"]:
         suggestions = slot["suggestions"]
@@ -98,7 +101,7 @@ def _render_slots(console, slots: dict) -> None:
             console.print(f"      [dim]{slot.get('note') or 'nothing to suggest yet'}[/]")
         for s in suggestions[:3]:
             console.print(f"      {s['sha'][:10]} {_metric(s['metric']):>9}  {s['account'][:12]:<12} {s['title'][:56]}")
-            console.print(f"      [dim]{s['reason']}[/]")
+            console.print(Padding(Text(s["reason"], style="dim"), (0, 0, 0, 6), expand=False))
     console.print()
 
 

@@ -65,7 +65,7 @@ def command(workers, rounds, directory, keep, seed):
         console.print(f"[yellow]worker problem[/] {problem}")
     console.print(f"finished in {time.monotonic() - started:.0f} s")
     if keep:
-        console.print(f"\nLook around:  cd {founder} && git agora analyze   (also: git agora log, stats, lineage SHA)")
+        click.echo(f"\nLook around:  cd {founder} && git agora analyze   (also: git agora log, stats, lineage SHA)")
     else:
         shutil.rmtree(directory, ignore_errors=True)
         console.print("(the project was deleted: run with --keep or --dir DIR to look around)")
