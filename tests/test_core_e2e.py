@@ -281,3 +281,12 @@ def test_checkout_refuses_a_dirty_work_tree(project):
     (project / "model.py").write_text("order = 9\n")
     r = agora(project, "checkout", setup, check=False)
     assert r.returncode == 1 and "uncommitted changes" in r.stderr
+
+
+def test_a_stale_ref_lock_is_a_clear_error_not_a_hang(project):
+    lock = project / ".git" / "refs" / "agora" / "log" / "alice.lock"
+    lock.write_text("")
+    r = agora(project, "post", "-m", "blocked", "--tag", "insight", check=False)
+    assert r.returncode == 1 and "stays locked" in r.stderr
+    lock.unlink()
+    agora(project, "post", "-m", "after the lock", "--tag", "insight")

@@ -17,6 +17,7 @@ def run_cli(group: click.Group, argv: list[str] | None) -> int:
     from ..contribution import ContributionError
     from ..refs.git import GitError
     from ..refs.names import RefNameError
+    from ..refs.store import RefBusy
 
     try:
         result = group.main(args=argv, prog_name="git agora", standalone_mode=False)
@@ -32,7 +33,7 @@ def run_cli(group: click.Group, argv: list[str] | None) -> int:
     except AgoraError as exc:
         click.echo(f"git agora: error: {exc}", err=True)
         return exc.exit_code
-    except (ContributionError, ConfigError, RefNameError, GitError) as exc:
+    except (ContributionError, ConfigError, RefNameError, GitError, RefBusy) as exc:
         click.echo(f"git agora: error: {exc}", err=True)
         return ExitCode.ERROR
     except BrokenPipeError:

@@ -17,7 +17,14 @@ LOG_FORMAT_TRAILER = "Agora-Log-Format: 1"
 LOG_ENTRY_KEY = "Agora-Log-Entry"
 
 
+MAX_REF_ATTEMPTS = 100
+
+
 class NotARepository(RuntimeError):
+    pass
+
+
+class RefBusy(RuntimeError):
     pass
 
 
@@ -145,11 +152,19 @@ class Repository:
             return None
 
     def compare_and_swap(self, name: str, old: str | None, new: str) -> bool:
-        """Set ref `name` to `new` only if it still points at `old` (None: only if it is absent)."""
+        """Set ref `name` to `new` only if it still points at `old` (None: only if it is absent).
+
+        A ref locked by another process counts as a lost race; the caller retries.
+        """
+        from dulwich.file import FileLocked
+
         refs = self.dulwich.refs
-        if old is None:
-            return refs.add_if_new(name.encode(), new.encode())
-        return refs.set_if_equals(name.encode(), old.encode(), new.encode())
+        try:
+            if old is None:
+                return refs.add_if_new(name.encode(), new.encode())
+            return refs.set_if_equals(name.encode(), old.encode(), new.encode())
+        except FileLocked:
+            return False
 
     def set_ref(self, name: str, new: str) -> None:
         self.dulwich.refs.set_if_equals(name.encode(), None, new.encode())
@@ -159,11 +174,13 @@ class Repository:
     def append_to_log(self, account: str, entries: list[str]) -> str:
         """Append contributions to the local account log; retries when another process wins."""
         ref = LogRef(account).local
-        while True:
+        for attempt in range(MAX_REF_ATTEMPTS):
             old = self.ref(ref)
             tip = self._chain(account, old, entries)
             if self.compare_and_swap(ref, old, tip):
                 return tip
+            time.sleep(min(0.005 * attempt, 0.05))
+        raise RefBusy(f"could not update {ref}: it stays locked ({ref}.lock); remove a stale lock file")
 
     def rebuild_log(self, account: str, base: str, entries: list[str], expected: str) -> str | None:
         """Set the local log to `base` plus `entries`, if it still points at `expected`."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .names import REMOTES_PREFIX, LogRef, fetch_refspec
-from .store import LOG_ENTRY_KEY, Repository
+from .store import LOG_ENTRY_KEY, MAX_REF_ATTEMPTS, Repository
 
 MAX_PUSH_ATTEMPTS = 40
 NETWORK_TIMEOUT_S = 120
@@ -119,7 +119,7 @@ def _fetch_account(repo: Repository, remote: str, log: LogRef) -> bool:
 def _rebase_queue(repo: Repository, account: str, remote: str) -> None:
     """Put the entries the remote log lacks on top of the remote tip (compare-and-swap, retried)."""
     log = LogRef(account)
-    while True:
+    for _ in range(MAX_REF_ATTEMPTS):
         local, remote_tip = repo.ref(log.local), repo.ref(log.tracking(remote))
         if local is None or remote_tip is None:
             return
