@@ -148,3 +148,19 @@ def test_verify_refuses_bad_requests(tmp_path, task_project, remote):
     agora(d, "fetch")
     r = agora(d, "verify", result["sha"], check=False)
     assert r.returncode == 1 and "no evaluation command" in r.stderr
+
+
+def test_the_weight_transfer_kit_initialises_a_working_project(tmp_path, remote):
+    from pathlib import Path
+
+    kit = Path(__file__).resolve().parents[1] / "eval" / "weight_transfer"
+    work = make_clone(tmp_path, "wt", str(remote), "alice")
+    for path in kit.iterdir():
+        shutil.copyfile(path, work / path.name)
+    agora(work, "init")
+    setup = agora(work, "whoami", "--json").json()["setup"]
+    files = set(git(work, "ls-tree", "--name-only", setup).split())
+    assert {"agora.toml", "program.md", "transfer.py"} <= files
+    summary = agora(work, "analyze", "--json", "--model", "hashing").json()["summary"]
+    assert (summary["metric"], summary["direction"], summary["tolerance"]) == ("bpb", "min", 0.0013)
+    assert "hybridlm eval transfer.py" in git(work, "show", f"{setup}:agora.toml")
