@@ -119,7 +119,7 @@ def _render_view(console, view: dict) -> None:
     table = Table(title=title, title_justify="left", title_style="bold", box=None, pad_edge=False,
                   show_edge=False, width=WIDTH if wide else None, padding=(0, 1))
     for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=name != "title", overflow="ellipsis",
+        table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis",
                          ratio=3 if name == "title" else None)
     for row in rows:
         table.add_row(*[_cell(row, name) for name, _ in columns])
