@@ -50,10 +50,6 @@ class ProjectConfig:
         if not self.tolerance >= 0:
             raise ConfigError("tolerance must be a non-negative number")
 
-    def better(self, a: float, b: float) -> bool:
-        """Is a better than b by more than the reproduction tolerance?"""
-        return (b - a if self.direction == "min" else a - b) > self.tolerance
-
     @classmethod
     def parse(cls, text: str) -> "ProjectConfig":
         try:

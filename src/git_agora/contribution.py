@@ -39,13 +39,11 @@ DEFAULT_TAG_WEIGHTS: dict[str, float] = {
     "wip": 0.0,
 }
 VERDICT_WEIGHTS: dict[str, float] = {"confirmed": 20.0, "partial": 10.0, "failed": -20.0}
-RESERVED_TAGS = frozenset(DEFAULT_TAG_WEIGHTS) | {"verification"}
 NON_PROPAGATING_TAGS = frozenset({"wip", "endorsed"})
 
 ACCOUNT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._:+-]{0,63}$")
 METRIC_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
-SHA_PATTERN = re.compile(r"^[0-9a-f]{40}$")
 _TRAILER_LINE = re.compile(r"^([A-Za-z0-9-]+):(.*)$", re.MULTILINE)
 _PATCH_DIVIDER = re.compile(r"^(\\*)---([ \t\v\f\r]|$)")  # Git's isspace, ASCII only
 
