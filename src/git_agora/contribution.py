@@ -99,10 +99,6 @@ class Contribution:
     def is_setup(self) -> bool:
         return "setup" in self.tags
 
-    def weight(self, weights: Mapping[str, float] | None = None) -> float:
-        verdict = self.verdict.value if self.verdict else None
-        return contribution_weight(self.tags, verdict, weights)
-
     def to_message(self) -> str:
         """The commit message: encoded description, blank line, one trailer block."""
         return encode_description(self.description) + "\n\n" + "\n".join(self.trailers()) + "\n"

@@ -34,7 +34,6 @@ class EvalRun:
     metrics: Mapping[str, float]
     duration_s: float
     error: str | None = None  # why the run produced no metrics (crash, timeout, no JSON)
-    output_tail: str = ""
 
     def to_dict(self) -> dict:
         return {"ok": self.ok, "metrics": dict(self.metrics), "duration_s": round(self.duration_s, 3),
@@ -73,19 +72,19 @@ def run_command(command: str, cwd: Path, timeout: float, metric: str | None) -> 
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        return EvalRun(False, {}, time.monotonic() - start, f"timed out after {timeout:g} s", _tail(out, err))
+        return EvalRun(False, {}, time.monotonic() - start, f"timed out after {timeout:g} s")
     duration = time.monotonic() - start
     if proc.returncode != 0:
-        last = _tail("", err).splitlines()[-1:] or [""]
-        return EvalRun(False, {}, duration, f"the evaluation exited {proc.returncode}: {last[0][:200]}", _tail(out, err))
+        last = (err or "").strip().splitlines()[-1:] or [""]
+        return EvalRun(False, {}, duration, f"the evaluation exited {proc.returncode}: {last[0][:200]}")
     payload = _last_json_object(out)
     if payload is None:
-        return EvalRun(False, {}, duration, "the evaluation printed no JSON object", _tail(out, err))
+        return EvalRun(False, {}, duration, "the evaluation printed no JSON object")
     metrics = {k: float(v) for k, v in payload.items()
                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
     if metric and metric not in metrics:
-        return EvalRun(False, metrics, duration, f"the evaluation's JSON has no finite {metric!r}", _tail(out, err))
-    return EvalRun(True, metrics, duration, None, _tail(out, err))
+        return EvalRun(False, metrics, duration, f"the evaluation's JSON has no finite {metric!r}")
+    return EvalRun(True, metrics, duration)
 
 
 def _last_json_object(text: str) -> dict | None:
@@ -103,10 +102,6 @@ def _last_json_object(text: str) -> dict | None:
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def _tail(out: str, err: str, limit: int = 2000) -> str:
-    return ((out or "") + (err or ""))[-limit:]
 
 
 def evaluate_tree(repo: Repository, config: ProjectConfig, tree: str, timeout: float | None = None) -> EvalRun:

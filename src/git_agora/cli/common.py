@@ -62,12 +62,6 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def console():
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False)
-
-
 def parse_metrics(items: Iterable[str]) -> dict[str, float]:
     from ..contribution import ContributionError, parse_metric
 
