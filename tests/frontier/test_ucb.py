@@ -8,7 +8,7 @@ import pytest
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.embeddings import embeddings_table
 from git_agora.frontier.ucb import UcbParams, exploration_constant, ucb_scores
-from git_agora.frontier.views import build_frame, inherit_quality
+from git_agora.frontier.frame import build_frame, inherit_quality
 
 from frontier_tables import node, random_table, sha, table, verify
 from tables import direction_vector, vectors_table

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from git_agora.frontier.search import search
-from git_agora.frontier.views import VIEW_NAMES, best, build_frame, compute_views, noise_aware_ranks, quality
+from git_agora.frontier.frame import build_frame, quality
+from git_agora.frontier.views import VIEW_NAMES, best, compute_views, noise_aware_ranks
 
 from frontier_tables import node, sha, table, verify
 from tables import MODEL, direction_vector, vectors_table

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .views import Frame
+from .frame import Frame
 
 VectorSource = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 

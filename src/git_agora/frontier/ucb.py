@@ -2,7 +2,7 @@
 
     U(v) = 100 Q(v) + C sqrt(ln(N + 1) / (n(v) + 1)) + 100 D / sqrt(1 + rho(v))
 
-- Q(v): quality percentile in [0, 1], direction-aware (``views.quality``). A node without a metric
+- Q(v): quality percentile in [0, 1], direction-aware (``frame.quality``). A node without a metric
   takes the Q of its nearest scored ancestor along first parents (the work it started from), or 0.
   Without any metric in the project Q is 0 everywhere and the slots say so.
 - n(v): follow-on work = qualifying descendants (evidence: no endorsements, wip or failed
@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .clusters import Clustering
-from .views import Frame
+from .frame import Frame
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,232 @@
+"""The frontier's data model: valid contributions as node-aligned numpy columns, joined with their evidence.
+
+``build_frame`` is the one place that turns a CONTRIBUTIONS table (and its evidence) into a ``Frame``;
+views, clusters and UCB all read the same ``Frame``.
+
+Vocabulary (used by views, clusters and UCB alike):
+
+- *kinds* come from tags: ``hypothesis``, ``wip``, ``endorsed``, ``setup``; a *verification* is a row
+  with a verdict, a target or the ``verification`` tag.
+- *scored*: a valid contribution reporting the primary metric that is not a verification (it
+  re-measures a result), not wip or an endorsement, and whose verification status is not ``failed``.
+- *quality* Q: the percentile of a scored value among all scored values, direction-aware, in [0, 1]:
+  the best is 1, the worst 0, equal values share their mid-rank, a lone result is 1.
+- *follow-ons*: direct children that are valid and neither endorsements nor verifications.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .graph import Graph, build_graph, combined, scored_mask, signed
+
+
+@dataclass(frozen=True, eq=False)
+class Frame:
+    """Valid contributions as node-aligned numpy columns (node i = i-th valid row), plus evidence.
+
+    ``contributions`` is the whole table (for ``rejected``); everything else is per valid node.
+    """
+
+    contributions: pa.Table
+    graph: Graph
+    direction: str
+    tolerance: float
+    timestamp: np.ndarray
+    log_seq: np.ndarray
+    metric: np.ndarray  # float64, nan when not reported
+    hypothesis: np.ndarray
+    verification: np.ndarray
+    endorsed: np.ndarray
+    wip: np.ndarray
+    setup: np.ndarray
+    first_parent: np.ndarray  # node of the first parent, -1 when none is a valid contribution
+    follow_ons: np.ndarray
+    score: np.ndarray
+    children: np.ndarray
+    descendants: np.ndarray
+    status: np.ndarray  # object array of status strings
+    confirmations: np.ndarray
+    failures: np.ndarray
+    scored: np.ndarray
+    q: np.ndarray  # own quality, nan when not scored
+    q_inherited: np.ndarray  # q, or that of the nearest scored first-parent ancestor, else 0
+
+    @property
+    def n(self) -> int:
+        return self.graph.n
+
+    @property
+    def table(self) -> pa.Table:
+        return self.graph.table
+
+    @property
+    def has_metric(self) -> bool:
+        return bool(self.scored.any())
+
+    def loss(self) -> np.ndarray:
+        """Metric in "smaller is better" form."""
+        return -signed(self.metric, self.direction)
+
+    def candidates(self) -> np.ndarray:
+        """Nodes that may be suggested as parents: not wip, endorsement, verification or failed."""
+        return ~(self.wip | self.endorsed | self.verification) & (self.status != "failed")
+
+    def rows(self, nodes: Sequence[int] | np.ndarray, **extra: Sequence[Any]) -> tuple[dict[str, Any], ...]:
+        """Row dicts for ``nodes`` (base fields + ``extra`` columns aligned with ``nodes``)."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if len(nodes) == 0:
+            return ()
+        part = self.table.take(pa.array(nodes))
+        base = {
+            "sha": part["sha"].to_pylist(),
+            "title": part["title"].to_pylist(),
+            "account": part["account"].to_pylist(),
+            "timestamp": part["timestamp"].to_pylist(),
+            "tags": part["tags"].to_pylist(),
+            "metric": [None if np.isnan(v) else float(v) for v in self.metric[nodes]],
+        }
+        columns = {**base, **{k: _jsonable(v) for k, v in extra.items()}}
+        return tuple({k: columns[k][i] for k in columns} for i in range(len(nodes)))
+
+
+def build_frame(
+    contributions: pa.Table,
+    evidence_table: pa.Table | None = None,
+    *,
+    direction: str = "min",
+    tolerance: float = 0.0,
+    weights: dict[str, float] | None = None,
+) -> Frame:
+    """Join contributions with their evidence (computed with ``evidence()`` when not given)."""
+    if evidence_table is None:
+        from .evidence import evidence
+
+        evidence_table = evidence(contributions, weights)
+    signed(np.zeros(0), direction)  # validates the direction
+    graph = build_graph(contributions)
+    table, n = graph.table, graph.n
+    ev = _align(evidence_table, table["sha"])
+    verification = _tag_mask(table, "verification") | _not_null(table["verdict"]) | _not_null(table["target"])
+    endorsed = _tag_mask(table, "endorsed")
+    wip = _tag_mask(table, "wip")
+    status = np.asarray(ev["status"], dtype=object)
+    scored = scored_mask(table) & ~(verification | endorsed | wip) & (status != "failed")
+    metric = np.asarray(pc.fill_null(table["primary_metric"], np.nan).to_numpy(zero_copy_only=False), dtype=np.float64)
+    metric = metric.copy()
+    follow = np.ones(n, dtype=bool) & ~endorsed & ~verification
+    q = quality(metric, scored, direction)
+    first_parent = _first_parents(graph)
+    return Frame(
+        contributions=contributions,
+        graph=graph,
+        direction=direction,
+        tolerance=float(tolerance or 0.0),
+        timestamp=int_column(table["timestamp"], 0),
+        log_seq=int_column(table["log_seq"], -1),
+        metric=metric,
+        hypothesis=_tag_mask(table, "hypothesis"),
+        verification=verification,
+        endorsed=endorsed,
+        wip=wip,
+        setup=_tag_mask(table, "setup"),
+        first_parent=first_parent,
+        follow_ons=np.bincount(graph.parent[follow[graph.child]], minlength=n).astype(np.int64),
+        score=np.asarray(ev["score"], dtype=np.float64),
+        children=np.asarray(ev["children"], dtype=np.int64),
+        descendants=np.asarray(ev["descendants"], dtype=np.int64),
+        status=status,
+        confirmations=np.asarray(ev["confirmations"], dtype=np.int64),
+        failures=np.asarray(ev["failures"], dtype=np.int64),
+        scored=scored,
+        q=q,
+        q_inherited=inherit_quality(q, first_parent),
+    )
+
+
+def quality(metric: np.ndarray, scored: np.ndarray, direction: str) -> np.ndarray:
+    """Quality percentile per node (nan where not scored); see the module docstring."""
+    q = np.full(len(metric), np.nan)
+    good = signed(metric[scored], direction)
+    m = len(good)
+    if m == 0:
+        return q
+    if m == 1:
+        q[scored] = 1.0
+        return q
+    ordered = np.sort(good)
+    worse = np.searchsorted(ordered, good, "left")
+    equal = np.searchsorted(ordered, good, "right") - worse
+    q[scored] = (worse + 0.5 * (equal - 1)) / (m - 1)
+    return q
+
+
+def inherit_quality(q: np.ndarray, first_parent: np.ndarray) -> np.ndarray:
+    """Q for every node: its own, else that of the nearest scored ancestor along first parents, else 0.
+
+    The first parent is the work a contribution started from, so a hypothesis or an insight inherits
+    the standing of the result it builds on. Pointer jumping: O(log depth) numpy passes.
+    """
+    n = len(q)
+    sentinel = n  # a virtual scored root with Q = 0
+    values = np.append(np.nan_to_num(q, nan=0.0), 0.0)
+    done = np.append(~np.isnan(q), True)
+    hop = np.append(np.where(first_parent >= 0, first_parent, sentinel), sentinel)
+    hop[done] = np.flatnonzero(done)
+    while not done[hop].all():
+        hop = np.where(done[hop], hop, hop[hop])
+    return values[hop][:n]
+
+
+def _first_parents(graph: Graph) -> np.ndarray:
+    parents = combined(graph.table["parents"])
+    rows = pc.list_parent_indices(parents).to_numpy().astype(np.int64)
+    first = np.full(graph.n, -1, dtype=np.int64)
+    if len(rows) == 0:
+        return first
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    nodes = graph.lookup(pc.list_flatten(parents))
+    first[rows[starts]] = nodes[starts]
+    first[first == np.arange(graph.n)] = -1
+    return first
+
+
+def _align(evidence_table: pa.Table, shas: pa.ChunkedArray) -> dict[str, list]:
+    where = pc.fill_null(pc.index_in(shas, value_set=combined(evidence_table["sha"])), -1).to_numpy()
+    where = np.asarray(where, dtype=np.int64)
+    if (where < 0).any():
+        raise ValueError("the evidence table lacks rows for some valid contributions")
+    taken = evidence_table.take(pa.array(where))
+    return {name: taken[name].to_numpy(zero_copy_only=False) for name in taken.column_names}
+
+
+def _tag_mask(table: pa.Table, tag: str) -> np.ndarray:
+    tags = combined(table["tags"])
+    rows = pc.list_parent_indices(tags).to_numpy()
+    hit = pc.fill_null(pc.equal(pc.list_flatten(tags), tag), False).to_numpy(zero_copy_only=False)
+    return np.bincount(rows[hit], minlength=table.num_rows).astype(bool)
+
+
+def _not_null(column: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def int_column(column: pa.ChunkedArray, default: int) -> np.ndarray:
+    return np.asarray(pc.fill_null(column, default).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _jsonable(values: Sequence[Any]) -> list[Any]:
+    out = []
+    for v in np.asarray(values, dtype=object).tolist() if isinstance(values, np.ndarray) else values:
+        if isinstance(v, float) and np.isnan(v):
+            v = None
+        elif isinstance(v, np.generic):
+            v = v.item()
+        out.append(v)
+    return out
