@@ -1,3 +1,68 @@
-"""git-agora: shared memory for research agents, with Git as the only state."""
+"""git-agora: shared memory for research agents, with Git as the only state.
+
+The public API: open a project, then call any workflow on it. Every function returns a typed result
+(a dataclass with `to_dict()` for JSON) and raises `AgoraError` with a one-line message on bad input::
+
+    import git_agora as agora
+
+    project = agora.open_project(".", account="alice")
+    agora.fetch(project)
+    best = agora.analyze(project).summary.best
+
+Names load lazily, so `import git_agora` stays cheap (no pyarrow until a reading workflow runs).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "AgoraError": "errors", "ExitCode": "errors", "Feedback": "feedback", "Project": "project",
+    "Contribution": "contribution", "Verdict": "contribution", "ProjectConfig": "config",
+    "init_project": "ops.init", "Published": "ops.publish", "publish": "ops.publish",
+    "publish_worktree": "ops.publish", "post": "ops.publish", "record_fields": "ops.publish",
+    "checkout": "ops.checkout", "CheckedOut": "ops.checkout",
+    "fetch": "ops.sync", "sync": "ops.sync", "Fetched": "ops.sync", "Synced": "ops.sync",
+    "run": "ops.evaluate", "Evaluated": "ops.evaluate", "verify": "ops.verify", "Verification": "ops.verify",
+    "analyze": "ops.analyze", "search": "ops.analyze",
+    "show": "ops.history", "Shown": "ops.history", "log": "ops.history", "LogEntry": "ops.history",
+    "lineage": "ops.history", "stats": "ops.history",
+    "update_index": "ops.indexing", "check_index": "ops.indexing", "IndexSummary": "ops.indexing",
+    "whoami": "ops.status", "Identity": "ops.status",
+}
+__all__ = ["open_project", *_EXPORTS]
+
+
+def open_project(path: Any = ".", account: str | None = None, remote: str | None = None, feedback: Any = None):
+    """The Agora project of the Git repository at (or above) `path`; `account` and `remote` override
+    `AGORA_ACCOUNT`, `git config agora.account` and `git config agora.remote`."""
+    from .project import Project
+
+    return Project.open(path, account, remote, feedback)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'git_agora' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+
+
+if TYPE_CHECKING:
+    from .config import ProjectConfig
+    from .contribution import Contribution, Verdict
+    from .errors import AgoraError, ExitCode
+    from .feedback import Feedback
+    from .ops.analyze import analyze, search
+    from .ops.checkout import CheckedOut, checkout
+    from .ops.evaluate import Evaluated, run
+    from .ops.history import LogEntry, Shown, lineage, log, show, stats
+    from .ops.indexing import IndexSummary, check_index, update_index
+    from .ops.init import init_project
+    from .ops.publish import Published, post, publish, publish_worktree, record_fields
+    from .ops.status import Identity, whoami
+    from .ops.sync import Fetched, Synced, fetch, sync
+    from .ops.verify import Verification, verify
+    from .project import Project

@@ -44,6 +44,7 @@ NON_PROPAGATING_TAGS = frozenset({"wip", "endorsed"})
 ACCOUNT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._:+-]{0,63}$")
 METRIC_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+_FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 _TRAILER_LINE = re.compile(r"^([A-Za-z0-9-]+):(.*)$", re.MULTILINE)
 _PATCH_DIVIDER = re.compile(r"^(\\*)---([ \t\v\f\r]|$)")  # Git's isspace, ASCII only
 
@@ -206,6 +207,26 @@ def split_trailers(message: str) -> tuple[str, list[tuple[str, str]]]:
     return head, [(key, value.strip()) for key, value in trailers]
 
 
+@dataclass(frozen=True)
+class CrossRef:
+    url: str
+    sha: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.url}#{self.sha}"
+
+
+def parse_cross_ref(text: str) -> CrossRef:
+    """`URL#SHA` with a full 40-hex sha and a URL without spaces; one-line error otherwise."""
+    url, hash_sign, sha = text.strip().rpartition("#")
+    sha = sha.lower()
+    if not hash_sign or not url or any(ch.isspace() for ch in url) or not _FULL_SHA.match(sha):
+        raise ContributionError(f"cross-project reference {text!r} is not URL#SHA (a full 40-hex commit sha)")
+    return CrossRef(url, sha)
+
+
+
 def format_float(value: float) -> str:
     return repr(float(value))
 
@@ -255,6 +276,7 @@ def intrinsic_problems(c: Contribution) -> list[str]:
         problems.append("no tags")
     problems += [f"tag {t!r} is not a valid tag" for t in c.tags if not TAG_PATTERN.match(t)]
     problems += [f"metric {n} is not finite" for n, v in c.metrics.items() if not math.isfinite(v)]
+    problems += _cross_ref_problems(c.cross_refs)
     if c.is_setup and c.parents:
         problems.append("a setup has no parents")
     if not c.is_setup and not c.parents:
@@ -263,6 +285,16 @@ def intrinsic_problems(c: Contribution) -> list[str]:
         problems.append("a hypothesis carries no metric")
     if c.is_verification:
         problems += _verification_problems(c)
+    return problems
+
+
+def _cross_ref_problems(refs: Iterable[str]) -> list[str]:
+    problems = []
+    for ref in refs:
+        try:
+            parse_cross_ref(ref)
+        except ContributionError as exc:
+            problems.append(str(exc))
     return problems
 
 
@@ -293,7 +325,7 @@ def graph_problems(c: Contribution, lookup: Callable[[str], Contribution | None]
     if c.is_verification and c.target:
         target = lookup(c.target)
         if target is not None and target.account == c.account:
-            problems.append("a verification of one's own work")
+            problems.append("a verification of one's own work: ask another account to verify your work")
     return problems
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from .config import CONFIG_FILE, ConfigError, ProjectConfig
 from .contribution import Contribution
 from .errors import AgoraError
+from .feedback import Feedback
 from .refs.names import ROOT, RefNameError, check_account, check_remote
 from .refs.store import NotARepository, Repository
 
@@ -18,14 +19,20 @@ SETUP_CONFIG_KEY = "agora.setup"
 
 @dataclass
 class Project:
+    """The entry point of the library: `open_project(path)` then pass it to any workflow in `git_agora.ops`."""
+
     repo: Repository
     account_option: str | None = None
     remote_option: str | None = None
+    feedback: Feedback = field(default_factory=Feedback)
 
     @classmethod
-    def open(cls, path: Path | str = ".", account: str | None = None, remote: str | None = None) -> "Project":
+    def open(
+        cls, path: Path | str = ".", account: str | None = None, remote: str | None = None,
+        feedback: Feedback | None = None,
+    ) -> "Project":
         try:
-            return cls(Repository.discover(path), account, remote)
+            return cls(Repository.discover(path), account, remote, feedback or Feedback())
         except NotARepository as exc:
             raise AgoraError(str(exc)) from None
 
@@ -33,7 +40,7 @@ class Project:
 
     @cached_property
     def account(self) -> str:
-        name = self.account_option or os.environ.get("AGORA_ACCOUNT") or self.repo.git.config_get("agora.account")
+        name = self.account_option or self.configured_account
         if not name:
             raise AgoraError(
                 "no account: pass --account NAME, set AGORA_ACCOUNT, or run `git config agora.account NAME`"
@@ -42,6 +49,11 @@ class Project:
             return check_account(name)
         except RefNameError as exc:
             raise AgoraError(str(exc)) from None
+
+    @property
+    def configured_account(self) -> str | None:
+        """The account from the environment or git config (not from an option)."""
+        return os.environ.get("AGORA_ACCOUNT") or self.repo.git.config_get("agora.account")
 
     @cached_property
     def remote(self) -> str | None:
@@ -82,13 +94,15 @@ class Project:
 
     @cached_property
     def config(self) -> ProjectConfig:
+        """agora.toml of the setup: the one place a project's config is read. A broken file is an error
+        for every command (never silently replaced by defaults)."""
         setup = self.repo.commit_info(self.setup)
         assert setup is not None
         out = self.repo.git.run("cat-file", "-p", f"{setup.tree}:{CONFIG_FILE}", check=False)
         try:
             return ProjectConfig.parse(out) if out else ProjectConfig()
         except ConfigError as exc:
-            raise AgoraError(str(exc)) from None
+            raise AgoraError(f"the setup {self.setup[:12]}: {exc}") from None
 
     # --- the contribution the next push builds on (per work tree) ----------------------------
 

@@ -16,15 +16,11 @@ from .common import emit_json, json_option, open_project
 @click.pass_context
 def command(ctx, sha, worktree, as_json):
     """Check out contribution SHA (detached), so the next `git agora push` builds on it."""
-    from ..project import Project
-    from ..workspace import checkout
+    from ..ops.checkout import checkout
 
-    project = open_project(ctx)
-    contribution = project.contribution(sha)
-    path = checkout(project.repo, contribution.sha, worktree)
-    Project.open(path).set_base(contribution.sha)
+    done = checkout(open_project(ctx, as_json=as_json), sha, worktree)
     if as_json:
-        emit_json({"sha": contribution.sha, "path": str(path)})
+        emit_json(done.to_dict())
     else:
-        click.echo(f"checked out {contribution.sha[:12]} {contribution.title!r} in {path}")
+        click.echo(f"checked out {done.sha[:12]} {done.title!r} in {done.path}")
     return 0

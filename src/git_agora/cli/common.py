@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Callable, Iterable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterable, Iterator
 
 import click
 
@@ -43,11 +44,25 @@ def run_cli(group: click.Group, argv: list[str] | None) -> int:
         return 130
 
 
-def open_project(ctx: click.Context, account: str | None = None, remote: str | None = None):
+def open_project(ctx: click.Context, account: str | None = None, remote: str | None = None, as_json: bool = False):
+    """The project, with notices on stderr and progress bars on a terminal (none under --json)."""
+    from ..feedback import Feedback
     from ..project import Project
 
     obj = ctx.find_root().obj or {}
-    return Project.open(obj.get("directory", "."), account or obj.get("account"), remote)
+    feedback = Feedback(on_notice=lambda m: click.echo(f"git agora: note: {m}", err=True),
+                        on_progress=None if as_json or not sys.stderr.isatty() else _progress_bar)
+    return Project.open(obj.get("directory", "."), account or obj.get("account"), remote, feedback)
+
+
+@contextmanager
+def _progress_bar(what: str, total: int) -> Iterator[Callable[[int], None]]:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=Console(stderr=True)) as progress:
+        task = progress.add_task(what, total=total)
+        yield lambda done: progress.update(task, completed=done)
 
 
 def account_option(f: Callable) -> Callable:
@@ -56,6 +71,11 @@ def account_option(f: Callable) -> Callable:
 
 def json_option(f: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs instead of text.")(f)
+
+
+def ref_option(f: Callable) -> Callable:
+    return click.option("--ref", "cross_refs", multiple=True, metavar="URL#SHA",
+                        help="Cite a commit of another Agora project (repeatable).")(f)
 
 
 def emit_json(data: Any) -> None:
@@ -75,14 +95,13 @@ def parse_metrics(items: Iterable[str]) -> dict[str, float]:
     return metrics
 
 
-def resolve_parents(project, revs: Iterable[str]) -> list[str]:
-    """Full shas of the named contributions, in order, without repeats."""
-    parents: list[str] = []
-    for rev in revs:
-        sha = project.contribution(rev).sha
-        if sha not in parents:
-            parents.append(sha)
-    return parents
+def parse_meta(items: Iterable[str]) -> dict[str, Any]:
+    from ..contribution import ContributionError, parse_meta_option
+
+    try:
+        return parse_meta_option(items)
+    except ContributionError as exc:
+        raise AgoraError(str(exc)) from None
 
 
 def report_published(published, as_json: bool, what: str) -> int:
@@ -92,24 +111,13 @@ def report_published(published, as_json: bool, what: str) -> int:
     outcome = published.push.outcome
     if as_json:
         emit_json(published.to_dict())
-    else:
-        click.echo(f"{what} {published.sha}")
-        if outcome in (PushOutcome.PUSHED, PushOutcome.UP_TO_DATE):
-            click.echo("pushed")
-        elif outcome is PushOutcome.NO_REMOTE:
-            click.echo(f"no remote configured: kept locally ({published.push.queued} queued)", err=True)
-        elif outcome.queued:
-            click.echo(
-                f"git agora: push failed ({published.push.detail or outcome.value}); "
-                f"{published.push.queued} contribution(s) queued locally, `git agora sync` sends them",
-                err=True,
-            )
-    return publish_exit_code(published)
-
-
-def publish_exit_code(published) -> int:
-    """QUEUED when a configured remote does not have the contribution yet."""
-    from ..refs.sync import PushOutcome
-
-    outcome = published.push.outcome
-    return ExitCode.QUEUED if outcome.queued and outcome is not PushOutcome.NO_REMOTE else ExitCode.OK
+        return published.exit_code
+    click.echo(f"{what} {published.sha}")
+    if outcome in (PushOutcome.PUSHED, PushOutcome.UP_TO_DATE):
+        click.echo("pushed")
+    elif outcome is PushOutcome.NO_REMOTE:
+        click.echo(f"no remote configured: kept locally ({published.push.queued} queued)", err=True)
+    elif outcome.queued:
+        click.echo(f"git agora: push failed ({published.push.detail or outcome.value}); "
+                   f"{published.push.queued} contribution(s) queued locally, `git agora sync` sends them", err=True)
+    return published.exit_code

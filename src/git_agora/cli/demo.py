@@ -1,9 +1,8 @@
-"""`git agora demo`: the whole loop on one machine, in about two minutes, with nothing to configure."""
+"""`git agora demo`: the whole loop on one machine, in about a minute, with nothing to configure."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -23,19 +22,19 @@ def command(workers, rounds, directory, keep, seed):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ..demo.run import DemoPlan, default_directory, environment, follow, found_project, prepare_directory, start_workers
+    from ..demo.run import DemoPlan, default_directory, follow, found_project, prepare_directory, start_workers
 
     console = Console(highlight=False)
     keep = keep or directory is not None
     directory = (directory or default_directory()).resolve()
     prepare_directory(directory)
-    plan = DemoPlan(directory, workers, rounds, seed)
     started = time.monotonic()
+    plan = DemoPlan(directory, workers, rounds, seed)
     console.print(f"[bold]git agora demo[/]: {workers} workers x {rounds} rounds on a character n-gram model, in {directory}")
     founder = found_project(plan)
     problems = []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=False) as progress:
+                  console=console) as progress:
         task = progress.add_task("workers publishing", total=workers * rounds)
 
         def on_event(event):
@@ -44,23 +43,7 @@ def command(workers, rounds, directory, keep, seed):
             progress.update(task, advance=1, description=f"{event['account']:>4} {event['detail'][:48]}")
 
         follow(start_workers(plan), on_event)
-    env = environment()
-
-    def show(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "agora", *args], cwd=founder, capture_output=True, text=True, env=env)
-
-    show("fetch")
-    click.echo()
-    click.echo(show("analyze", "--summary").stdout, nl=False)
-    console.print("[bold]Statistics[/]")
-    click.echo(show("stats").stdout, nl=False)
-    best = _best_sha(show("analyze", "--json", "--view", "leaders", "--limit", "1").stdout)
-    if best:
-        click.echo()
-        click.echo(show("lineage", best).stdout, nl=False)
-    check = show("index", "--check")
-    console.print()
-    console.print(f"index check: {check.stdout.strip() or check.stderr.strip()}")
+    check_ok = _report(founder)
     for problem in problems:
         console.print(f"[yellow]worker problem[/] {problem}")
     console.print(f"finished in {time.monotonic() - started:.0f} s")
@@ -68,15 +51,32 @@ def command(workers, rounds, directory, keep, seed):
         click.echo(f"\nLook around:  cd {founder} && git agora analyze   (also: git agora log, stats, lineage SHA)")
     else:
         shutil.rmtree(directory, ignore_errors=True)
-        console.print("(the project was deleted: run with --keep or --dir DIR to look around)")
-    return 0 if check.returncode == 0 else 1
+        click.echo("(the project was deleted: run with --keep or --dir DIR to look around)")
+    return 0 if check_ok else 1
 
 
-def _best_sha(analyze_json: str) -> str | None:
-    import json
+def _report(founder: Path) -> bool:
+    """The founder's view at the end: summary and slots, statistics, the best's lineage, the index check."""
+    import git_agora as agora
 
-    try:
-        best = json.loads(analyze_json)["summary"]["best"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return best["sha"] if best else None
+    from .render import print_lineage, print_stats, render_analysis
+
+    project = agora.open_project(founder)
+    agora.fetch(project)
+    analysis = agora.analyze(project)
+    click.echo()
+    render_analysis({**analysis.to_dict(), "views": {}}, with_diversity=False)
+    click.secho("Statistics", bold=True)
+    print_stats(agora.stats(project).to_dict())
+    if analysis.summary.best:
+        click.echo()
+        print_lineage(agora.lineage(project, analysis.summary.best.sha), _titles(project), project.config.metric)
+    differences = agora.check_index(project)
+    click.echo(f"\nindex check: {"index ok: identical to a rebuild from scratch" if not differences else 'differs in ' + ', '.join(differences)}")
+    return not differences
+
+
+def _titles(project) -> dict[str, str]:
+    from ..ops.history import titles
+
+    return titles(project)

@@ -16,37 +16,18 @@ from .common import emit_json, json_option, open_project
 @click.pass_context
 def command(ctx, accounts, tags, limit, rejected, as_json):
     """List contributions, newest first."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    from ..ops.history import log
 
-    from ..index.store import load_index
-
-    project = open_project(ctx)
-    _ = project.setup
-    table = load_index(project.repo).contributions
-    table = table.filter(pc.invert(table["valid"]) if rejected else table["valid"])
-    if accounts:
-        table = table.filter(pc.is_in(table["account"], value_set=pa.array(accounts, pa.string())))
-    if tags:
-        wanted = set(tags)
-        mask = [bool(wanted.intersection(t)) for t in table["tags"].to_pylist()]
-        table = table.filter(pa.array(mask, pa.bool_()))
-    table = table.sort_by([("timestamp", "descending"), ("sha", "descending")]).slice(0, limit)
-    rows = table.select(["sha", "account", "timestamp", "title", "tags", "metrics", "parents", "target", "verdict", "reasons"]).to_pylist()
-    for row in rows:
-        row["metrics"] = dict(row["metrics"] or [])
+    entries = log(open_project(ctx, as_json=as_json), accounts, tags, limit, rejected)
     if as_json:
-        emit_json(rows)
+        emit_json([e.to_dict() for e in entries])
         return 0
-    if not rows:
+    if not entries:
         click.echo("no rejected commits" if rejected else "no contributions match")
-        return 0
-    for row in rows:
-        metrics = " ".join(f"{k}={v:g}" for k, v in row["metrics"].items())
-        verdict = f" {row['verdict']}→{row['target'][:8]}" if row["verdict"] else ""
-        line = f"{row['sha'][:10]} {str(row['account'] or '?'):<12} {','.join(row['tags']):<18} {metrics}{verdict}  {row['title']}"
-        click.echo(line)
-        if rejected:
-            for reason in row["reasons"]:
-                click.echo(f"           rejected: {reason}")
+    for e in entries:
+        metrics = " ".join(f"{k}={v:g}" for k, v in e.metrics.items())
+        verdict = f" {e.verdict}→{(e.target or '')[:8]}" if e.verdict else ""
+        click.echo(f"{e.sha[:10]} {str(e.account or '?'):<12} {','.join(e.tags):<18} {metrics}{verdict}  {e.title}")
+        for reason in e.reasons if rejected else ():
+            click.echo(f"           rejected: {reason}")
     return 0

@@ -15,18 +15,15 @@ from .common import emit_json, json_option, open_project
 def command(ctx, timeout, as_json):
     """Run the project's evaluation command on a clean export of the work tree (tracked and
     untracked, non-ignored files: the tree `git agora push` would publish), not the directory itself."""
-    from ..evaluate import evaluate_tree
-    from ..workspace import snapshot
+    from ..ops.evaluate import run
 
-    project = open_project(ctx)
-    with snapshot(project.repo) as snap:
-        run = evaluate_tree(project.repo, project.config, snap.tree, timeout)
+    done = run(open_project(ctx, as_json=as_json), timeout)
     if as_json:
-        emit_json({**run.to_dict(), "tree": snap.tree})
-    elif run.ok:
-        for name, value in run.metrics.items():
+        emit_json(done.to_dict())
+    elif done.run.ok:
+        for name, value in done.run.metrics.items():
             click.echo(f"{name} = {value:.6g}")
-        click.echo(f"({run.duration_s:.1f} s, clean export of tree {snap.tree[:12]})")
-    if not run.ok:
-        raise AgoraError(f"evaluation failed: {run.error}")
+        click.echo(f"({done.run.duration_s:.1f} s, clean export of tree {done.tree[:12]})")
+    if not done.run.ok:
+        raise AgoraError(f"evaluation failed: {done.run.error}")
     return 0

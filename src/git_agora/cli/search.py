@@ -15,17 +15,10 @@ from .common import emit_json, json_option, open_project
 @click.pass_context
 def command(ctx, query, limit, model, as_json):
     """Contributions closest to QUERY by embedding similarity (keyword match as the fallback)."""
-    from ..frontier.search import search
-    from ..index.store import load_index
-    from .embedding_cache import backend_for, cached_embeddings
+    from ..ops.analyze import search
 
     text = " ".join(query)
-    project = open_project(ctx)
-    _ = project.setup
-    index = load_index(project.repo)
-    embeddings, model_id = cached_embeddings(project, index, model)
-    backend = backend_for("hashing" if model_id and model_id.startswith("hashing") else model_id)
-    result = search(text, index.contributions, embeddings, k=limit, backend=backend, model=model_id)
+    result = search(open_project(ctx, as_json=as_json), text, limit, model)
     if as_json:
         emit_json(result.to_dict())
         return 0

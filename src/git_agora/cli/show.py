@@ -12,72 +12,30 @@ from .common import emit_json, json_option, open_project
 @json_option
 @click.pass_context
 def command(ctx, sha, as_json):
-    """Show contribution SHA: account, tags, metrics, parents, metadata and description."""
-    project = open_project(ctx)
-    c = project.contribution(sha)
-    data = contribution_dict(c)
-    data["evidence"] = evidence_of(project, c.sha)
-    if as_json:
-        emit_json(data)
-        return 0
+    """Show contribution SHA: account, tags, metrics, parents, evidence, metadata, description."""
     from datetime import datetime, timezone
 
+    from ..contribution import encode_metadata
+    from ..ops.history import show
+
+    shown = show(open_project(ctx, as_json=as_json), sha)
+    if as_json:
+        emit_json(shown.to_dict())
+        return 0
+    c, ev = shown.contribution, shown.evidence
     when = datetime.fromtimestamp(c.timestamp or 0, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    click.echo(f"contribution {c.sha}")
-    click.echo(f"account      {c.account}")
-    click.echo(f"date         {when}")
-    click.echo(f"tags         {', '.join(c.tags)}")
-    for name, value in c.metrics.items():
-        click.echo(f"metric       {name} = {value:g}")
-    if c.target:
-        click.echo(f"verifies     {c.target} ({c.verdict.value})")
-    for parent in c.parents:
-        p = project.repo.contribution(parent)
-        click.echo(f"parent       {parent[:12]} {p.account + ': ' + p.title if p else '(not a contribution)'}")
-    ev = data["evidence"]
+    lines = [f"contribution {c.sha}", f"account      {c.account}", f"date         {when}", f"tags         {', '.join(c.tags)}"]
+    lines += [f"metric       {name} = {value:g}" for name, value in c.metrics.items()]
+    if c.target and c.verdict:
+        lines.append(f"verifies     {c.target} ({c.verdict.value})")
+    lines += [f"parent       {p.sha[:12]} {p.account + ': ' + (p.title or '') if p.account else '(not a contribution)'}"
+              for p in shown.parents]
+    lines += [f"cites        {r.url}#{r.sha[:12]} {r.title or '(not fetched: git agora fetch --refs)'}" for r in shown.cross_refs]
     if ev:
-        click.echo(f"evidence     score {ev['score']:g}, {ev['children']} children, "
-                   f"{ev['descendants']} descendants, {ev['status']}")
+        lines.append(f"evidence     score {ev['score']:g}, {ev['children']} children, {ev['descendants']} descendants, {ev['status']}")
     else:
-        click.echo("evidence     none: this commit is rejected (see `git agora log --rejected`)")
+        lines.append("evidence     none: this commit is rejected (see `git agora log --rejected`)")
     if c.metadata:
-        from ..contribution import encode_metadata
-
-        click.echo(f"metadata     {encode_metadata(c.metadata)}")
-    click.echo("")
-    for line in c.description.splitlines():
-        click.echo(f"    {line}")
+        lines.append(f"metadata     {encode_metadata(c.metadata)}")
+    click.echo("\n".join(lines + [""] + [f"    {line}" for line in c.description.splitlines()]))
     return 0
-
-
-def contribution_dict(c) -> dict:
-    return {
-        "sha": c.sha,
-        "account": c.account,
-        "timestamp": c.timestamp,
-        "title": c.title,
-        "description": c.description,
-        "tags": list(c.tags),
-        "metrics": dict(c.metrics),
-        "metadata": dict(c.metadata),
-        "parents": list(c.parents),
-        "target": c.target,
-        "verdict": c.verdict.value if c.verdict else None,
-        "tree": c.tree,
-        "cross_refs": list(c.cross_refs),
-    }
-
-
-def evidence_of(project, sha: str) -> dict | None:
-    """Evidence score and verification status of one contribution, from the index."""
-    import pyarrow.compute as pc
-
-    from ..frontier.evidence import evidence
-    from ..index.store import load_index
-
-    index = load_index(project.repo)
-    table = evidence(index.contributions, index.config.tag_weights)
-    row = table.filter(pc.equal(table["sha"], sha)).to_pylist()
-    if not row:
-        return None
-    return {k: v for k, v in row[0].items() if k != "sha"}

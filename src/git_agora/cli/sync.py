@@ -6,7 +6,7 @@ import click
 
 from ..errors import ExitCode
 from .common import account_option, emit_json, json_option, open_project
-from .fetch import fetch_and_index, fetch_report, print_fetch
+from .fetch import print_fetch
 
 
 @click.command("sync")
@@ -15,24 +15,16 @@ from .fetch import fetch_and_index, fetch_report, print_fetch
 @click.pass_context
 def command(ctx, account, as_json):
     """Send contributions queued by earlier failed pushes, then fetch everyone's."""
-    from ..refs.sync import push_log
+    from ..ops.sync import sync
 
-    project = open_project(ctx, account)
-    pushed = push_log(project.repo, project.account, project.remote)
-    fetched = fetch_and_index(project) if not pushed.outcome.queued else None
+    done = sync(open_project(ctx, account, as_json=as_json))
     if as_json:
-        emit_json({
-            "push": pushed.outcome.value,
-            "queued": pushed.queued,
-            "detail": pushed.detail,
-            "fetch": fetch_report(fetched) if fetched else None,
-        })
+        emit_json(done.to_dict())
+    elif done.push.outcome.queued:
+        click.echo(f"git agora: push failed ({done.push.detail or done.push.outcome.value}); "
+                   f"{done.push.queued} contribution(s) still queued", err=True)
     else:
-        if pushed.outcome.queued:
-            click.echo(f"git agora: push failed ({pushed.detail or pushed.outcome.value}); "
-                       f"{pushed.queued} contribution(s) still queued", err=True)
-        else:
-            click.echo(f"push: {pushed.outcome.value}")
-        if fetched:
-            print_fetch(fetched)
-    return ExitCode.QUEUED if pushed.outcome.queued else ExitCode.OK
+        click.echo(f"push: {done.push.outcome.value}")
+    if done.fetch and not as_json:
+        print_fetch(done.fetch)
+    return ExitCode.QUEUED if done.push.outcome.queued else ExitCode.OK

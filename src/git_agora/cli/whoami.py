@@ -13,14 +13,9 @@ from .common import account_option, emit_json, json_option, open_project
 @click.pass_context
 def command(ctx, account, as_json):
     """Show the account you publish as, the remote, the setup and what is queued."""
-    from ..refs.sync import queued_entries
+    from ..ops.status import whoami
 
-    project = open_project(ctx, account)
-    info = {"account": project.account, "remote": project.remote}
-    setup = project.find_setup() if project.repo.git.config_get("agora.setup") is None else project.setup
-    info["setup"] = setup
-    info["base"] = project.base if setup else None
-    info["queued"] = len(queued_entries(project.repo, project.account, project.remote))
+    info = whoami(open_project(ctx, account, as_json=as_json)).to_dict()
     if as_json:
         emit_json(info)
     else:

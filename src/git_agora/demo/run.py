@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+import git_agora as agora
+
 from ..errors import AgoraError
 
 MARKER = ".agora-demo"
@@ -79,14 +81,6 @@ def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=environment())
 
 
-def agora(cwd: Path, account: str, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run(["git", "agora", "--account", account, *args], cwd=cwd, capture_output=True,
-                          text=True, env=environment())
-    if proc.returncode != 0:
-        raise AgoraError(f"demo: git agora {args[0]} failed: {proc.stderr.strip()}")
-    return proc
-
-
 def make_clone(plan: DemoPlan, name: str, account: str) -> Path:
     clone = plan.directory / name
     clone.mkdir()
@@ -106,9 +100,16 @@ def found_project(plan: DemoPlan) -> Path:
     (founder / ".gitignore").write_text("__pycache__/\n")
     (founder / "agora.toml").write_text(AGORA_TOML)
     (founder / "program.md").write_text(BRIEF)
-    agora(founder, "founder", "init")
-    agora(founder, "founder", "push", "--check", "-m", "Baseline: order-2 additive smoothing", "--tag", "result")
+    _with_tools_on_path()
+    project = agora.open_project(founder, account="founder")
+    agora.init_project(project)
+    agora.publish_worktree(project, "Baseline: order-2 additive smoothing", ["result"], check_claim=True)
     return founder
+
+
+def _with_tools_on_path() -> None:
+    """The evaluation command (`python3 ngram.py`) runs with this installation's python first."""
+    os.environ["PATH"] = environment()["PATH"]
 
 
 def start_workers(plan: DemoPlan) -> list[subprocess.Popen]:

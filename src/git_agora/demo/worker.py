@@ -1,4 +1,4 @@
-"""A scripted worker of the demo: the research loop an agent follows, through the real `git agora` CLI.
+"""A scripted worker of the demo: the research loop an agent follows, through the library (`import git_agora`).
 
 Each round: fetch, analyze, pick a slot, check out its parent, change one knob, evaluate from a clean
 export, push the result with a description (parent and its score, the change, a predicted band, the
@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
 import sys
 from pathlib import Path
+
+import git_agora as agora
 
 from .choices import propose, read_choices, write_choice
 
@@ -25,32 +26,28 @@ class Worker:
         self.clone, self.account, self.rng = clone, account, rng
         self.verified: set[str] = set()
 
-    def agora(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run(["git", "agora", "--account", self.account, *args], cwd=self.clone,
-                              capture_output=True, text=True)
-        if check and proc.returncode not in (0, 3):  # 3: queued, sent by the next publish
-            raise RuntimeError(f"git agora {args[0]} failed: {proc.stderr.strip()}")
-        return proc
-
-    def agora_json(self, *args: str):
-        return json.loads(self.agora(*args, "--json").stdout)
+    def project(self):
+        return agora.open_project(self.clone, account=self.account)
 
     def round(self, number: int) -> None:
-        self.agora("fetch", check=False)
-        analysis = self.agora_json("analyze", "--limit", "5")
+        try:
+            agora.fetch(self.project())
+        except agora.AgoraError:
+            pass  # the remote is busy or away: work from what is here
+        analysis = agora.analyze(self.project(), limit=5).to_dict()
         slot, parent = self.pick(analysis)
-        self.agora("checkout", parent["sha"])
+        agora.checkout(self.project(), parent["sha"])
         path = self.clone / "choices.py"
         text = path.read_text()
         change = propose(read_choices(text), self.rng)
         path.write_text(write_choice(text, change.knob, change.new))
         parent_score = parent.get("metric")
-        run = json.loads(self.agora("run", "--json", check=False).stdout or "{}")
-        if not run.get("ok"):
+        evaluated = agora.run(self.project())
+        if not evaluated.run.ok:
             emit(self.account, number, "crash", change.describe())
-            self.agora("checkout", parent["sha"], check=False)
+            path.write_text(text)
             return
-        measured = run["metrics"]["bpc"]
+        measured = evaluated.run.metrics["bpc"]
         self.publish_result(slot, parent, parent_score, change, measured)
         if self.rng.random() < 0.35:
             self.share_thought(change, parent_score, measured)
@@ -76,20 +73,18 @@ class Worker:
             f"Parent {parent['sha'][:10]} scored {_score(parent_score)}; chosen from the {slot} slot. "
             f"Changed {change.describe()}, predicted {band[0]}-{band[1]}, measured {measured:.4f}."
         )
-        tags = ["--tag", "result"] + (["--tag", "negative-result"] if worse else [])
-        self.agora("push", "-m", description, *tags, "--metric", f"bpc={measured}",
-                   "--meta", f"parent_score={json.dumps(parent_score)}", "--meta", f"change={json.dumps(change.describe())}",
-                   "--meta", f"predicted_band={json.dumps(band)}", "--meta", f"slot={slot}")
+        tags = ["result"] + (["negative-result"] if worse else [])
+        meta = {"parent_score": parent_score, "change": change.describe(), "predicted_band": band, "slot": slot}
+        agora.publish_worktree(self.project(), description, tags, metrics={"bpc": measured}, meta=meta)
 
     def share_thought(self, change, parent_score, measured) -> None:
         if parent_score is not None and self.rng.random() < 0.6:
             effect = "helped" if measured < parent_score else "hurt"
-            self.agora("post", "--tag", "insight", "-m",
-                       f"Insight: {change.knob} change {change.describe()} {effect} "
-                       f"({_score(parent_score)} -> {measured:.4f})")
+            agora.post(self.project(), f"Insight: {change.knob} change {change.describe()} {effect} "
+                       f"({_score(parent_score)} -> {measured:.4f})", ["insight"])
         else:
-            self.agora("post", "--tag", "hypothesis", "-m",
-                       f"Hypothesis: tuning {change.knob} further (beyond {change.new!r}) should lower bpc below {measured:.3f}")
+            agora.post(self.project(), f"Hypothesis: tuning {change.knob} further (beyond {change.new!r}) "
+                       f"should lower bpc below {measured:.3f}", ["hypothesis"])
 
     def verify_someone(self, analysis: dict) -> None:
         rows = analysis["views"].get("unverified", {}).get("rows", [])
@@ -97,7 +92,10 @@ class Worker:
         if candidates:
             target = candidates[0]["sha"]
             self.verified.add(target)
-            self.agora("verify", target, check=False)
+            try:
+                agora.verify(self.project(), target)
+            except agora.AgoraError:
+                pass  # refused (say, the evaluation is gone): another round picks another target
 
 
 def _score(value) -> str:
@@ -121,7 +119,10 @@ def main(argv: list[str] | None = None) -> int:
             worker.round(number)
         except Exception as exc:  # report, keep going: one bad round should not end a worker
             emit(args.account, number, "error", str(exc)[:300])
-    worker.agora("sync", check=False)
+    try:
+        agora.sync(worker.project())
+    except agora.AgoraError as exc:
+        emit(args.account, args.rounds, "error", f"sync: {exc}")
     return 0
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .embeddings import EmbeddingBackend, embedding_matrix, pick_model
+from .embeddings import QueryEncoder, embedding_matrix, pick_model
 from .graph import valid_rows
 
 _WORD = re.compile(r"(?u)\b\w\w+\b")
@@ -65,7 +65,7 @@ def search(
     embeddings: pa.Table | None = None,
     k: int = 10,
     *,
-    backend: EmbeddingBackend | None = None,
+    backend: QueryEncoder | None = None,
     model: str | None = None,
 ) -> SearchResult:
     """The ``k`` valid contributions nearest to ``query``.

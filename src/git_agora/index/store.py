@@ -2,7 +2,8 @@
 
 Every read compares the stored tips with the current refs under refs/agora/, so a plain `git fetch`
 is noticed too; an update reads only commits not reachable from the stored tips. Writers take an
-exclusive lock and replace files atomically; readers take a shared lock.
+exclusive lock and replace files atomically; readers take a shared lock. Nothing here writes refs or
+prints: warnings are returned in `UpdateReport`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,14 +21,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..config import CONFIG_FILE, ConfigError, ProjectConfig
 from ..errors import AgoraError
-from ..refs.names import REMOTES_PREFIX, ROOT, LogRef
+from ..refs.names import ROOT
 from ..refs.store import Repository
 from . import build, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS, FORMAT_VERSION, TABLES
-
 from .state import STATE_FILE, index_dir, read_state
+
 STORED = ("contributions", "cross_refs")  # the rest is derived on load
 DICTIONARY_COLUMNS = ("account", "tags", "verdict", "url")  # few distinct values; shas and texts are unique
 
@@ -36,11 +35,10 @@ DICTIONARY_COLUMNS = ("account", "tags", "verdict", "url")  # few distinct value
 class Index:
     """The tables of one project. Edges, tags, accounts and verdicts are derived when first used."""
 
-    def __init__(self, contributions: pa.Table, cross_refs: pa.Table, tips: dict[str, str], config: ProjectConfig):
+    def __init__(self, contributions: pa.Table, cross_refs: pa.Table, tips: dict[str, str]):
         self.contributions = contributions
         self.cross_refs = cross_refs
         self.tips = tips
-        self.config = config
 
     @cached_property
     def _derived(self) -> dict[str, pa.Table]:
@@ -74,7 +72,7 @@ class UpdateReport:
 
 
 @contextmanager
-def _locked(directory: Path, exclusive: bool) -> Iterator[None]:
+def locked(directory: Path, exclusive: bool) -> Iterator[None]:
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / "lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
@@ -123,29 +121,19 @@ def _write(directory: Path, tables: dict[str, pa.Table], state: dict) -> None:
     os.replace(tmp, directory / STATE_FILE)
 
 
-def project_config(repo: Repository) -> ProjectConfig:
-    """agora.toml from the setup's tree (the setup sha is found once, then cached in git config)."""
-    from ..project import Project
+def update_index(
+    repo: Repository, primary_metric: str | None, rebuild: bool = False, directory: Path | None = None
+) -> UpdateReport:
+    """Bring the index up to date with the refs; rebuild from scratch when asked or when damaged.
 
-    try:
-        setup = Project(repo).setup
-    except AgoraError:
-        return ProjectConfig()
-    text = repo.git.run("cat-file", "-p", f"{setup}:{CONFIG_FILE}", check=False)
-    try:
-        return ProjectConfig.parse(text) if text else ProjectConfig()
-    except ConfigError:
-        return ProjectConfig()
-
-
-def update_index(repo: Repository, rebuild: bool = False, directory: Path | None = None) -> UpdateReport:
-    """Bring the index up to date with the refs; rebuild from scratch when asked or when damaged."""
+    `primary_metric` is the project's metric (agora.toml), copied into each row's `primary_metric`.
+    """
     directory = directory or index_dir(repo)
-    with _locked(directory, exclusive=True):
-        return _update_locked(repo, directory, rebuild)
+    with locked(directory, exclusive=True):
+        return _update_locked(repo, directory, rebuild, primary_metric)
 
 
-def _update_locked(repo: Repository, directory: Path, rebuild: bool) -> UpdateReport:
+def _update_locked(repo: Repository, directory: Path, rebuild: bool, primary_metric: str | None) -> UpdateReport:
     warnings: list[str] = []
     tips = current_tips(repo)
     state = None if rebuild else _read_state(directory)
@@ -159,20 +147,16 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool) -> UpdateRe
             warnings.append(f"the index was damaged ({type(exc).__name__}); rebuilt it from Git")
             state = None
     old_tips = state["tips"] if state else {}
-    warnings += _quarantine_rewritten_logs(repo, old_tips, tips)
-    config = project_config(repo)
     exclude = [sha for sha in set(old_tips.values()) if repo.commit_info(sha) is not None]
     parsed = [reader.parse(raw) for raw in reader.walk(repo.common_dir, sorted(set(tips.values())), exclude)]
     old = stored["contributions"] if stored else CONTRIBUTIONS.empty_table()
     old_refs = stored["cross_refs"] if stored else CROSS_REFS.empty_table()
     known = _known_parents(old, parsed)
-    new_rows, new_refs = build.rows_to_table(build.contribution_rows(parsed, known, config.metric))
+    new_rows, new_refs = build.rows_to_table(build.contribution_rows(parsed, known, primary_metric))
     contributions = build.finalize(pa.concat_tables([old, new_rows]), presorted=_appends_in_order(old, new_rows))
     cross_refs = pa.concat_tables([old_refs, new_refs]).sort_by([("sha", "ascending"), ("url", "ascending")])
     _write(directory, {"contributions": contributions, "cross_refs": cross_refs},
            {"format_version": FORMAT_VERSION, "tips": tips})
-    for warning in warnings:
-        print(f"git agora: warning: {warning}", file=sys.stderr)
     return UpdateReport(new_rows.num_rows, stored is None, tuple(warnings))
 
 
@@ -195,48 +179,31 @@ def _known_parents(old: pa.Table, parsed: list[reader.ParsedCommit]) -> dict[str
     return build.known_from_table(rows)
 
 
-def _quarantine_rewritten_logs(repo: Repository, old: dict[str, str], new: dict[str, str]) -> list[str]:
-    """A remote log that moved backwards or sideways keeps its old tip under refs/agora/quarantine/."""
-    warnings = []
-    for ref, old_tip in old.items():
-        new_tip = new.get(ref)
-        if not ref.startswith(REMOTES_PREFIX) or "/log/" not in ref or new_tip in (None, old_tip):
-            continue
-        if repo.commit_info(old_tip) is None or repo.git.is_ancestor(old_tip, new_tip):
-            continue
-        remote, _, account = ref[len(REMOTES_PREFIX):].partition("/log/")
-        quarantine = LogRef(account).quarantine(remote, old_tip)
-        if repo.ref(quarantine) is None:
-            repo.set_ref(quarantine, old_tip)
-            warnings.append(f"the log of {account} on {remote} was rewritten; its old tip is kept as {quarantine}")
-    return warnings
-
-
-def load_index(repo: Repository, update: bool = True) -> Index:
+def load_index(repo: Repository, primary_metric: str | None, update: bool = True) -> Index:
     """The index, brought up to date first (an unchanged project costs one for-each-ref)."""
     directory = index_dir(repo)
     if update:
-        update_index(repo, directory=directory)
-    with _locked(directory, exclusive=False):
+        update_index(repo, primary_metric, directory=directory)
+    with locked(directory, exclusive=False):
         state = _read_state(directory) or {"tips": {}}
         try:
             stored = _read_stored(directory)
         except (OSError, ValueError, pa.ArrowException):
             stored = None
     if stored is None:
-        update_index(repo, rebuild=True, directory=directory)
-        return load_index(repo, update=False)
-    return Index(stored["contributions"], stored["cross_refs"], state["tips"], project_config(repo))
+        update_index(repo, primary_metric, rebuild=True, directory=directory)
+        return load_index(repo, primary_metric, update=False)
+    return Index(stored["contributions"], stored["cross_refs"], state["tips"])
 
 
-def check_index(repo: Repository) -> list[str]:
+def check_index(repo: Repository, primary_metric: str | None) -> list[str]:
     """Rebuild into a temporary place and list the tables that differ from the incremental index."""
     import tempfile
 
-    update_index(repo)
+    update_index(repo, primary_metric)
     directory = index_dir(repo)
     with tempfile.TemporaryDirectory(prefix="agora-check-") as tmp:
-        update_index(repo, rebuild=True, directory=Path(tmp))
+        update_index(repo, primary_metric, rebuild=True, directory=Path(tmp))
         differences = []
         for name in (*STORED, STATE_FILE):
             a, b = directory / _file(name), Path(tmp) / _file(name)
@@ -253,62 +220,4 @@ def _file(name: str) -> str:
     return name if name.endswith(".json") else f"{name}.parquet"
 
 
-__all__ = ["Index", "UpdateReport", "load_index", "update_index", "check_index", "TABLES"]
-
-
-# --- the embedding cache: derived from descriptions, keyed by (sha, model); not part of --check ---
-
-EMBEDDINGS_FILE = "embeddings.parquet"
-
-
-VECTORS_FILE = "embeddings.f32"
-
-
-def read_embeddings(repo: Repository) -> pa.Table | None:
-    """The cache as an EMBEDDINGS table whose vectors are memory-mapped, not read into memory.
-
-    On disk: `embeddings.parquet` holds (sha, model, start, dim) and `embeddings.f32` the float32
-    vectors back to back. Reading a 100,000 x 384 cache costs a few MB until vectors are used.
-    """
-    import numpy as np
-
-    from .schema import EMBEDDINGS
-
-    directory = index_dir(repo)
-    try:
-        keys = pq.ParquetFile(directory / EMBEDDINGS_FILE).read()
-        floats = np.memmap(directory / VECTORS_FILE, dtype="<f4", mode="r")
-    except (OSError, ValueError, pa.ArrowException):
-        return None
-    if keys.schema.names != ["sha", "model", "start", "dim"]:
-        return None
-    starts = keys["start"].to_numpy()
-    ends = starts + keys["dim"].to_numpy()
-    if len(ends) and (ends.max() > len(floats) or not np.array_equal(starts[1:], ends[:-1])):
-        return None  # the two files do not belong together: recompute rather than guess
-    offsets = np.r_[0, ends].astype(np.int32) if len(ends) else np.zeros(1, np.int32)
-    values = pa.Array.from_buffers(pa.float32(), int(offsets[-1]), [None, pa.py_buffer(floats)])
-    vectors = pa.ListArray.from_arrays(pa.array(offsets), values)
-    table = pa.table([keys["sha"], keys["model"], vectors], schema=EMBEDDINGS)
-    return table
-
-
-def write_embeddings(repo: Repository, table: pa.Table) -> None:
-    import numpy as np
-
-    directory = index_dir(repo)
-    table = table.combine_chunks()
-    vectors = table.column("vector")
-    vectors = vectors.chunk(0) if vectors.num_chunks else pa.array([], pa.list_(pa.float32()))
-    lengths = pc.list_value_length(vectors).fill_null(0).to_numpy().astype(np.int64)
-    starts = np.r_[0, np.cumsum(lengths)[:-1]] if len(lengths) else np.zeros(0, np.int64)
-    flat = pc.list_flatten(vectors).to_numpy(zero_copy_only=False).astype("<f4", copy=False)
-    keys = pa.table({"sha": table["sha"], "model": table["model"],
-                     "start": pa.array(starts, pa.int64()), "dim": pa.array(lengths, pa.int32())})
-    with _locked(directory, exclusive=True):
-        tmp_vectors = directory / f".{VECTORS_FILE}.{os.getpid()}"
-        flat.tofile(tmp_vectors)
-        tmp_keys = directory / f".{EMBEDDINGS_FILE}.{os.getpid()}"
-        pq.write_table(keys, tmp_keys, compression="zstd", use_dictionary=["model"])
-        os.replace(tmp_vectors, directory / VECTORS_FILE)
-        os.replace(tmp_keys, directory / EMBEDDINGS_FILE)
+__all__ = ["Index", "UpdateReport", "load_index", "update_index", "check_index", "TABLES", "locked"]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .names import REMOTES_PREFIX, LogRef, fetch_refspec
+from .quarantine import RewrittenLog, quarantine_rewritten_logs
 from .store import LOG_ENTRY_KEY, MAX_REF_ATTEMPTS, Repository
 
 MAX_PUSH_ATTEMPTS = 40
@@ -40,14 +41,6 @@ class PushResult:
     outcome: PushOutcome
     queued: int  # contributions still waiting for the remote
     detail: str = ""
-
-
-@dataclass(frozen=True)
-class RewrittenLog:
-    account: str
-    old_tip: str
-    new_tip: str
-    quarantine_ref: str
 
 
 @dataclass(frozen=True)
@@ -139,14 +132,7 @@ def fetch(repo: Repository, remote: str) -> FetchResult:
         raise RemoteError(f"could not fetch from {remote}: {_last_line(proc.stderr)}")
     after = repo.git.for_each_ref(prefix)
     changed = {ref: sha for ref, sha in after.items() if before.get(ref) != sha}
-    rewritten = []
-    for ref, new in changed.items():
-        old = before.get(ref)
-        if old and not repo.git.is_ancestor(old, new):
-            log = LogRef.from_tracking(ref, remote)
-            quarantine = log.quarantine(remote, old)
-            repo.set_ref(quarantine, old)
-            rewritten.append(RewrittenLog(log.account, old, new, quarantine))
+    rewritten = quarantine_rewritten_logs(repo, before, after)
     return FetchResult(
         remote=remote,
         new_contributions=_count_new_entries(repo, list(changed.values()), list(before.values())),

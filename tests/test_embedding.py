@@ -7,16 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from git_agora.frontier.embeddings import (
-    DEFAULT_MODEL,
-    EmbeddingBackend,
-    contribution_text,
-    embed_missing,
-    embedding_matrix,
-    embeddings_table,
-    hashing_backend,
-    load_backend,
-)
+from git_agora.embedding.backends import DEFAULT_MODEL, EmbeddingBackend, hashing_backend, load_backend
+from git_agora.embedding.cache import embed_missing
+from git_agora.frontier.embeddings import contribution_text, embedding_matrix, embeddings_table
 from git_agora.index.schema import EMBEDDINGS
 
 WARMUP = "Longer learning rate warmup stabilises training of the hybrid model"

@@ -1,0 +1,134 @@
+"""The embedding cache in `.git/agora/index/`: vectors keyed by (sha, model), computed only when
+missing (commits never change), stored as a memory-mapped float32 file. Derived data: not part of
+`index --check`, and rebuilt by deleting it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..feedback import Feedback
+from ..frontier.embeddings import empty_cache, rows_table, texts_by_sha
+from ..index.schema import EMBEDDINGS
+from ..index.state import index_dir
+from ..index.store import locked
+from ..refs.store import Repository
+from .backends import DEFAULT_MODEL, HASHING, EmbeddingBackend, backend_for, hashing_model_id
+
+EMBEDDINGS_FILE = "embeddings.parquet"
+VECTORS_FILE = "embeddings.f32"
+PROGRESS_FROM = 512  # fewer texts than this embed in a blink: no progress bar
+
+Progress = Callable[[int, int], None]
+
+
+def read_embeddings(repo: Repository) -> pa.Table | None:
+    """The cache as an EMBEDDINGS table whose vectors are memory-mapped, not read into memory.
+
+    On disk: `embeddings.parquet` holds (sha, model, start, dim) and `embeddings.f32` the float32
+    vectors back to back. Reading a 100,000 x 384 cache costs a few MB until vectors are used.
+    """
+    directory = index_dir(repo)
+    try:
+        keys = pq.ParquetFile(directory / EMBEDDINGS_FILE).read()
+        floats = np.memmap(directory / VECTORS_FILE, dtype="<f4", mode="r")
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+    if keys.schema.names != ["sha", "model", "start", "dim"]:
+        return None
+    starts = keys["start"].to_numpy()
+    ends = starts + keys["dim"].to_numpy()
+    if len(ends) and (ends.max() > len(floats) or not np.array_equal(starts[1:], ends[:-1])):
+        return None  # the two files do not belong together: recompute rather than guess
+    offsets = np.r_[0, ends].astype(np.int32) if len(ends) else np.zeros(1, np.int32)
+    values = pa.Array.from_buffers(pa.float32(), int(offsets[-1]), [None, pa.py_buffer(floats)])
+    vectors = pa.ListArray.from_arrays(pa.array(offsets), values)
+    table = pa.table([keys["sha"], keys["model"], vectors], schema=EMBEDDINGS)
+    return table
+
+
+def write_embeddings(repo: Repository, table: pa.Table) -> None:
+    directory = index_dir(repo)
+    table = table.combine_chunks()
+    vectors = table.column("vector")
+    vectors = vectors.chunk(0) if vectors.num_chunks else pa.array([], pa.list_(pa.float32()))
+    lengths = pc.list_value_length(vectors).fill_null(0).to_numpy().astype(np.int64)
+    starts = np.r_[0, np.cumsum(lengths)[:-1]] if len(lengths) else np.zeros(0, np.int64)
+    flat = pc.list_flatten(vectors).to_numpy(zero_copy_only=False).astype("<f4", copy=False)
+    keys = pa.table({"sha": table["sha"], "model": table["model"],
+                     "start": pa.array(starts, pa.int64()), "dim": pa.array(lengths, pa.int32())})
+    with locked(directory, exclusive=True):
+        tmp_vectors = directory / f".{VECTORS_FILE}.{os.getpid()}"
+        flat.tofile(tmp_vectors)
+        tmp_keys = directory / f".{EMBEDDINGS_FILE}.{os.getpid()}"
+        pq.write_table(keys, tmp_keys, compression="zstd", use_dictionary=["model"])
+        os.replace(tmp_vectors, directory / VECTORS_FILE)
+        os.replace(tmp_keys, directory / EMBEDDINGS_FILE)
+
+
+def embed_missing(
+    texts: Mapping[str, str],
+    cache: pa.Table | None,
+    backend: EmbeddingBackend,
+    *,
+    batch_size: int = 256,
+    progress: Progress | None = None,
+) -> pa.Table:
+    """Return ``cache`` plus vectors for the shas in ``texts`` it lacks for ``backend.model``.
+
+    The cache is keyed by (sha, model): rows of other models are kept untouched, existing rows are
+    never recomputed (commits never change). New rows are appended in the order of ``texts``; with
+    nothing new the same table object is returned.
+    ``progress(done, total)`` is called after each batch when more than one batch is needed.
+    """
+    if cache is None:
+        cache = empty_cache()
+    elif cache.schema != EMBEDDINGS:
+        cache = cache.select(EMBEDDINGS.names).cast(EMBEDDINGS)
+    have = set(cache.filter(pc.equal(cache["model"], backend.model))["sha"].to_pylist()) if cache.num_rows else set()
+    todo = [sha for sha in texts if sha not in have]
+    if not todo:
+        return cache
+    batches = []
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start : start + batch_size]
+        vectors = np.asarray(backend.encode([texts[s] for s in chunk]), dtype=np.float32)
+        batches.append(rows_table(chunk, backend.model, vectors))
+        if progress is not None and len(todo) > batch_size:
+            progress(min(start + batch_size, len(todo)), len(todo))
+    return pa.concat_tables([cache, *batches])
+
+
+def cached_embeddings(
+    repo: Repository, contributions: pa.Table, model: str | None, feedback: Feedback
+) -> tuple[pa.Table | None, str]:
+    """The cache with every valid contribution embedded by `model` (None: the default), and the model id.
+
+    The encoder is loaded only when some contribution lacks a cached vector; a fallback encoder is
+    reported through `feedback` in one line.
+    """
+    cache = read_embeddings(repo)
+    wanted = hashing_model_id() if model == HASHING else (model or DEFAULT_MODEL)
+    valid = contributions.filter(contributions["valid"])
+    if cache is not None:
+        have = cache["sha"].filter(pc.equal(cache["model"], wanted))  # never touch the vectors here
+        valid = valid.filter(pc.invert(pc.is_in(valid["sha"], value_set=have)))
+    if valid.num_rows == 0:
+        return cache, wanted
+    texts = texts_by_sha(valid)
+    backend = backend_for(model)
+    if backend.notice:
+        feedback.notice(backend.notice)
+    if len(texts) < PROGRESS_FROM:
+        updated = embed_missing(texts, cache, backend)
+    else:
+        with feedback.progress("embedding descriptions", len(texts)) as advance:
+            updated = embed_missing(texts, cache, backend, progress=lambda done, total: advance(done))
+    write_embeddings(repo, updated)
+    return updated, backend.model

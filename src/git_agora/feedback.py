@@ -1,0 +1,35 @@
+"""How a running workflow talks to the person at the terminal: one-line notices and progress.
+
+Library callers get a silent `Feedback` that keeps the notices in a list; the CLI gives one that
+prints to stderr and draws progress bars on a terminal (never under `--json`).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Callable
+
+Advance = Callable[[int], None]  # called with the number of items done so far
+
+
+@dataclass
+class Feedback:
+    notices: list[str] = field(default_factory=list)
+    on_notice: Callable[[str], None] | None = None
+    on_progress: Callable[[str, int], AbstractContextManager[Advance]] | None = None
+
+    def notice(self, message: str) -> None:
+        self.notices.append(message)
+        if self.on_notice is not None:
+            self.on_notice(message)
+
+    def progress(self, what: str, total: int) -> AbstractContextManager[Advance]:
+        """A context that yields `advance(done)`; silent unless a terminal asked for progress."""
+        if self.on_progress is None:
+            return nullcontext(_ignore)
+        return self.on_progress(what, total)
+
+
+def _ignore(done: int) -> None:
+    return None

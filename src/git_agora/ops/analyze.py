@@ -1,0 +1,46 @@
+"""`analyze` and `search` over the local index: what has been tried, what holds up, what to do next."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from ..errors import AgoraError
+from ..project import Project
+
+
+def analyze(project: Project, views: Iterable[str] = (), limit: int = 10, model: str | None = None):
+    """The frontier (`frontier.analyze.AnalyzeResult`): summary, the three UCB slots, the views and
+    the diversity of recent work. `model`: the embedding model ('hashing': the lexical fallback)."""
+    from ..embedding.cache import cached_embeddings
+    from ..frontier.analyze import AnalyzeConfig
+    from ..frontier.analyze import analyze as compute
+    from .indexing import load
+
+    index = load(project)
+    embeddings, model_id = cached_embeddings(project.repo, index.contributions, _model(project, model), project.feedback)
+    try:
+        config = AnalyzeConfig.from_project(project.config, limit=limit, views=tuple(views) or None,
+                                            embedding_model=model_id)
+    except ValueError as exc:
+        raise AgoraError(f"agora.toml {exc}") from None
+    return compute(index.contributions, embeddings=embeddings, config=config)
+
+
+def search(project: Project, query: str, limit: int = 10, model: str | None = None):
+    """The contributions nearest to a free-text idea (`frontier.search.SearchResult`): embedding
+    similarity, keyword match as the fallback."""
+    from ..embedding.backends import HASHING, backend_for
+    from ..embedding.cache import cached_embeddings
+    from ..frontier.search import search as nearest
+    from .indexing import load
+
+    if not query.strip():
+        raise AgoraError("empty query: say what you are looking for")
+    index = load(project)
+    embeddings, model_id = cached_embeddings(project.repo, index.contributions, _model(project, model), project.feedback)
+    backend = backend_for(HASHING if model_id.startswith(HASHING) else model_id)
+    return nearest(query, index.contributions, embeddings, k=limit, backend=backend, model=model_id)
+
+
+def _model(project: Project, model: str | None) -> str | None:
+    return model or project.config.sections.get("embeddings", {}).get("model")

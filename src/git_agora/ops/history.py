@@ -1,0 +1,141 @@
+"""Reading the record: one contribution (`show`), the list (`log`), where a result came from
+(`lineage`) and the statistics a paper about the run reports (`stats`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..contribution import Contribution
+from ..errors import AgoraError
+from ..project import Project
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A parent or a cross-project reference, with what is known of it locally."""
+
+    sha: str
+    account: str | None  # None: not a contribution held here
+    title: str | None
+    url: str | None = None  # cross-project references only
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Shown:
+    contribution: Contribution
+    evidence: dict[str, Any] | None  # None: the commit is rejected
+    parents: tuple[Reference, ...]
+    cross_refs: tuple[Reference, ...] = field(default=())
+
+    def to_dict(self) -> dict:
+        c = self.contribution
+        return {
+            "sha": c.sha, "account": c.account, "timestamp": c.timestamp, "title": c.title,
+            "description": c.description, "tags": list(c.tags), "metrics": dict(c.metrics),
+            "metadata": dict(c.metadata), "parents": list(c.parents), "target": c.target,
+            "verdict": c.verdict.value if c.verdict else None, "tree": c.tree,
+            "cross_refs": list(c.cross_refs), "cross_ref_titles": [r.to_dict() for r in self.cross_refs],
+            "evidence": self.evidence,
+        }
+
+
+def show(project: Project, rev: str) -> Shown:
+    """One contribution with its evidence score, verification status, parents and cited commits."""
+    import pyarrow.compute as pc
+
+    from ..contribution import parse_cross_ref
+    from ..frontier.evidence import evidence
+    from .indexing import load
+
+    c = project.contribution(rev)
+    table = evidence(load(project).contributions, project.config.tag_weights)
+    rows = table.filter(pc.equal(table["sha"], c.sha)).to_pylist()
+    score = {k: v for k, v in rows[0].items() if k != "sha"} if rows else None
+    parents = tuple(_reference(project, sha) for sha in c.parents)
+    cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
+    return Shown(c, score, parents, cited)
+
+
+def _reference(project: Project, sha: str, url: str | None = None) -> Reference:
+    found = project.repo.contribution(sha)
+    if found is not None:
+        return Reference(sha, found.account, found.title, url)
+    info = project.repo.commit_info(sha)
+    return Reference(sha, None, info.message.split("\n", 1)[0] if info else None, url)
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    sha: str
+    account: str | None
+    timestamp: int
+    title: str
+    tags: tuple[str, ...]
+    metrics: dict[str, float]
+    parents: tuple[str, ...]
+    target: str | None
+    verdict: str | None
+    reasons: tuple[str, ...]  # why it is rejected; empty when valid
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "tags": list(self.tags), "parents": list(self.parents), "reasons": list(self.reasons)}
+
+
+def log(
+    project: Project, accounts: Iterable[str] = (), tags: Iterable[str] = (), limit: int = 50, rejected: bool = False
+) -> list[LogEntry]:
+    """Contributions newest first (`rejected`: the invalid commits and why), filtered by account and tag."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from .indexing import load
+
+    table = load(project).contributions
+    table = table.filter(pc.invert(table["valid"]) if rejected else table["valid"])
+    if accounts := list(accounts):
+        table = table.filter(pc.is_in(table["account"], value_set=pa.array(accounts, pa.string())))
+    if wanted := set(tags):
+        mask = [bool(wanted.intersection(t)) for t in table["tags"].to_pylist()]
+        table = table.filter(pa.array(mask, pa.bool_()))
+    table = table.sort_by([("timestamp", "descending"), ("sha", "descending")]).slice(0, limit)
+    columns = ["sha", "account", "timestamp", "title", "tags", "metrics", "parents", "target", "verdict", "reasons"]
+    return [
+        LogEntry(r["sha"], r["account"], r["timestamp"], r["title"], tuple(r["tags"]), dict(r["metrics"] or []),
+                 tuple(r["parents"]), r["target"], r["verdict"], tuple(r["reasons"]))
+        for r in table.select(columns).to_pylist()
+    ]
+
+
+def lineage(project: Project, rev: str):
+    """Ancestry of a contribution (`frontier.lineage.Lineage`): size, accounts, cross-account edges,
+    reproduced ancestors and the milestone path of new bests."""
+    from ..frontier.lineage import lineage as ancestry
+    from .indexing import load
+
+    target = project.contribution(rev).sha
+    config = project.config
+    try:
+        return ancestry(load(project).contributions, target, direction=config.direction, tolerance=config.tolerance)
+    except KeyError:
+        raise AgoraError(f"{rev} is not a valid contribution (see `git agora log --rejected`)") from None
+
+
+def titles(project: Project) -> dict[str, str]:
+    """Title of every indexed commit, by sha (for rendering lineage and stats)."""
+    from .indexing import load
+
+    table = load(project).contributions
+    return dict(zip(table["sha"].to_pylist(), table["title"].to_pylist()))
+
+
+def stats(project: Project):
+    """Graph statistics of the project (`frontier.stats.GraphStats`), as the paper's section 4.6 defines them."""
+    from ..frontier.stats import graph_stats
+    from .indexing import load
+
+    config = project.config
+    return graph_stats(load(project).contributions, direction=config.direction, tolerance=config.tolerance)

@@ -1,0 +1,97 @@
+"""The index as workflows use it: quarantine tips a plain `git fetch` rewrote, update, load, check, export."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..project import Project
+from ..refs.quarantine import quarantine_rewritten_logs
+from ..refs.names import ROOT
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    """What `update_index` did: where the index is, how many rows, and what was exported."""
+
+    directory: Path
+    contributions: int
+    valid: int
+    new_rows: int
+    rebuilt: bool
+    exported: tuple[Path, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"directory": str(self.directory), "exported": [str(p) for p in self.exported],
+                "new_rows": self.new_rows, "rebuilt": self.rebuilt, "contributions": self.contributions,
+                "valid": self.valid, "warnings": list(self.warnings)}
+
+
+def refresh(project: Project, rebuild: bool = False):
+    """Bring the index up to date with the refs (quarantining rewritten remote logs first)."""
+    from ..index.state import index_dir, read_state
+    from ..index.store import update_index as update
+
+    state = read_state(index_dir(project.repo)) or {}
+    for rewritten in quarantine_rewritten_logs(project.repo, state.get("tips", {}), project.repo.git.for_each_ref(ROOT)):
+        project.feedback.notice(rewritten.describe())
+    report = update(project.repo, project.config.metric, rebuild=rebuild)
+    for warning in report.warnings:
+        project.feedback.notice(warning)
+    return report
+
+
+def load(project: Project):
+    """The current index (updated first; an unchanged project costs one for-each-ref)."""
+    from ..index.store import load_index
+
+    _ = project.setup
+    refresh(project)
+    return load_index(project.repo, project.config.metric, update=False)
+
+
+def refresh_if_stale(project: Project) -> None:
+    """After a fetch: update only when the tips moved (a no-op fetch never imports pyarrow)."""
+    from ..index.state import is_current
+
+    if not is_current(project.repo):
+        refresh(project)
+
+
+def update_index(project: Project, rebuild: bool = False, export_to: Path | None = None) -> IndexSummary:
+    """Update (or rebuild) the index in `.git/agora/index/`; optionally export every table as Parquet."""
+    from ..index.state import index_dir
+    from ..index.store import load_index
+
+    _ = project.setup
+    report = refresh(project, rebuild=rebuild)
+    index = load_index(project.repo, project.config.metric, update=False)
+    exported = export_index(index, export_to) if export_to else ()
+    valid = int(sum(index.contributions["valid"].to_pylist()))
+    return IndexSummary(index_dir(project.repo), index.contributions.num_rows, valid, report.new_rows,
+                        report.rebuilt, exported, report.warnings)
+
+
+def check_index(project: Project) -> list[str]:
+    """The stored tables that differ from a rebuild from scratch (empty: the index is right)."""
+    from ..index.store import check_index as check
+
+    _ = project.setup
+    refresh(project)
+    return check(project.repo, project.config.metric)
+
+
+def export_index(index, directory: Path) -> tuple[Path, ...]:
+    """Every table as a Parquet file, for DuckDB, pandas or polars."""
+    import pyarrow.parquet as pq
+
+    from ..index.schema import TABLES
+
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in TABLES:
+        path = directory / f"{name}.parquet"
+        pq.write_table(index.table(name), path)
+        written.append(path)
+    return tuple(written)

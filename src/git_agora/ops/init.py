@@ -1,0 +1,90 @@
+"""`init_project`: create the setup contribution (the current files plus agora.toml and program.md)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from ..config import BRIEF_FILE, CONFIG_FILE, ConfigError, ProjectConfig
+from ..contribution import Contribution
+from ..errors import AgoraError
+from ..project import Project
+from .publish import Published, publish
+
+
+def init_project(
+    project: Project,
+    name: str | None = None,
+    metric: str | None = None,
+    direction: str | None = None,
+    eval_command: str | None = None,
+    tolerance: float | None = None,
+    brief: Path | None = None,
+    remote: str | None = None,
+) -> Published:
+    """Write agora.toml (from the one in the work tree, if any, with these overrides) and program.md,
+    then publish the work tree as the project's setup."""
+    from ..workspace import adopt_if_unborn, check_size, snapshot
+
+    repo = project.repo
+    if repo.bare:
+        raise AgoraError("git agora init needs a work tree, not a bare repository")
+    existing = project.find_setup()
+    if existing:
+        raise AgoraError(f"this repository already has an Agora project (setup {existing[:12]})")
+    account = project.account
+    _ = project.remote  # validate before writing anything
+    config = _config(repo.worktree, name=name, metric=metric, direction=direction, eval_command=eval_command,
+                     tolerance=tolerance)
+    (repo.worktree / CONFIG_FILE).write_text(config.dump())
+    brief_path = repo.worktree / BRIEF_FILE
+    if brief:
+        brief_path.write_text(Path(brief).read_text())
+    elif not brief_path.exists():
+        brief_path.write_text(_default_brief(config))
+    if remote:
+        repo.git.config_set("agora.remote", remote)
+    repo.git.config_set("agora.account", account)
+    with snapshot(repo) as snap:
+        check_size(repo, snap.tree, config.max_file_bytes)
+        setup = Contribution(
+            account=account, tags=("setup",), description=f"Setup: {config.name}\n\n" + _summary(config),
+            metadata={"metric": config.metric, "direction": config.direction, "tolerance": config.tolerance},
+        )
+        published = publish(project, setup, snap.tree)
+        adopt_if_unborn(repo, published.sha, snap)
+    repo.git.config_set("agora.setup", published.sha)
+    project.set_base(published.sha)
+    return published
+
+
+def _config(root: Path, **overrides) -> ProjectConfig:
+    path = root / CONFIG_FILE
+    try:
+        base = ProjectConfig.parse(path.read_text()) if path.exists() else ProjectConfig(name=root.name)
+        config = replace(base, **{k: v for k, v in overrides.items() if v is not None})
+    except ConfigError as exc:
+        raise AgoraError(str(exc)) from None
+    if "ucb" in config.sections:
+        return config
+    from ..frontier.ucb import UcbParams
+
+    return replace(config, sections={**config.sections, "ucb": UcbParams().to_dict()})
+
+
+def _summary(config: ProjectConfig) -> str:
+    if not config.metric:
+        return "No primary metric."
+    arrow = "lower" if config.direction == "min" else "higher"
+    line = f"Primary metric: {config.metric} ({arrow} is better, tolerance {config.tolerance:g})."
+    if config.eval_command:
+        line += f"\nEvaluation: {config.eval_command}"
+    return line
+
+
+def _default_brief(config: ProjectConfig) -> str:
+    from importlib.resources import files
+
+    template = files("git_agora").joinpath("templates/program.md").read_text()
+    metric_line = f"\n\nThe primary metric is `{config.metric}` ({config.direction}imise)." if config.metric else ""
+    return template.format(name=config.name, metric_line=metric_line)

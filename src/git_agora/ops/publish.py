@@ -1,0 +1,170 @@
+"""Publishing: validate, make the contribution durable locally (commit + log), then push.
+
+`publish_worktree` publishes the work tree as a code-bearing contribution (`git agora push`); `post`
+publishes a light one on top of existing contributions (insight, hypothesis, report, verification).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from ..contribution import Contribution, ContributionError, Verdict, check, parse_cross_ref
+from ..errors import AgoraError, ExitCode
+from ..project import Project
+from ..refs.sync import PushOutcome, PushResult, push_log
+
+
+@dataclass(frozen=True)
+class Published:
+    """A contribution written locally; `push` says whether the remote has it (else it is queued)."""
+
+    sha: str
+    push: PushResult
+    parents: tuple[str, ...] = ()
+
+    @property
+    def shared(self) -> bool:
+        return self.push.outcome in (PushOutcome.PUSHED, PushOutcome.UP_TO_DATE)
+
+    @property
+    def exit_code(self) -> int:
+        """QUEUED when a configured remote does not have the contribution yet."""
+        outcome = self.push.outcome
+        return ExitCode.QUEUED if outcome.queued and outcome is not PushOutcome.NO_REMOTE else ExitCode.OK
+
+    def to_dict(self) -> dict:
+        return {"sha": self.sha, "parents": list(self.parents), "push": self.push.outcome.value,
+                "queued": self.push.queued, "detail": self.push.detail}
+
+
+def publish(project: Project, contribution: Contribution, tree: str) -> Published:
+    """Write the canonical commit and append it to the account log before any network I/O,
+    so a failed or interrupted push loses nothing: the log is pushed now or by the next sync."""
+    try:
+        check(contribution, project.repo.contribution)
+    except ContributionError as exc:
+        raise AgoraError(str(exc)) from None
+    sha = project.repo.write_contribution(contribution, tree)
+    project.repo.append_to_log(contribution.account, [sha])
+    return Published(sha, push_log(project.repo, contribution.account, project.remote), contribution.parents)
+
+
+def resolve_parents(project: Project, revs: Iterable[str]) -> tuple[str, ...]:
+    """Full shas of the named contributions, in order, without repeats."""
+    return tuple(dict.fromkeys(project.contribution(rev).sha or "" for rev in revs))
+
+
+def publish_worktree(
+    project: Project,
+    description: str,
+    tags: Iterable[str] = ("result",),
+    parents: Iterable[str] = (),
+    metrics: Mapping[str, float] | None = None,
+    meta: Mapping[str, Any] | None = None,
+    check_claim: bool = False,
+    cross_refs: Iterable[str] = (),
+) -> Published:
+    """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
+    contribution and `parents`. With `check_claim`, evaluate a clean export first and record the
+    measured metric (a claim the run contradicts is refused)."""
+    from ..workspace import advance_head, check_size, snapshot
+
+    _ = project.account  # who publishes is the first thing to know
+    base = project.base
+    parent_shas = resolve_parents(project, [base, *parents])
+    measured, metadata = dict(metrics or {}), dict(meta or {})
+    with snapshot(project.repo) as snap:
+        check_size(project.repo, snap.tree, project.config.max_file_bytes)
+        if check_claim:
+            from ..evaluate import check_claim as evaluate_claim
+
+            measured, run_meta = evaluate_claim(project, snap.tree, measured)
+            metadata["check"] = run_meta
+        contribution = Contribution(
+            account=project.account, tags=tuple(dict.fromkeys(tags)), description=description,
+            parents=parent_shas, metrics=measured, metadata=metadata, cross_refs=_cross_refs(cross_refs),
+        )
+        published = publish(project, contribution, snap.tree)
+        advance_head(project.repo, base, published.sha, snap)
+    project.set_base(published.sha)
+    return published
+
+
+def post(
+    project: Project,
+    description: str,
+    tags: Iterable[str],
+    parents: Iterable[str] = (),
+    targets: Iterable[str] = (),
+    verdict: str | None = None,
+    metrics: Mapping[str, float] | None = None,
+    meta: Mapping[str, Any] | None = None,
+    cross_refs: Iterable[str] = (),
+) -> Published:
+    """Publish a light contribution (the first parent's tree) on top of `parents` (default: the
+    checked-out contribution). A target or verdict makes it a verification of that target."""
+    tag_list = list(dict.fromkeys(tags))
+    target_shas = tuple(project.contribution(rev).sha or "" for rev in targets)
+    if (target_shas or verdict) and "verification" not in tag_list:
+        tag_list.insert(0, "verification")
+    target = target_shas[0] if target_shas else None
+    parent_shas = resolve_parents(project, [*parents, *target_shas[:1]] or [project.base])
+    try:
+        contribution = Contribution(
+            account=project.account, tags=tuple(tag_list), description=description, parents=parent_shas,
+            metrics=dict(metrics or {}), metadata=dict(meta or {}), target=target,
+            extra_targets=target_shas[1:], verdict=Verdict(verdict) if verdict else None,
+            cross_refs=_cross_refs(cross_refs),
+        )
+    except ValueError as exc:
+        raise AgoraError(str(exc)) from None
+    first = project.repo.commit_info(parent_shas[0])
+    assert first is not None
+    return publish(project, contribution, first.tree)
+
+
+def record_fields(project: Project, record: Mapping[str, Any]) -> dict[str, Any]:
+    """The paper's minimal contribution record (Appendix B) as `post` arguments:
+    {agent_id, parent_hashes, tags, description, value: {metric_value, ...free keys}, target, verdict}."""
+    agent = record.get("agent_id")
+    if agent is not None and project.account_option is None and not project.configured_account:
+        project.account_option = str(agent)
+    if agent is not None and str(agent) != project.account:
+        raise AgoraError(f"the record is for agent {agent!r} but you publish as {project.account!r}")
+    value = record.get("value") or {}
+    if not isinstance(value, dict):
+        raise AgoraError("the record's value must be a JSON object")
+    metrics: dict[str, float] = {}
+    meta: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == "metric_value":
+            metrics[project.config.metric or "metric"] = _number(item)
+        else:
+            meta[key] = json.loads(json.dumps(item))
+    return {
+        "description": record.get("description"),
+        "tags": tuple(record.get("tags") or ()),
+        "parents": tuple(record.get("parent_hashes") or ()),
+        "metrics": metrics,
+        "meta": meta,
+        "targets": (record["target"],) if record.get("target") else (),
+        "verdict": record.get("verdict"),
+    }
+
+
+def _number(value: Any) -> float:
+    from ..contribution import parse_metric
+
+    try:
+        return parse_metric(f"metric={value}")[1]
+    except ContributionError as exc:
+        raise AgoraError(f"metric_value: {exc}") from None
+
+
+def _cross_refs(refs: Iterable[str]) -> tuple[str, ...]:
+    try:
+        return tuple(parse_cross_ref(ref).text for ref in refs)
+    except ContributionError as exc:
+        raise AgoraError(str(exc)) from None

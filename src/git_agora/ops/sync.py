@@ -1,0 +1,96 @@
+"""Exchanging contributions with the remote: `fetch` every account log (and update the index),
+`sync` (push what is queued, then fetch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import AgoraError
+from ..project import Project
+from ..refs.quarantine import RewrittenLog
+from ..refs.sync import FetchResult, PushResult, RemoteError
+from ..refs.xref import CrossRefFetch
+
+
+@dataclass(frozen=True)
+class Fetched:
+    remote: str
+    new_contributions: int
+    updated_logs: tuple[str, ...]
+    rewritten: tuple[RewrittenLog, ...]
+    cross_refs: tuple[CrossRefFetch, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {
+            "remote": self.remote,
+            "new_contributions": self.new_contributions,
+            "updated_logs": list(self.updated_logs),
+            "rewritten_logs": [r.__dict__ for r in self.rewritten],
+            "cross_refs": [{"ref": f.ref.text, "ok": f.ok, "detail": f.detail} for f in self.cross_refs],
+        }
+
+
+@dataclass(frozen=True)
+class Synced:
+    push: PushResult
+    fetch: Fetched | None  # None when the push failed (nothing was fetched)
+
+    def to_dict(self) -> dict:
+        return {"push": self.push.outcome.value, "queued": self.push.queued, "detail": self.push.detail,
+                "fetch": self.fetch.to_dict() if self.fetch else None}
+
+
+def fetch(project: Project, cross_refs: bool = False) -> Fetched:
+    """Fetch every account log of the project's remote and update the index. With `cross_refs`, also
+    fetch (read-only) the commits that contributions cite from other projects."""
+    from ..refs.sync import fetch as fetch_logs
+
+    if project.remote is None:
+        raise AgoraError("no remote to fetch from: add one (`git remote add origin URL`) or name it")
+    try:
+        result: FetchResult = fetch_logs(project.repo, project.remote)
+    except RemoteError as exc:
+        raise AgoraError(str(exc)) from None
+    for rewritten in result.rewritten:
+        project.feedback.notice(rewritten.describe())
+    fetched_refs: tuple[CrossRefFetch, ...] = ()
+    if _has_setup(project):
+        from .indexing import refresh_if_stale
+
+        refresh_if_stale(project)
+        if cross_refs:
+            fetched_refs = _fetch_cross_refs(project)
+    return Fetched(result.remote, result.new_contributions, result.updated_logs, result.rewritten, fetched_refs)
+
+
+def sync(project: Project) -> Synced:
+    """Send contributions queued by earlier failed pushes, then fetch everyone's."""
+    from ..refs.sync import push_log
+
+    pushed = push_log(project.repo, project.account, project.remote)
+    return Synced(pushed, None if pushed.outcome.queued else fetch(project))
+
+
+def _has_setup(project: Project) -> bool:
+    try:
+        _ = project.setup
+    except AgoraError:
+        return False  # a project without a setup yet has nothing to index
+    return True
+
+
+def _fetch_cross_refs(project: Project) -> tuple[CrossRefFetch, ...]:
+    from ..contribution import ContributionError, parse_cross_ref
+    from ..refs.xref import fetch_cross_refs
+    from .indexing import load
+
+    index = load(project)
+    valid = set(index.contributions.filter(index.contributions["valid"])["sha"].to_pylist())
+    refs = []
+    for sha, url, target in zip(*(index.cross_refs[c].to_pylist() for c in ("sha", "url", "target"))):
+        try:
+            if sha in valid:
+                refs.append(parse_cross_ref(f"{url}#{target}"))
+        except ContributionError:
+            continue  # an invalid contribution's reference: never fetched
+    return tuple(fetch_cross_refs(project.repo, refs))

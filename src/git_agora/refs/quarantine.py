@@ -1,0 +1,46 @@
+"""Quarantine: a remote log that moved backwards or sideways keeps its old tip under
+`refs/agora/quarantine/<remote>/<account>/<old tip>`, so nothing once fetched is lost.
+
+The one home of the rule: `git agora fetch` applies it to the tips it moved, and the index applies it
+to tips moved by a plain `git fetch` since the last update.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from .names import REMOTES_PREFIX, LogRef
+from .store import Repository
+
+
+@dataclass(frozen=True)
+class RewrittenLog:
+    remote: str
+    account: str
+    old_tip: str
+    new_tip: str | None  # None: the log was deleted
+    quarantine_ref: str
+
+    def describe(self) -> str:
+        what = "deleted" if self.new_tip is None else "rewritten"
+        return f"the log of {self.account} on {self.remote} was {what}; its old tip is kept as {self.quarantine_ref}"
+
+
+def quarantine_rewritten_logs(
+    repo: Repository, old_tips: Mapping[str, str], new_tips: Mapping[str, str]
+) -> list[RewrittenLog]:
+    """Keep the old tip of every remote-tracking log that no longer contains it; newly kept ones only."""
+    kept = []
+    for ref, old_tip in old_tips.items():
+        new_tip = new_tips.get(ref)
+        if not ref.startswith(REMOTES_PREFIX) or "/log/" not in ref or new_tip in (None, old_tip):
+            continue
+        if repo.commit_info(old_tip) is None or repo.git.is_ancestor(old_tip, new_tip):
+            continue
+        remote, _, account = ref[len(REMOTES_PREFIX):].partition("/log/")
+        quarantine = LogRef(account).quarantine(remote, old_tip)
+        if repo.ref(quarantine) is None:
+            repo.set_ref(quarantine, old_tip)
+            kept.append(RewrittenLog(remote, account, old_tip, new_tip, quarantine))
+    return kept
