@@ -9,7 +9,7 @@ import pytest
 
 from git_agora.frontier.search import search
 from git_agora.frontier.frame import build_frame, quality
-from git_agora.frontier.views import VIEW_NAMES, best, compute_views, noise_aware_ranks
+from git_agora.frontier.views import REGISTRY, VIEW_NAMES, best, compute_views, noise_aware_ranks
 
 from frontier_tables import node, sha, table, verify
 from tables import MODEL, direction_vector, vectors_table
@@ -137,3 +137,18 @@ def test_search_by_vector_and_keywords():
     assert all(h.title != "warmup again" for h in hits.hits)  # invalid rows are not found
     words = search("Warmup", contributions, None, k=5)
     assert words.method == "keyword" and [h.title for h in words.hits] == ["warmup schedule"]
+
+
+def test_registry_is_the_one_list_of_views():
+    assert VIEW_NAMES == (
+        "leaders", "built_on", "leaves", "promising", "unverified", "contested", "open_hypotheses",
+        "recent", "tags", "contributors", "rejected",
+    )
+    views = compute_views(frame())
+    assert {name: view.title for name, view in views.items()} == {name: spec.title for name, spec in REGISTRY.items()}
+
+
+def test_cli_view_choices_follow_the_registry():
+    from git_agora.cli.analyze import VIEW_CHOICES
+
+    assert tuple(VIEW_CHOICES) == VIEW_NAMES

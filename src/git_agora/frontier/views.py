@@ -3,7 +3,8 @@
 All views are computed from one ``Frame`` (the valid contributions as numpy columns, joined with their
 evidence). Only valid contributions count, except in ``rejected``. Every view is a ``View`` of
 JSON-able row dicts; each row carries ``sha, title, account, timestamp, tags, metric`` plus the
-fields named in the view's docstring.
+fields named in the view's docstring. ``REGISTRY`` (name -> title, function) is the one list of views;
+``VIEW_NAMES`` is its keys, in display order.
 
 Vocabulary:
 
@@ -27,23 +28,9 @@ from .frame import Frame, build_frame, inherit_quality, int_column, quality
 from .graph import chronological_order, combined, new_best_mask
 
 __all__ = [  # build_frame, Frame and the quality functions live in ``frame``; re-exported for old imports
-    "VIEW_NAMES", "Best", "Frame", "View", "ViewParams", "best", "build_frame", "compute_views",
+    "REGISTRY", "VIEW_NAMES", "Best", "Frame", "View", "ViewParams", "best", "build_frame", "compute_views",
     "inherit_quality", "new_bests", "noise_aware_ranks", "quality", "ranked_by_metric",
 ]
-
-VIEW_NAMES: tuple[str, ...] = (
-    "leaders",
-    "built_on",
-    "leaves",
-    "promising",
-    "unverified",
-    "contested",
-    "open_hypotheses",
-    "recent",
-    "tags",
-    "contributors",
-    "rejected",
-)
 
 
 @dataclass(frozen=True)
@@ -66,6 +53,26 @@ class View:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "title": self.title, "total": self.total, "note": self.note, "rows": list(self.rows)}
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a view function returns: ``rows`` (at most ``limit``), ``total`` before the limit, a note."""
+
+    rows: tuple[dict[str, Any], ...]
+    total: int
+    note: str | None = None
+
+
+ViewFunction = Callable[[Frame, int, ViewParams], Listing]
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """One entry of the registry: the view's title and the function that lists its rows."""
+
+    title: str
+    compute: ViewFunction
 
 
 def _newest_first(frame: Frame, nodes: np.ndarray) -> np.ndarray:
@@ -135,11 +142,10 @@ def noise_aware_ranks(losses: np.ndarray, tolerance: float, count: int) -> np.nd
     return ranks
 
 
-def leaders(frame: Frame, limit: int, params: ViewParams) -> View:
+def leaders(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Metric leaders, noise-aware. Extra fields: rank, new_best, quality, status, confirmations."""
-    title = "Metric leaders"
     if not frame.has_metric:
-        return View("leaders", title, (), 0, "no valid contribution reports the primary metric yet")
+        return Listing((), 0, "no valid contribution reports the primary metric yet")
     nodes = ranked_by_metric(frame, np.flatnonzero(frame.scored))
     ranks = noise_aware_ranks(frame.loss()[nodes], frame.tolerance, limit)
     top = nodes[:limit]
@@ -153,13 +159,13 @@ def leaders(frame: Frame, limit: int, params: ViewParams) -> View:
         confirmations=frame.confirmations[top],
     )
     note = f"results within the tolerance ({frame.tolerance:g}) of each other share a rank" if frame.tolerance else None
-    return View("leaders", title, rows, len(nodes), note)
+    return Listing(rows, len(nodes), note)
 
 
 # --------------------------------------------------------------------------- graph views
 
 
-def built_on(frame: Frame, limit: int, params: ViewParams) -> View:
+def built_on(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Most built-on: contributions with children, by evidence score, then descendants.
     Extra fields: score, children, descendants, status."""
     nodes = np.flatnonzero(frame.children > 0)
@@ -167,75 +173,74 @@ def built_on(frame: Frame, limit: int, params: ViewParams) -> View:
     top = nodes[:limit]
     rows = frame.rows(top, score=frame.score[top], children=frame.children[top],
                       descendants=frame.descendants[top], status=frame.status[top])
-    return View("built_on", "Most built-on (evidence score)", rows, len(nodes))
+    return Listing(rows, len(nodes))
 
 
-def leaves(frame: Frame, limit: int, params: ViewParams) -> View:
+def leaves(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Leaves: contributions (not endorsements or verifications) with no follow-on yet, newest first.
     Extra fields: quality, status."""
     nodes = _newest_first(frame, np.flatnonzero((frame.follow_ons == 0) & ~frame.endorsed & ~frame.verification))
     top = nodes[:limit]
-    return View("leaves", "Leaves (no follow-on yet)", frame.rows(top, quality=frame.q[top], status=frame.status[top]), len(nodes))
+    return Listing(frame.rows(top, quality=frame.q[top], status=frame.status[top]), len(nodes))
 
 
-def promising(frame: Frame, limit: int, params: ViewParams) -> View:
+def promising(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Promising but underexplored: Q >= promising_q and at most few_follow_ons qualifying descendants.
     Extra fields: quality, descendants, status."""
-    title = "Promising but underexplored"
     if not frame.has_metric:
-        return View("promising", title, (), 0, "no metric reported: quality percentiles are unavailable")
+        return Listing((), 0, "no metric reported: quality percentiles are unavailable")
     mask = frame.scored & (frame.q >= params.promising_q) & (frame.descendants <= params.few_follow_ons)
     nodes = np.flatnonzero(mask)
     nodes = nodes[np.lexsort((-frame.timestamp[nodes], frame.descendants[nodes], -frame.q[nodes]))]
     top = nodes[:limit]
     rows = frame.rows(top, quality=frame.q[top], descendants=frame.descendants[top], status=frame.status[top])
     note = f"quality >= {params.promising_q:g} and at most {params.few_follow_ons} follow-on(s)"
-    return View("promising", title, rows, len(nodes), note)
+    return Listing(rows, len(nodes), note)
 
 
-def unverified(frame: Frame, limit: int, params: ViewParams) -> View:
+def unverified(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Scored results nobody has verified yet, best first (verifying leaders matters most).
     Extra fields: quality."""
     nodes = ranked_by_metric(frame, np.flatnonzero(frame.scored & (frame.status == "unverified")))
     top = nodes[:limit]
-    return View("unverified", "Unverified results", frame.rows(top, quality=frame.q[top]), len(nodes))
+    return Listing(frame.rows(top, quality=frame.q[top]), len(nodes))
 
 
-def contested(frame: Frame, limit: int, params: ViewParams) -> View:
+def contested(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Contributions whose current verdicts disagree, newest first.
     Extra fields: confirmations, failures, quality."""
     nodes = _newest_first(frame, np.flatnonzero(frame.status == "contested"))
     top = nodes[:limit]
     rows = frame.rows(top, confirmations=frame.confirmations[top], failures=frame.failures[top], quality=frame.q[top])
-    return View("contested", "Contested verifications", rows, len(nodes))
+    return Listing(rows, len(nodes))
 
 
-def open_hypotheses(frame: Frame, limit: int, params: ViewParams) -> View:
+def open_hypotheses(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Hypotheses with no follow-on yet, newest first. Extra fields: inherited_quality."""
     nodes = _newest_first(frame, np.flatnonzero(frame.hypothesis & (frame.follow_ons == 0) & ~frame.verification))
     top = nodes[:limit]
-    return View("open_hypotheses", "Open hypotheses", frame.rows(top, inherited_quality=frame.q_inherited[top]), len(nodes))
+    return Listing(frame.rows(top, inherited_quality=frame.q_inherited[top]), len(nodes))
 
 
-def recent(frame: Frame, limit: int, params: ViewParams) -> View:
+def recent(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Recent activity: the newest valid contributions. Extra fields: status, verdict, target."""
     nodes = _newest_first(frame, np.arange(frame.n))
     top = nodes[:limit]
     part = frame.table.take(pa.array(top, type=pa.int64()))
     rows = frame.rows(top, status=frame.status[top], verdict=part["verdict"].to_pylist(), target=part["target"].to_pylist())
-    return View("recent", "Recent activity", rows, frame.n)
+    return Listing(rows, frame.n)
 
 
-def tags(frame: Frame, limit: int, params: ViewParams) -> View:
+def tags(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Tag counts over valid contributions, most used first. Rows: {tag, count}."""
     flat = pc.list_flatten(combined(frame.table["tags"]))
     counts = pc.value_counts(flat).to_pylist() if len(flat) else []
     ordered = sorted(counts, key=lambda c: (-c["counts"], c["values"]))
     rows = tuple({"tag": c["values"], "count": int(c["counts"])} for c in ordered[:limit])
-    return View("tags", "Tags", rows, len(ordered))
+    return Listing(rows, len(ordered))
 
 
-def contributors(frame: Frame, limit: int, params: ViewParams) -> View:
+def contributors(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Per account, most contributions first. Rows: {account, contributions, results, best_metric,
     best_sha, verifications_given, verifications_received, last_timestamp}. Verifications count
     valid verification commits (every verdict, also replaced ones) on valid contributions."""
@@ -270,36 +275,37 @@ def contributors(frame: Frame, limit: int, params: ViewParams) -> View:
                 "last_timestamp": int(last[a]),
             }
         )
-    return View("contributors", "Contributors", tuple(rows), k)
+    return Listing(tuple(rows), k)
 
 
-def rejected(frame: Frame, limit: int, params: ViewParams) -> View:
+def rejected(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Invalid contributions (valid == false) with the reasons, newest first.
     Rows: {sha, title, account, timestamp, reasons}."""
     table = frame.contributions
     bad = np.flatnonzero(~np.asarray(pc.fill_null(table["valid"], False).to_numpy(zero_copy_only=False), dtype=bool))
     if len(bad) == 0:
-        return View("rejected", "Rejected", (), 0)
+        return Listing((), 0)
     ts = int_column(table["timestamp"], 0)[bad]
     seq = int_column(table["log_seq"], -1)[bad]
     top = bad[np.lexsort((seq, ts))[::-1]][:limit]
     part = table.take(pa.array(top)).select(["sha", "title", "account", "timestamp", "reasons"])
-    return View("rejected", "Rejected", tuple(part.to_pylist()), len(bad))
+    return Listing(tuple(part.to_pylist()), len(bad))
 
 
-VIEWS: dict[str, Callable[[Frame, int, ViewParams], View]] = {
-    "leaders": leaders,
-    "built_on": built_on,
-    "leaves": leaves,
-    "promising": promising,
-    "unverified": unverified,
-    "contested": contested,
-    "open_hypotheses": open_hypotheses,
-    "recent": recent,
-    "tags": tags,
-    "contributors": contributors,
-    "rejected": rejected,
+REGISTRY: dict[str, ViewSpec] = {
+    "leaders": ViewSpec("Metric leaders", leaders),
+    "built_on": ViewSpec("Most built-on (evidence score)", built_on),
+    "leaves": ViewSpec("Leaves (no follow-on yet)", leaves),
+    "promising": ViewSpec("Promising but underexplored", promising),
+    "unverified": ViewSpec("Unverified results", unverified),
+    "contested": ViewSpec("Contested verifications", contested),
+    "open_hypotheses": ViewSpec("Open hypotheses", open_hypotheses),
+    "recent": ViewSpec("Recent activity", recent),
+    "tags": ViewSpec("Tags", tags),
+    "contributors": ViewSpec("Contributors", contributors),
+    "rejected": ViewSpec("Rejected", rejected),
 }
+VIEW_NAMES: tuple[str, ...] = tuple(REGISTRY)
 
 
 def compute_views(
@@ -307,7 +313,13 @@ def compute_views(
 ) -> dict[str, View]:
     """The named views (default: all, in VIEW_NAMES order), each cut to ``limit`` rows."""
     names = VIEW_NAMES if names is None else tuple(names)
-    unknown = [n for n in names if n not in VIEWS]
+    unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         raise ValueError(f"unknown view(s) {', '.join(unknown)}; choose from {', '.join(VIEW_NAMES)}")
-    return {name: VIEWS[name](frame, limit, params) for name in names}
+    return {name: _view(name, frame, limit, params) for name in names}
+
+
+def _view(name: str, frame: Frame, limit: int, params: ViewParams) -> View:
+    spec = REGISTRY[name]
+    listing = spec.compute(frame, limit, params)
+    return View(name, spec.title, listing.rows, listing.total, listing.note)
