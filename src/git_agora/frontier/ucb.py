@@ -164,7 +164,8 @@ def exploration_constant(frame: Frame, params: UcbParams) -> tuple[float, float]
 
 
 def ucb_scores(q: np.ndarray, n: np.ndarray, rho: np.ndarray, total: int, c: float, d: float) -> np.ndarray:
-    """U(v) for arrays of Q, n(v) and rho(v) (rho < 0, unknown, counts as 0)."""
+    """U(v) for arrays of Q, n(v) and rho(v) (rho < 0, unknown, counts as 0): the one place the
+    formula is written (module docstring); the slots rank every node through it."""
     rho = np.maximum(rho, 0)
     return 100.0 * q + c * np.sqrt(np.log(total + 1) / (n + 1.0)) + 100.0 * d / np.sqrt(1.0 + rho)
 
@@ -181,10 +182,10 @@ class _Context:
     cluster: np.ndarray
     size: np.ndarray
 
-    def base(self, nodes: np.ndarray) -> np.ndarray:
-        """U without the diversity term."""
+    def ucb(self, nodes: np.ndarray, rho: np.ndarray, d: float) -> np.ndarray:
+        """U(v) of ``nodes`` through ``ucb_scores``, with Q inherited along first parents."""
         f = self.frame
-        return ucb_scores(f.q_inherited[nodes], f.descendants[nodes], np.zeros(len(nodes)), f.n, self.c, 0.0)
+        return ucb_scores(f.q_inherited[nodes], f.descendants[nodes], rho, f.n, self.c, d)
 
     def rho(self, nodes: np.ndarray) -> np.ndarray:
         if self.clustering is None:
@@ -192,21 +193,22 @@ class _Context:
         return self.clustering.duplicates(nodes, self.frame.n)
 
     def top(self, nodes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The ``count`` nodes of highest U, exactly, computing rho only for a shortlist: the diversity
-        term is at most 100 D, so a node whose U without it is lower than the count-th full U by
-        more than that cannot enter."""
+        """The ``count`` nodes of highest U, exactly, computing rho only for a shortlist: U lies between
+        its value without the diversity term (D = 0) and its value at rho = 0, so a node whose ceiling is
+        below the count-th full U cannot enter."""
         if len(nodes) == 0 or count <= 0:
             return nodes[:0], np.zeros(0), np.zeros(0, dtype=np.int64)
-        base = self.base(nodes)
+        no_rho = np.zeros(len(nodes))
+        base = self.ucb(nodes, no_rho, 0.0)
         order = np.lexsort((-self.frame.timestamp[nodes], -base))
-        nodes, base = nodes[order], base[order]
-        bonus = 100.0 * self.params.d
+        nodes = nodes[order]
+        ceiling = self.ucb(nodes, no_rho, self.params.d)
         shortlist = min(len(nodes), max(4 * count, 64))
         while True:
             rho = self.rho(nodes[:shortlist])
-            full = base[:shortlist] + bonus / np.sqrt(1.0 + np.maximum(rho, 0))
+            full = self.ucb(nodes[:shortlist], rho, self.params.d)
             pick = np.lexsort((-self.frame.timestamp[nodes[:shortlist]], -full))[:count]
-            if shortlist == len(nodes) or base[shortlist] + bonus < full[pick].min():
+            if shortlist == len(nodes) or ceiling[shortlist] < full[pick].min():
                 return nodes[pick], full[pick], rho[pick]
             shortlist = min(len(nodes), shortlist * 4)
 
