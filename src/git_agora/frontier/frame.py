@@ -11,7 +11,10 @@ Vocabulary (used by views, clusters and UCB alike):
   re-measures a result), not wip or an endorsement, and whose verification status is not ``failed``.
 - *quality* Q: the percentile of a scored value among all scored values, direction-aware, in [0, 1]:
   the best is 1, the worst 0, equal values share their mid-rank, a lone result is 1.
-- *follow-ons*: direct children that are valid and neither endorsements nor verifications.
+- *follow-ons* n(v): the follow-on work on v, the paper's descendant count: distinct valid
+  contributions downstream of v that are not wip, endorsements or failed (or replaced) verifications.
+  One definition, ``evidence.follow_ons``; views (leaves, promising, open hypotheses) and UCB read it as
+  ``Frame.follow_ons``.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .graph import Graph, build_graph, combined, scored_mask, signed
+from .graph import Graph, build_graph, combined, scored_mask, signed, tag_mask
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,10 +50,9 @@ class Frame:
     wip: np.ndarray
     setup: np.ndarray
     first_parent: np.ndarray  # node of the first parent, -1 when none is a valid contribution
-    follow_ons: np.ndarray
+    follow_ons: np.ndarray  # n(v), see the module docstring
     score: np.ndarray
-    children: np.ndarray
-    descendants: np.ndarray
+    children: np.ndarray  # direct children (any kind)
     status: np.ndarray  # object array of status strings
     confirmations: np.ndarray
     failures: np.ndarray
@@ -111,16 +113,15 @@ def build_frame(
         evidence_table = evidence(contributions, weights)
     signed(np.zeros(0), direction)  # validates the direction
     graph = build_graph(contributions)
-    table, n = graph.table, graph.n
+    table = graph.table
     ev = _align(evidence_table, table["sha"])
-    verification = _tag_mask(table, "verification") | _not_null(table["verdict"]) | _not_null(table["target"])
-    endorsed = _tag_mask(table, "endorsed")
-    wip = _tag_mask(table, "wip")
+    verification = tag_mask(table, "verification") | _not_null(table["verdict"]) | _not_null(table["target"])
+    endorsed = tag_mask(table, "endorsed")
+    wip = tag_mask(table, "wip")
     status = np.asarray(ev["status"], dtype=object)
     scored = scored_mask(table) & ~(verification | endorsed | wip) & (status != "failed")
     metric = np.asarray(pc.fill_null(table["primary_metric"], np.nan).to_numpy(zero_copy_only=False), dtype=np.float64)
     metric = metric.copy()
-    follow = np.ones(n, dtype=bool) & ~endorsed & ~verification
     q = quality(metric, scored, direction)
     first_parent = _first_parents(graph)
     return Frame(
@@ -131,16 +132,15 @@ def build_frame(
         timestamp=int_column(table["timestamp"], 0),
         log_seq=int_column(table["log_seq"], -1),
         metric=metric,
-        hypothesis=_tag_mask(table, "hypothesis"),
+        hypothesis=tag_mask(table, "hypothesis"),
         verification=verification,
         endorsed=endorsed,
         wip=wip,
-        setup=_tag_mask(table, "setup"),
+        setup=tag_mask(table, "setup"),
         first_parent=first_parent,
-        follow_ons=np.bincount(graph.parent[follow[graph.child]], minlength=n).astype(np.int64),
+        follow_ons=np.asarray(ev["descendants"], dtype=np.int64),
         score=np.asarray(ev["score"], dtype=np.float64),
         children=np.asarray(ev["children"], dtype=np.int64),
-        descendants=np.asarray(ev["descendants"], dtype=np.int64),
         status=status,
         confirmations=np.asarray(ev["confirmations"], dtype=np.int64),
         failures=np.asarray(ev["failures"], dtype=np.int64),
@@ -204,13 +204,6 @@ def _align(evidence_table: pa.Table, shas: pa.ChunkedArray) -> dict[str, list]:
         raise ValueError("the evidence table lacks rows for some valid contributions")
     taken = evidence_table.take(pa.array(where))
     return {name: taken[name].to_numpy(zero_copy_only=False) for name in taken.column_names}
-
-
-def _tag_mask(table: pa.Table, tag: str) -> np.ndarray:
-    tags = combined(table["tags"])
-    rows = pc.list_parent_indices(tags).to_numpy()
-    hit = pc.fill_null(pc.equal(pc.list_flatten(tags), tag), False).to_numpy(zero_copy_only=False)
-    return np.bincount(rows[hit], minlength=table.num_rows).astype(bool)
 
 
 def _not_null(column: pa.ChunkedArray) -> np.ndarray:

@@ -114,6 +114,14 @@ def topological_order(graph: Graph) -> np.ndarray:
     return np.asarray(order, dtype=np.int64)
 
 
+def tag_mask(table: pa.Table, tag: str) -> np.ndarray:
+    """Per row: carries ``tag``."""
+    tags = combined(table["tags"])
+    rows = pc.list_parent_indices(tags).to_numpy()
+    hit = pc.fill_null(pc.equal(pc.list_flatten(tags), tag), False).to_numpy(zero_copy_only=False)
+    return np.bincount(rows[hit], minlength=table.num_rows).astype(bool)
+
+
 def scored_mask(table: pa.Table) -> np.ndarray:
     """Rows that report a primary metric and are not verifications (a verification re-measures a result)."""
     has_metric = pc.is_valid(table["primary_metric"])

@@ -5,8 +5,9 @@
 - Q(v): quality percentile in [0, 1], direction-aware (``frame.quality``). A node without a metric
   takes the Q of its nearest scored ancestor along first parents (the work it started from), or 0.
   Without any metric in the project Q is 0 everywhere and the slots say so.
-- n(v): follow-on work = qualifying descendants (evidence: no endorsements, wip or failed
-  verifications). N: the number of valid contributions.
+- n(v): follow-on work on v, the paper's descendant count (``evidence.follow_ons``, read as
+  ``Frame.follow_ons``: no endorsements, wip or failed verifications). N: the number of valid
+  contributions.
 - rho(v): near-duplicates, contributions whose description vector has cosine >= 0.90 with v, counted
   in the clustered window (``clusters``). Unknown (no clusters or no vector) counts as 0.
 - C = c0 (1 + k * bunching). bunching in [0, 1] is the share of the other scored results lying within
@@ -185,7 +186,7 @@ class _Context:
     def ucb(self, nodes: np.ndarray, rho: np.ndarray, d: float) -> np.ndarray:
         """U(v) of ``nodes`` through ``ucb_scores``, with Q inherited along first parents."""
         f = self.frame
-        return ucb_scores(f.q_inherited[nodes], f.descendants[nodes], rho, f.n, self.c, d)
+        return ucb_scores(f.q_inherited[nodes], f.follow_ons[nodes], rho, f.n, self.c, d)
 
     def rho(self, nodes: np.ndarray) -> np.ndarray:
         if self.clustering is None:
@@ -252,7 +253,7 @@ def _explore_known(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray
     promising = allowed & (f.q_inherited >= p.explore_q)
     metric_note = None
     if ctx.clustering is None:
-        pool = np.flatnonzero(promising & (f.descendants <= p.few_follow_ons))
+        pool = np.flatnonzero(promising & (f.follow_ons <= p.few_follow_ons))
         note = _join(
             f"no clusters (too few embeddings): thin means at most {p.few_follow_ons} follow-on(s) instead of a small cluster",
             metric_note,
@@ -265,7 +266,7 @@ def _explore_known(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray
 def _explore_novel(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
     f, p = ctx.frame, ctx.params
     purpose = "try untouched directions"
-    untouched = allowed & (f.descendants == 0)
+    untouched = allowed & (f.follow_ons == 0)
     if ctx.clustering is None:
         note = "no clusters (too few embeddings): untouched nodes ranked by U without cluster sizes"
         return _fill(ctx, "explore_novel", purpose, np.flatnonzero(untouched), note)
@@ -291,7 +292,7 @@ def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
     duplicates = rho if rho >= 0 else None
     parts = [
         f"quality p{round(100 * q)}" + {"own": "", "inherited": " (inherited from its first-parent line)", "none": " (no metric)"}[source],
-        f"{int(f.descendants[node])} follow-on(s)",
+        f"{int(f.follow_ons[node])} follow-on(s)",
     ]
     if row["metric"] is not None:
         parts.insert(1, f"metric {row['metric']:g}")
@@ -304,7 +305,7 @@ def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
     reason = ", ".join(parts) + f"; U = {ucb:.1f}"
     return Suggestion(
         row["sha"], row["title"], row["account"], row["metric"], str(f.status[node]), ucb, q, source,
-        int(f.descendants[node]), cluster, size, duplicates, reason,
+        int(f.follow_ons[node]), cluster, size, duplicates, reason,
     )
 
 

@@ -8,7 +8,8 @@ fields named in the view's docstring. ``REGISTRY`` (name -> title, function) is 
 
 Vocabulary:
 
-- *kinds*, *scored*, *quality* and *follow-ons*: see ``frame``.
+- *kinds*, *scored*, *quality* and *follow-ons* n(v) (the paper's descendant count, from
+  ``evidence.follow_ons``): see ``frame``. A row's ``descendants`` field is n(v).
 - *noise-aware ranking*: values within the reproduction tolerance of a rank group's best value
   share its rank (competition ranking: 1, 1, 3); in time order a result is a *new best* only when it
   beats the best so far by more than the tolerance.
@@ -35,7 +36,7 @@ __all__ = [  # build_frame, Frame and the quality functions live in ``frame``; r
 
 @dataclass(frozen=True)
 class ViewParams:
-    """Thresholds of the views. ``promising``: Q >= promising_q and descendants <= few_follow_ons."""
+    """Thresholds of the views. ``promising``: Q >= promising_q and follow-ons <= few_follow_ons."""
 
     promising_q: float = 0.75
     few_follow_ons: int = 1
@@ -166,13 +167,13 @@ def leaders(frame: Frame, limit: int, params: ViewParams) -> Listing:
 
 
 def built_on(frame: Frame, limit: int, params: ViewParams) -> Listing:
-    """Most built-on: contributions with children, by evidence score, then descendants.
-    Extra fields: score, children, descendants, status."""
+    """Most built-on: contributions with children, by evidence score, then follow-ons.
+    Extra fields: score, children, descendants (follow-ons n(v)), status."""
     nodes = np.flatnonzero(frame.children > 0)
-    nodes = nodes[np.lexsort((-frame.descendants[nodes], -frame.score[nodes]))]
+    nodes = nodes[np.lexsort((-frame.follow_ons[nodes], -frame.score[nodes]))]
     top = nodes[:limit]
     rows = frame.rows(top, score=frame.score[top], children=frame.children[top],
-                      descendants=frame.descendants[top], status=frame.status[top])
+                      descendants=frame.follow_ons[top], status=frame.status[top])
     return Listing(rows, len(nodes))
 
 
@@ -185,15 +186,15 @@ def leaves(frame: Frame, limit: int, params: ViewParams) -> Listing:
 
 
 def promising(frame: Frame, limit: int, params: ViewParams) -> Listing:
-    """Promising but underexplored: Q >= promising_q and at most few_follow_ons qualifying descendants.
-    Extra fields: quality, descendants, status."""
+    """Promising but underexplored: Q >= promising_q and at most few_follow_ons follow-ons.
+    Extra fields: quality, descendants (follow-ons n(v)), status."""
     if not frame.has_metric:
         return Listing((), 0, "no metric reported: quality percentiles are unavailable")
-    mask = frame.scored & (frame.q >= params.promising_q) & (frame.descendants <= params.few_follow_ons)
+    mask = frame.scored & (frame.q >= params.promising_q) & (frame.follow_ons <= params.few_follow_ons)
     nodes = np.flatnonzero(mask)
-    nodes = nodes[np.lexsort((-frame.timestamp[nodes], frame.descendants[nodes], -frame.q[nodes]))]
+    nodes = nodes[np.lexsort((-frame.timestamp[nodes], frame.follow_ons[nodes], -frame.q[nodes]))]
     top = nodes[:limit]
-    rows = frame.rows(top, quality=frame.q[top], descendants=frame.descendants[top], status=frame.status[top])
+    rows = frame.rows(top, quality=frame.q[top], descendants=frame.follow_ons[top], status=frame.status[top])
     note = f"quality >= {params.promising_q:g} and at most {params.few_follow_ons} follow-on(s)"
     return Listing(rows, len(nodes), note)
 
