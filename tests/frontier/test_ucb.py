@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from frontier_tables import node, random_table, sha, table, verify
+from tables import direction_vector, vectors_table
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.embeddings import embeddings_table
-from git_agora.frontier.ucb import UcbParams, exploration_constant, ucb_scores
 from git_agora.frontier.frame import build_frame, inherit_quality
-
-from frontier_tables import node, random_table, sha, table, verify
-from tables import direction_vector, vectors_table
+from git_agora.frontier.ucb import UcbParams, exploration_constant, ucb_scores
 
 
 def results(values, direction="min", tolerance=1e-3):

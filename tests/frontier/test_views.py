@@ -6,14 +6,19 @@ import json
 
 import numpy as np
 import pytest
-
-from git_agora.frontier.analyze import analyze
-from git_agora.frontier.search import search
-from git_agora.frontier.frame import build_frame, quality
-from git_agora.frontier.views import REGISTRY, VIEW_NAMES, best, compute_views, noise_aware_ranks
-
 from frontier_tables import node, sha, table, verify
 from tables import MODEL, direction_vector, vectors_table
+
+from git_agora.frontier.analyze import analyze
+from git_agora.frontier.frame import build_frame, quality
+from git_agora.frontier.search import search
+from git_agora.frontier.views import (
+    REGISTRY,
+    VIEW_NAMES,
+    best,
+    compute_views,
+    noise_aware_ranks,
+)
 
 
 def project():

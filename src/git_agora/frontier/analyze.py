@@ -36,8 +36,8 @@ import pyarrow.compute as pc
 
 from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
-from .ucb import Slots, UcbParams, plan_slots
 from .frame import Frame, build_frame
+from .ucb import Slots, UcbParams, plan_slots
 from .views import Best, View, ViewParams, best, compute_views
 
 

@@ -8,7 +8,8 @@ Vocabulary (used by views, clusters and UCB alike):
 - *kinds* come from tags: ``hypothesis``, ``wip``, ``endorsed``, ``setup``; a *verification* is a row
   with a verdict, a target or the ``verification`` tag.
 - *scored*: a valid contribution reporting the primary metric that is not a verification (it
-  re-measures a result), not wip or an endorsement, and whose verification status is not ``failed``.
+  re-measures a result), not wip or an endorsement, and whose verification status is not ``failed``;
+  the one definition is ``scored.scored_mask`` (stats and lineage use it too).
 - *quality* Q: the percentile of a scored value among all scored values, direction-aware, in [0, 1]:
   the best is 1, the worst 0, equal values share their mid-rank, a lone result is 1.
 - *follow-ons* n(v): the follow-on work on v, the paper's descendant count: distinct valid
@@ -27,7 +28,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .graph import Graph, build_graph, combined, scored_mask, signed, tag_mask
+from .evidence import evidence
+from .graph import Graph, build_graph, combined, signed, tag_mask
+from .scored import buildable_mask, is_verification, primary_metric
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,7 +59,8 @@ class Frame:
     status: np.ndarray  # object array of status strings
     confirmations: np.ndarray
     failures: np.ndarray
-    scored: np.ndarray
+    buildable: np.ndarray  # may be suggested as a parent (``scored.buildable_mask``)
+    scored: np.ndarray  # a scored result (``scored.scored_mask``)
     q: np.ndarray  # own quality, nan when not scored
     q_inherited: np.ndarray  # q, or that of the nearest scored first-parent ancestor, else 0
 
@@ -78,7 +82,7 @@ class Frame:
 
     def candidates(self) -> np.ndarray:
         """Nodes that may be suggested as parents: not wip, endorsement, verification or failed."""
-        return ~(self.wip | self.endorsed | self.verification) & (self.status != "failed")
+        return self.buildable
 
     def rows(self, nodes: Sequence[int] | np.ndarray, **extra: Sequence[Any]) -> tuple[dict[str, Any], ...]:
         """Row dicts for ``nodes`` (base fields + ``extra`` columns aligned with ``nodes``)."""
@@ -108,20 +112,15 @@ def build_frame(
 ) -> Frame:
     """Join contributions with their evidence (computed with ``evidence()`` when not given)."""
     if evidence_table is None:
-        from .evidence import evidence
-
         evidence_table = evidence(contributions, weights)
     signed(np.zeros(0), direction)  # validates the direction
     graph = build_graph(contributions)
     table = graph.table
     ev = _align(evidence_table, table["sha"])
-    verification = tag_mask(table, "verification") | _not_null(table["verdict"]) | _not_null(table["target"])
-    endorsed = tag_mask(table, "endorsed")
-    wip = tag_mask(table, "wip")
     status = np.asarray(ev["status"], dtype=object)
-    scored = scored_mask(table) & ~(verification | endorsed | wip) & (status != "failed")
-    metric = np.asarray(pc.fill_null(table["primary_metric"], np.nan).to_numpy(zero_copy_only=False), dtype=np.float64)
-    metric = metric.copy()
+    buildable = buildable_mask(table, status)
+    metric = primary_metric(table)
+    scored = buildable & ~np.isnan(metric)
     q = quality(metric, scored, direction)
     first_parent = _first_parents(graph)
     return Frame(
@@ -133,9 +132,9 @@ def build_frame(
         log_seq=int_column(table["log_seq"], -1),
         metric=metric,
         hypothesis=tag_mask(table, "hypothesis"),
-        verification=verification,
-        endorsed=endorsed,
-        wip=wip,
+        verification=is_verification(table),
+        endorsed=tag_mask(table, "endorsed"),
+        wip=tag_mask(table, "wip"),
         setup=tag_mask(table, "setup"),
         first_parent=first_parent,
         follow_ons=np.asarray(ev["descendants"], dtype=np.int64),
@@ -144,6 +143,7 @@ def build_frame(
         status=status,
         confirmations=np.asarray(ev["confirmations"], dtype=np.int64),
         failures=np.asarray(ev["failures"], dtype=np.int64),
+        buildable=buildable,
         scored=scored,
         q=q,
         q_inherited=inherit_quality(q, first_parent),
@@ -204,10 +204,6 @@ def _align(evidence_table: pa.Table, shas: pa.ChunkedArray) -> dict[str, list]:
         raise ValueError("the evidence table lacks rows for some valid contributions")
     taken = evidence_table.take(pa.array(where))
     return {name: taken[name].to_numpy(zero_copy_only=False) for name in taken.column_names}
-
-
-def _not_null(column: pa.ChunkedArray) -> np.ndarray:
-    return np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def int_column(column: pa.ChunkedArray, default: int) -> np.ndarray:

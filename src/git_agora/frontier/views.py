@@ -26,7 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .frame import Frame, build_frame, inherit_quality, int_column, quality
-from .graph import chronological_order, combined, new_best_mask
+from .graph import combined
+from .scored import best_node, new_best_nodes
 
 __all__ = [  # build_frame, Frame and the quality functions live in ``frame``; re-exported for old imports
     "REGISTRY", "VIEW_NAMES", "Best", "Frame", "View", "ViewParams", "best", "build_frame", "compute_views",
@@ -104,21 +105,16 @@ class Best:
 
 def new_bests(frame: Frame) -> np.ndarray:
     """Boolean per node: a scored result that set a new best (noise-aware) when it was published."""
-    scored = np.flatnonzero(frame.scored)
     mask = np.zeros(frame.n, dtype=bool)
-    if len(scored) == 0:
-        return mask
-    order = scored[chronological_order(frame.table.take(pa.array(scored)))]
-    mask[order[new_best_mask(frame.metric[order], frame.direction, frame.tolerance)]] = True
+    mask[new_best_nodes(frame.table, frame.scored, frame.direction, frame.tolerance)] = True
     return mask
 
 
 def best(frame: Frame) -> Best | None:
-    """The latest new best (see ``Best``), or None when nothing is scored."""
-    records = np.flatnonzero(new_bests(frame))
-    if len(records) == 0:
+    """The best result (``scored.best_node``: the latest noise-aware new best), or None when nothing is scored."""
+    node = best_node(frame.table, frame.scored, frame.direction, frame.tolerance)
+    if node < 0:
         return None
-    node = int(_newest_first(frame, records)[0])
     loss = frame.loss()
     ties = int((np.abs(loss[frame.scored] - loss[node]) <= frame.tolerance).sum()) - 1
     row = frame.rows([node])[0]
