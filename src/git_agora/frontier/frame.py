@@ -6,7 +6,7 @@ views, clusters and UCB all read the same ``Frame``.
 Vocabulary (used by views, clusters and UCB alike):
 
 - *kinds* come from tags: ``hypothesis``, ``wip``, ``endorsed``, ``setup``; a *verification* is a row
-  with a verdict, a target or the ``verification`` tag.
+  with a verdict, a target or the ``verification`` tag (``scored.is_verification``).
 - *scored*: a valid contribution reporting the primary metric that is not a verification (it
   re-measures a result), not wip or an endorsement, and whose verification status is not ``failed``;
   the one definition is ``scored.scored_mask`` (stats and lineage use it too).

@@ -11,8 +11,8 @@ Vocabulary:
 - *kinds*, *scored*, *quality* and *follow-ons* n(v) (the paper's descendant count, from
   ``evidence.follow_ons``): see ``frame``. A row's ``descendants`` field is n(v).
 - *noise-aware ranking*: values within the reproduction tolerance of a rank group's best value
-  share its rank (competition ranking: 1, 1, 3); in time order a result is a *new best* only when it
-  beats the best so far by more than the tolerance.
+  share its rank (competition ranking: 1, 1, 3); *new bests* and *the best result* are those of
+  ``scored`` (a result is a new best only when it beats the best so far by more than the tolerance).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def _newest_first(frame: Frame, nodes: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Best:
-    """The current best result: the latest new best in time order (gains within tolerance don't count).
+    """The best result (``scored.best_node``): the latest new best in time order (gains within tolerance don't count).
 
     ``ties``: other scored results within the tolerance of it (they share its rank).
     """
