@@ -86,7 +86,8 @@ def _newest_first(frame: Frame, nodes: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Best:
-    """The best result (``scored.best_node``): the latest new best in time order (gains within tolerance don't count).
+    """The best result (``scored.best_node``): the latest new best in time order (gains within the
+    tolerance don't count).
 
     ``ties``: other scored results within the tolerance of it (they share its rank).
     """
