@@ -27,8 +27,8 @@ GRAPH = [
 CONTRIBUTIONS = table(GRAPH)
 
 
-def names(shas) -> list[str]:
-    lookup = {sha(row.name): row.name for row in GRAPH}
+def names(shas, rows=GRAPH) -> list[str]:
+    lookup = {sha(row.name): row.name for row in rows}
     return [lookup[s] for s in shas]
 
 
@@ -82,3 +82,15 @@ def test_large_random_graph_runs():
     assert result.ancestry[0] == contributions["sha"][0].as_py()  # the setup root
     assert result.ancestry[-1] == last
     assert result.milestones and result.milestones[0].sha == result.ancestry[0]
+
+
+def test_scored_ancestors_and_failed_results():
+    # F (0.85) is failed-verified: not scored, so neither a scored ancestor nor a milestone of G.
+    rows = [*GRAPH, node("F", "gina", "B", t=10, metric=0.85), verify("VF", "hana", "F", "failed", t=11),
+            node("G", "ivan", "F", "T", t=12, metric=0.88)]
+    result = lineage(table(rows), sha("G"))
+    assert names(result.scored_ancestors, rows) == ["R", "A", "B", "C", "D", "T"]  # not H (hypothesis), F or G
+    assert names(result.reproduced_scored_ancestors, rows) == ["B"]
+    assert names((m.sha for m in result.milestones), rows) == ["R", "A", "B", "G"]
+    data = json.loads(json.dumps(result.to_dict()))
+    assert len(data["scored_ancestors"]) == 6 and data["reproduced_scored_ancestors"] == [sha("B")]

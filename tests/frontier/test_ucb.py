@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from frontier_tables import node, random_table, sha, table, verify
+from tables import direction_vector, vectors_table
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.embeddings import embeddings_table
-from git_agora.frontier.ucb import UcbParams, exploration_constant, ucb_scores
 from git_agora.frontier.frame import build_frame, inherit_quality
-
-from frontier_tables import node, random_table, sha, table, verify
-from tables import direction_vector, vectors_table
+from git_agora.frontier.ucb import UcbParams, exploration_constant, ucb_scores
 
 
 def results(values, direction="min", tolerance=1e-3):
@@ -126,3 +125,15 @@ def test_no_metric_means_q_zero_and_a_note():
     suggested = [s for slot in result.slots.slots for s in slot.suggestions]
     assert suggested and all(s.quality == 0.0 and s.quality_source == "none" for s in suggested)
     assert any("no valid contribution reports" in n for n in result.summary.notes)
+
+
+def test_suggested_ucb_is_the_formula():
+    contributions = random_table(200, seed=7)
+    result = analyze(contributions, config=AnalyzeConfig(tolerance=0.01))
+    frame, slots = result.frame, result.slots
+    lookup = {s: i for i, s in enumerate(frame.table["sha"].to_pylist())}
+    for s in (s for slot in slots.slots for s in slot.suggestions):
+        node = lookup[s.sha]
+        rho = np.array([-1 if s.duplicates is None else s.duplicates])
+        expected = ucb_scores(frame.q_inherited[[node]], np.array([s.follow_ons]), rho, frame.n, slots.exploration_c, slots.params.d)
+        assert s.ucb == pytest.approx(float(expected[0]))

@@ -6,13 +6,19 @@ import json
 
 import numpy as np
 import pytest
-
-from git_agora.frontier.search import search
-from git_agora.frontier.frame import build_frame, quality
-from git_agora.frontier.views import VIEW_NAMES, best, compute_views, noise_aware_ranks
-
 from frontier_tables import node, sha, table, verify
 from tables import MODEL, direction_vector, vectors_table
+
+from git_agora.frontier.analyze import analyze
+from git_agora.frontier.frame import build_frame, quality
+from git_agora.frontier.search import search
+from git_agora.frontier.views import (
+    REGISTRY,
+    VIEW_NAMES,
+    best,
+    compute_views,
+    noise_aware_ranks,
+)
 
 
 def project():
@@ -137,3 +143,45 @@ def test_search_by_vector_and_keywords():
     assert all(h.title != "warmup again" for h in hits.hits)  # invalid rows are not found
     words = search("Warmup", contributions, None, k=5)
     assert words.method == "keyword" and [h.title for h in words.hits] == ["warmup schedule"]
+
+
+def test_registry_is_the_one_list_of_views():
+    assert VIEW_NAMES == (
+        "leaders", "built_on", "leaves", "promising", "unverified", "contested", "open_hypotheses",
+        "recent", "tags", "contributors", "rejected",
+    )
+    views = compute_views(frame())
+    assert {name: view.title for name, view in views.items()} == {name: spec.title for name, spec in REGISTRY.items()}
+
+
+def test_cli_view_choices_follow_the_registry():
+    from git_agora.cli.analyze import VIEW_CHOICES
+
+    assert tuple(VIEW_CHOICES) == VIEW_NAMES
+
+
+def test_follow_ons_mean_the_same_in_views_and_ucb():
+    # h1 has only a wip child (not follow-on work) -> still open; h2's wip child has a result on it ->
+    # h2 has one follow-on (through the wip). r1 is confirmed by someone else: the verification is
+    # follow-on work, so r1 is no leaf; r2's only child is a failed verification: still a leaf.
+    rows = [
+        node("setup", "org", tags=("setup",)),
+        node("h1", "ann", "setup", t=1, tags=("hypothesis",)),
+        node("w1", "bob", "h1", t=2, tags=("wip",)),
+        node("h2", "ann", "setup", t=3, tags=("hypothesis",)),
+        node("w2", "bob", "h2", t=4, tags=("wip",)),
+        node("r", "cid", "w2", t=5, metric=1.0),
+        node("r1", "dan", "setup", t=6, metric=0.9),
+        verify("v1", "eve", "r1", "confirmed", t=7),
+        node("r2", "dan", "setup", t=8, metric=0.8),
+        verify("v2", "eve", "r2", "failed", t=9),
+    ]
+    f = frame(rows)
+    n = dict(zip(f.table["title"].to_pylist(), f.follow_ons.tolist()))
+    assert (n["h1"], n["h2"], n["w2"], n["r1"], n["r2"], n["setup"]) == (0, 1, 1, 1, 0, 6)  # setup: h1 h2 r r1 v1 r2
+    views = compute_views(f)
+    assert names(views["open_hypotheses"]) == ["h1"]
+    assert set(names(views["leaves"])) == {"h1", "w1", "r", "r2"}  # h1: its only child is wip
+    result = analyze(table(rows))
+    suggested = {s.title: s.follow_ons for slot in result.slots.slots for s in slot.suggestions}
+    assert suggested and all(count == n[title] for title, count in suggested.items())

@@ -5,11 +5,13 @@
 
 - ``summary``: ``warning`` (first: the convergence warning's message, or null), ``contributions``
   (rows in the index), ``valid``, ``rejected``, ``accounts`` (with a valid contribution),
-  ``results`` (scored results: valid, reporting the primary metric, not verifications, not
-  failed-verified), ``hypotheses``, ``verifications``, ``unverified_results``, ``contested``,
-  ``metric`` / ``direction`` / ``tolerance`` (the project's primary metric), ``best`` (the latest
-  noise-aware new best: sha, title, account, metric, timestamp, status, ties = other results within
-  the tolerance of it; null without metric), ``notes`` (why parts are empty or degraded).
+  ``results`` (scored results, ``scored.scored_mask``: valid, reporting the primary metric, not
+  verifications, wip or endorsements, not failed-verified; ``stats`` counts the same),
+  ``hypotheses``, ``verifications``, ``unverified_results``, ``contested``, ``metric`` /
+  ``direction`` / ``tolerance`` (the project's primary metric), ``best`` (the best result,
+  ``scored.best_node``: the latest noise-aware new best, as in ``stats``; sha, title, account,
+  metric, timestamp, status, ties = other results within the tolerance of it; null without metric),
+  ``notes`` (why parts are empty or degraded).
 - ``slots``: ``exploration_c`` (C), ``bunching``, ``n_total`` (N), ``params`` (the UCB constants) and
   ``slots``: three of ``{name, purpose, note, suggestions}``, names exploit, explore_known,
   explore_novel; each suggestion ``{sha, title, account, metric, status, ucb, quality,
@@ -36,8 +38,8 @@ import pyarrow.compute as pc
 
 from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
-from .ucb import Slots, UcbParams, plan_slots
 from .frame import Frame, build_frame
+from .ucb import Slots, UcbParams, plan_slots
 from .views import Best, View, ViewParams, best, compute_views
 
 

@@ -10,10 +10,12 @@ Rules (design.md section 5; weights from `git_agora.contribution`):
   (timestamp, log_seq), then sha). A replaced verification stays in history but weighs nothing and is not
   downstream work. A verdict on one's own work, or on a commit that is not a valid contribution, is
   ignored the same way (the index already marks self-verification invalid; this is a second guard).
-- Descendants: every node reachable through child edges, counted once however many paths lead to it,
-  that is qualifying work: not wip, not an endorsement, not a failed, replaced or ignored verification.
-  Non-qualifying nodes are not counted but are still walked through (a result built on a wip commit is
-  downstream work of the wip's parent).
+- Follow-ons n(u) (the paper's "follow-on work on u", its descendant count; the ``descendants`` column):
+  every node reachable from u through child edges, counted once however many paths lead to it, that is
+  follow-on work: not wip, not an endorsement, not a failed, replaced or ignored verification.
+  Other nodes are not counted but are still walked through (a result built on a wip commit is
+  follow-on work of the wip's parent). ``follow_ons`` is the one home of this rule: views and UCB
+  read it from here (``Frame.follow_ons``).
 - Status: `unverified` (no current verdict), `confirmed` / `partial` / `failed` when every current
   verdict (one per verifier) agrees, `contested` when they disagree.
 
@@ -22,15 +24,15 @@ Only rows with valid == true take part; the output has one row per valid contrib
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import NON_PROPAGATING_TAGS, VERDICT_WEIGHTS, contribution_weight
-from .graph import Graph, build_graph, combined, topological_order
+from .graph import Graph, build_graph, combined, tag_mask, topological_order
 
 EVIDENCE = pa.schema(
     [
@@ -74,10 +76,8 @@ def evidence(contributions: pa.Table, weights: Mapping[str, float] | None = None
     """
     graph = build_graph(contributions)
     verdicts = current_verdicts(graph)
-    weight, qualifying = node_weights(graph, weights)
-    discarded = discarded_verifications(graph, verdicts)
-    weight[discarded] = 0.0
-    qualifying &= ~discarded
+    weight = node_weights(graph, weights)
+    weight[discarded_verifications(graph, verdicts)] = 0.0
     n = graph.n
     cross = graph.cross_edges()
     status, confirmations, failures = verification_status(verdicts, n)
@@ -86,7 +86,7 @@ def evidence(contributions: pa.Table, weights: Mapping[str, float] | None = None
         "score": np.bincount(graph.parent[cross], weights=weight[graph.child[cross]], minlength=n),
         "children": np.bincount(graph.parent, minlength=n).astype(np.int64),
         "cross_children": np.bincount(graph.parent[cross], minlength=n).astype(np.int64),
-        "descendants": count_descendants(graph, qualifying),
+        "descendants": follow_ons(graph, verdicts),
         "status": status,
         "confirmations": confirmations,
         "failures": failures,
@@ -129,13 +129,10 @@ def discarded_verifications(graph: Graph, verdicts: Verdicts) -> np.ndarray:
     return discarded
 
 
-def node_weights(
-    graph: Graph, weights: Mapping[str, float] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per node: its weight w(v) and whether it can be qualifying downstream work.
+def node_weights(graph: Graph, weights: Mapping[str, float] | None = None) -> np.ndarray:
+    """Per node: its weight w(v), before replaced or ignored verdicts are zeroed.
 
     `contribution_weight` is called once per distinct (tags, verdict) combination, not once per row.
-    Qualifying here means: no wip or endorsed tag, and not a failed verification.
     """
     tags = pc.fill_null(pc.binary_join(graph.table["tags"], _TAG_SEPARATOR), "")
     verdicts = pc.fill_null(graph.table["verdict"], "")
@@ -145,7 +142,6 @@ def node_weights(
     pairs = tag_keys.indices.to_numpy().astype(np.int64) * n_verdicts + verdict_keys.indices.to_numpy()
     combos, inverse = np.unique(pairs, return_inverse=True)
     combo_weight = np.zeros(len(combos))
-    combo_qualifying = np.zeros(len(combos), dtype=bool)
     tag_texts = tag_keys.dictionary.to_pylist()
     verdict_texts = verdict_keys.dictionary.to_pylist()
     for i, combo in enumerate(combos.tolist()):
@@ -154,8 +150,21 @@ def node_weights(
         if verdict is not None and verdict not in VERDICT_WEIGHTS:
             continue  # an unknown verdict: ignored, weighs nothing
         combo_weight[i] = contribution_weight(combo_tags, verdict, weights)
-        combo_qualifying[i] = verdict != "failed" and not NON_PROPAGATING_TAGS.intersection(combo_tags)
-    return combo_weight[inverse.ravel()], combo_qualifying[inverse.ravel()]
+    return combo_weight[inverse.ravel()]
+
+
+def follow_on_work(graph: Graph, verdicts: Verdicts) -> np.ndarray:
+    """Per node: whether it is follow-on work on its ancestors (not wip, not an endorsement, not a
+    verification whose verdict is failed, replaced or ignored)."""
+    propagating = ~np.logical_or.reduce([tag_mask(graph.table, tag) for tag in sorted(NON_PROPAGATING_TAGS)])
+    failed = pc.fill_null(pc.equal(graph.table["verdict"], "failed"), False).to_numpy(zero_copy_only=False)
+    return propagating & ~np.asarray(failed, dtype=bool) & ~discarded_verifications(graph, verdicts)
+
+
+def follow_ons(graph: Graph, verdicts: Verdicts) -> np.ndarray:
+    """n(v), the follow-on work on v: how many distinct nodes reachable from v through child edges are
+    follow-on work (``follow_on_work``); the paper's descendant count (module docstring)."""
+    return count_descendants(graph, follow_on_work(graph, verdicts))
 
 
 def verification_status(verdicts: Verdicts, n: int) -> tuple[list[str], np.ndarray, np.ndarray]:

@@ -6,12 +6,16 @@ views, clusters and UCB all read the same ``Frame``.
 Vocabulary (used by views, clusters and UCB alike):
 
 - *kinds* come from tags: ``hypothesis``, ``wip``, ``endorsed``, ``setup``; a *verification* is a row
-  with a verdict, a target or the ``verification`` tag.
+  with a verdict, a target or the ``verification`` tag (``scored.is_verification``).
 - *scored*: a valid contribution reporting the primary metric that is not a verification (it
-  re-measures a result), not wip or an endorsement, and whose verification status is not ``failed``.
+  re-measures a result), not wip or an endorsement, and whose verification status is not ``failed``;
+  the one definition is ``scored.scored_mask`` (stats and lineage use it too).
 - *quality* Q: the percentile of a scored value among all scored values, direction-aware, in [0, 1]:
   the best is 1, the worst 0, equal values share their mid-rank, a lone result is 1.
-- *follow-ons*: direct children that are valid and neither endorsements nor verifications.
+- *follow-ons* n(v): the follow-on work on v, the paper's descendant count: distinct valid
+  contributions downstream of v that are not wip, endorsements or failed (or replaced) verifications.
+  One definition, ``evidence.follow_ons``; views (leaves, promising, open hypotheses) and UCB read it as
+  ``Frame.follow_ons``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .graph import Graph, build_graph, combined, scored_mask, signed
+from .evidence import evidence
+from .graph import Graph, build_graph, combined, signed, tag_mask
+from .scored import buildable_mask, is_verification, primary_metric
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,14 +53,14 @@ class Frame:
     wip: np.ndarray
     setup: np.ndarray
     first_parent: np.ndarray  # node of the first parent, -1 when none is a valid contribution
-    follow_ons: np.ndarray
+    follow_ons: np.ndarray  # n(v), see the module docstring
     score: np.ndarray
-    children: np.ndarray
-    descendants: np.ndarray
+    children: np.ndarray  # direct children (any kind)
     status: np.ndarray  # object array of status strings
     confirmations: np.ndarray
     failures: np.ndarray
-    scored: np.ndarray
+    buildable: np.ndarray  # may be suggested as a parent (``scored.buildable_mask``)
+    scored: np.ndarray  # a scored result (``scored.scored_mask``)
     q: np.ndarray  # own quality, nan when not scored
     q_inherited: np.ndarray  # q, or that of the nearest scored first-parent ancestor, else 0
 
@@ -76,7 +82,7 @@ class Frame:
 
     def candidates(self) -> np.ndarray:
         """Nodes that may be suggested as parents: not wip, endorsement, verification or failed."""
-        return ~(self.wip | self.endorsed | self.verification) & (self.status != "failed")
+        return self.buildable
 
     def rows(self, nodes: Sequence[int] | np.ndarray, **extra: Sequence[Any]) -> tuple[dict[str, Any], ...]:
         """Row dicts for ``nodes`` (base fields + ``extra`` columns aligned with ``nodes``)."""
@@ -106,21 +112,15 @@ def build_frame(
 ) -> Frame:
     """Join contributions with their evidence (computed with ``evidence()`` when not given)."""
     if evidence_table is None:
-        from .evidence import evidence
-
         evidence_table = evidence(contributions, weights)
     signed(np.zeros(0), direction)  # validates the direction
     graph = build_graph(contributions)
-    table, n = graph.table, graph.n
+    table = graph.table
     ev = _align(evidence_table, table["sha"])
-    verification = _tag_mask(table, "verification") | _not_null(table["verdict"]) | _not_null(table["target"])
-    endorsed = _tag_mask(table, "endorsed")
-    wip = _tag_mask(table, "wip")
     status = np.asarray(ev["status"], dtype=object)
-    scored = scored_mask(table) & ~(verification | endorsed | wip) & (status != "failed")
-    metric = np.asarray(pc.fill_null(table["primary_metric"], np.nan).to_numpy(zero_copy_only=False), dtype=np.float64)
-    metric = metric.copy()
-    follow = np.ones(n, dtype=bool) & ~endorsed & ~verification
+    buildable = buildable_mask(table, status)
+    metric = primary_metric(table)
+    scored = buildable & ~np.isnan(metric)
     q = quality(metric, scored, direction)
     first_parent = _first_parents(graph)
     return Frame(
@@ -131,19 +131,19 @@ def build_frame(
         timestamp=int_column(table["timestamp"], 0),
         log_seq=int_column(table["log_seq"], -1),
         metric=metric,
-        hypothesis=_tag_mask(table, "hypothesis"),
-        verification=verification,
-        endorsed=endorsed,
-        wip=wip,
-        setup=_tag_mask(table, "setup"),
+        hypothesis=tag_mask(table, "hypothesis"),
+        verification=is_verification(table),
+        endorsed=tag_mask(table, "endorsed"),
+        wip=tag_mask(table, "wip"),
+        setup=tag_mask(table, "setup"),
         first_parent=first_parent,
-        follow_ons=np.bincount(graph.parent[follow[graph.child]], minlength=n).astype(np.int64),
+        follow_ons=np.asarray(ev["descendants"], dtype=np.int64),
         score=np.asarray(ev["score"], dtype=np.float64),
         children=np.asarray(ev["children"], dtype=np.int64),
-        descendants=np.asarray(ev["descendants"], dtype=np.int64),
         status=status,
         confirmations=np.asarray(ev["confirmations"], dtype=np.int64),
         failures=np.asarray(ev["failures"], dtype=np.int64),
+        buildable=buildable,
         scored=scored,
         q=q,
         q_inherited=inherit_quality(q, first_parent),
@@ -204,17 +204,6 @@ def _align(evidence_table: pa.Table, shas: pa.ChunkedArray) -> dict[str, list]:
         raise ValueError("the evidence table lacks rows for some valid contributions")
     taken = evidence_table.take(pa.array(where))
     return {name: taken[name].to_numpy(zero_copy_only=False) for name in taken.column_names}
-
-
-def _tag_mask(table: pa.Table, tag: str) -> np.ndarray:
-    tags = combined(table["tags"])
-    rows = pc.list_parent_indices(tags).to_numpy()
-    hit = pc.fill_null(pc.equal(pc.list_flatten(tags), tag), False).to_numpy(zero_copy_only=False)
-    return np.bincount(rows[hit], minlength=table.num_rows).astype(bool)
-
-
-def _not_null(column: pa.ChunkedArray) -> np.ndarray:
-    return np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def int_column(column: pa.ChunkedArray, default: int) -> np.ndarray:

@@ -114,27 +114,12 @@ def topological_order(graph: Graph) -> np.ndarray:
     return np.asarray(order, dtype=np.int64)
 
 
-def scored_mask(table: pa.Table) -> np.ndarray:
-    """Rows that report a primary metric and are not verifications (a verification re-measures a result)."""
-    has_metric = pc.is_valid(table["primary_metric"])
-    not_verification = pc.is_null(table["verdict"])
-    return np.asarray(pc.and_(has_metric, not_verification).to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def new_best_mask(values: np.ndarray, direction: str, tolerance: float = 0.0) -> np.ndarray:
-    """For values in time order: True where a value sets a new best.
-
-    The first value is the first best. A later value is a new best when it beats the best so far by more
-    than `tolerance` (the same rule as ProjectConfig.better), so gains within the noise never count, and
-    the best so far only moves when a new best is set.
-    """
-    mask = np.zeros(len(values), dtype=bool)
-    best = -np.inf
-    for i, value in enumerate(signed(values, direction).tolist()):
-        if value - best > tolerance:
-            mask[i] = True
-            best = value
-    return mask
+def tag_mask(table: pa.Table, tag: str) -> np.ndarray:
+    """Per row: carries ``tag``."""
+    tags = combined(table["tags"])
+    rows = pc.list_parent_indices(tags).to_numpy()
+    hit = pc.fill_null(pc.equal(pc.list_flatten(tags), tag), False).to_numpy(zero_copy_only=False)
+    return np.bincount(rows[hit], minlength=table.num_rows).astype(bool)
 
 
 def signed(values: np.ndarray, direction: str) -> np.ndarray:

@@ -6,9 +6,12 @@ For a contribution u:
 - reproduced: ancestors with at least one current `confirmed` verdict from another account (current =
   the verifier's newest verdict on it, see `evidence`; the verification itself may lie outside the
   ancestry);
-- milestones: the ancestors, in time order, that set a new best primary metric within the ancestry
-  (direction-aware; a gain no larger than the tolerance is not a new best; the first scored ancestor is
-  the first milestone). Verifications are not candidates: they re-measure someone else's result.
+- scored ancestors: the scored results (``scored.scored_mask``) of the ancestry other than u itself;
+  reproduced scored ancestors: those that are also reproduced (the paper: "40 of the winner's 144 scored
+  ancestors were independently reproduced");
+- milestones: the scored results of the ancestry, in time order, that set a new best primary metric
+  within it (``scored.new_best_mask``: direction-aware; a gain no larger than the tolerance is not a new
+  best; the first scored ancestor is the first milestone).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import numpy as np
 import pyarrow as pa
 
 from .evidence import current_verdicts
-from .graph import Graph, build_graph, chronological_order, new_best_mask, scored_mask
+from .graph import Graph, build_graph, chronological_order
+from .scored import new_best_mask, scored_nodes
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,7 @@ class Lineage:
     edges: int  # parent edges among the ancestry
     cross_account_edges: int
     reproduced: tuple[str, ...]  # time order
+    scored_ancestors: tuple[str, ...]  # time order, the contribution itself excluded
     milestones: tuple[Milestone, ...]  # time order
     direction: str
     tolerance: float
@@ -48,13 +53,19 @@ class Lineage:
     def size(self) -> int:
         return len(self.ancestry)
 
+    @property
+    def reproduced_scored_ancestors(self) -> tuple[str, ...]:
+        """The scored ancestors that were independently reproduced, in time order."""
+        reproduced = set(self.reproduced)
+        return tuple(sha for sha in self.scored_ancestors if sha in reproduced)
+
     def to_dict(self) -> dict:
-        """Plain JSON-ready data, with `size` added."""
+        """Plain JSON-ready data, with `size` and `reproduced_scored_ancestors` added."""
         data = asdict(self)
         data["size"] = self.size
-        data["ancestry"] = list(self.ancestry)
-        data["accounts"] = list(self.accounts)
-        data["reproduced"] = list(self.reproduced)
+        for name in ("ancestry", "accounts", "reproduced", "scored_ancestors"):
+            data[name] = list(data[name])
+        data["reproduced_scored_ancestors"] = list(self.reproduced_scored_ancestors)
         data["milestones"] = [asdict(m) for m in self.milestones]
         return data
 
@@ -67,22 +78,29 @@ def lineage(
     start = int(graph.lookup(pa.array([sha], pa.string()))[0])
     if start < 0:
         raise KeyError(f"{sha} is not a valid contribution")
+    return lineage_of(graph, start, direction=direction, tolerance=tolerance)
+
+
+def lineage_of(graph: Graph, start: int, *, direction: str = "min", tolerance: float = 0.0) -> Lineage:
+    """The lineage of node `start` of `graph`."""
     members = ancestors(graph, start)
     inside = np.zeros(graph.n, dtype=bool)
     inside[members] = True
-    rows = graph.table.take(members)
-    in_time = members[chronological_order(rows)]
+    in_time = members[chronological_order(graph.table.take(members))]
     edge_inside = inside[graph.child]  # a parent of an ancestor is an ancestor
     shas = graph.table["sha"].to_numpy(zero_copy_only=False)
     accounts = graph.table["account"].to_numpy(zero_copy_only=False)
+    scored = scored_nodes(graph)
+    scored_in_time = in_time[scored[in_time]]
     return Lineage(
-        sha=sha,
+        sha=str(shas[start]),
         ancestry=tuple(shas[in_time].tolist()),
         accounts=tuple(sorted({a for a in accounts[members].tolist() if a is not None})),
         edges=int(edge_inside.sum()),
         cross_account_edges=int((edge_inside & graph.cross_edges()).sum()),
         reproduced=tuple(shas[in_time[reproduced_mask(graph)[in_time]]].tolist()),
-        milestones=milestones(graph, in_time, direction, tolerance),
+        scored_ancestors=tuple(shas[scored_in_time[scored_in_time != start]].tolist()),
+        milestones=milestones(graph, scored_in_time, direction, tolerance),
         direction=direction,
         tolerance=tolerance,
     )
@@ -108,10 +126,9 @@ def reproduced_mask(graph: Graph) -> np.ndarray:
     return verdicts.current_counts("confirmed", graph.n) > 0
 
 
-def milestones(graph: Graph, in_time: np.ndarray, direction: str, tolerance: float) -> tuple[Milestone, ...]:
-    """The nodes of `in_time` (already in time order) that set a new best primary metric."""
-    candidates = in_time[scored_mask(graph.table)[in_time]]
-    rows = graph.table.take(candidates)
+def milestones(graph: Graph, scored_in_time: np.ndarray, direction: str, tolerance: float) -> tuple[Milestone, ...]:
+    """The nodes of `scored_in_time` (scored results in time order) that set a new best primary metric."""
+    rows = graph.table.take(scored_in_time)
     values = rows["primary_metric"].to_numpy(zero_copy_only=False)
     best = new_best_mask(values, direction, tolerance)
     return tuple(

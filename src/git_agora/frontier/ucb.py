@@ -5,8 +5,9 @@
 - Q(v): quality percentile in [0, 1], direction-aware (``frame.quality``). A node without a metric
   takes the Q of its nearest scored ancestor along first parents (the work it started from), or 0.
   Without any metric in the project Q is 0 everywhere and the slots say so.
-- n(v): follow-on work = qualifying descendants (evidence: no endorsements, wip or failed
-  verifications). N: the number of valid contributions.
+- n(v): follow-on work on v, the paper's descendant count (``evidence.follow_ons``, read as
+  ``Frame.follow_ons``: no endorsements, wip or failed verifications). N: the number of valid
+  contributions.
 - rho(v): near-duplicates, contributions whose description vector has cosine >= 0.90 with v, counted
   in the clustered window (``clusters``). Unknown (no clusters or no vector) counts as 0.
 - C = c0 (1 + k * bunching). bunching in [0, 1] is the share of the other scored results lying within
@@ -164,7 +165,8 @@ def exploration_constant(frame: Frame, params: UcbParams) -> tuple[float, float]
 
 
 def ucb_scores(q: np.ndarray, n: np.ndarray, rho: np.ndarray, total: int, c: float, d: float) -> np.ndarray:
-    """U(v) for arrays of Q, n(v) and rho(v) (rho < 0, unknown, counts as 0)."""
+    """U(v) for arrays of Q, n(v) and rho(v) (rho < 0, unknown, counts as 0): the one place the
+    formula is written (module docstring); the slots rank every node through it."""
     rho = np.maximum(rho, 0)
     return 100.0 * q + c * np.sqrt(np.log(total + 1) / (n + 1.0)) + 100.0 * d / np.sqrt(1.0 + rho)
 
@@ -181,10 +183,10 @@ class _Context:
     cluster: np.ndarray
     size: np.ndarray
 
-    def base(self, nodes: np.ndarray) -> np.ndarray:
-        """U without the diversity term."""
+    def ucb(self, nodes: np.ndarray, rho: np.ndarray, d: float) -> np.ndarray:
+        """U(v) of ``nodes`` through ``ucb_scores``, with Q inherited along first parents."""
         f = self.frame
-        return ucb_scores(f.q_inherited[nodes], f.descendants[nodes], np.zeros(len(nodes)), f.n, self.c, 0.0)
+        return ucb_scores(f.q_inherited[nodes], f.follow_ons[nodes], rho, f.n, self.c, d)
 
     def rho(self, nodes: np.ndarray) -> np.ndarray:
         if self.clustering is None:
@@ -192,21 +194,22 @@ class _Context:
         return self.clustering.duplicates(nodes, self.frame.n)
 
     def top(self, nodes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The ``count`` nodes of highest U, exactly, computing rho only for a shortlist: the diversity
-        term is at most 100 D, so a node whose U without it is lower than the count-th full U by
-        more than that cannot enter."""
+        """The ``count`` nodes of highest U, exactly, computing rho only for a shortlist: U lies between
+        its value without the diversity term (D = 0) and its value at rho = 0, so a node whose ceiling is
+        below the count-th full U cannot enter."""
         if len(nodes) == 0 or count <= 0:
             return nodes[:0], np.zeros(0), np.zeros(0, dtype=np.int64)
-        base = self.base(nodes)
+        no_rho = np.zeros(len(nodes))
+        base = self.ucb(nodes, no_rho, 0.0)
         order = np.lexsort((-self.frame.timestamp[nodes], -base))
-        nodes, base = nodes[order], base[order]
-        bonus = 100.0 * self.params.d
+        nodes = nodes[order]
+        ceiling = self.ucb(nodes, no_rho, self.params.d)
         shortlist = min(len(nodes), max(4 * count, 64))
         while True:
             rho = self.rho(nodes[:shortlist])
-            full = base[:shortlist] + bonus / np.sqrt(1.0 + np.maximum(rho, 0))
+            full = self.ucb(nodes[:shortlist], rho, self.params.d)
             pick = np.lexsort((-self.frame.timestamp[nodes[:shortlist]], -full))[:count]
-            if shortlist == len(nodes) or base[shortlist] + bonus < full[pick].min():
+            if shortlist == len(nodes) or ceiling[shortlist] < full[pick].min():
                 return nodes[pick], full[pick], rho[pick]
             shortlist = min(len(nodes), shortlist * 4)
 
@@ -250,7 +253,7 @@ def _explore_known(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray
     promising = allowed & (f.q_inherited >= p.explore_q)
     metric_note = None
     if ctx.clustering is None:
-        pool = np.flatnonzero(promising & (f.descendants <= p.few_follow_ons))
+        pool = np.flatnonzero(promising & (f.follow_ons <= p.few_follow_ons))
         note = _join(
             f"no clusters (too few embeddings): thin means at most {p.few_follow_ons} follow-on(s) instead of a small cluster",
             metric_note,
@@ -263,7 +266,7 @@ def _explore_known(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray
 def _explore_novel(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
     f, p = ctx.frame, ctx.params
     purpose = "try untouched directions"
-    untouched = allowed & (f.descendants == 0)
+    untouched = allowed & (f.follow_ons == 0)
     if ctx.clustering is None:
         note = "no clusters (too few embeddings): untouched nodes ranked by U without cluster sizes"
         return _fill(ctx, "explore_novel", purpose, np.flatnonzero(untouched), note)
@@ -289,7 +292,7 @@ def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
     duplicates = rho if rho >= 0 else None
     parts = [
         f"quality p{round(100 * q)}" + {"own": "", "inherited": " (inherited from its first-parent line)", "none": " (no metric)"}[source],
-        f"{int(f.descendants[node])} follow-on(s)",
+        f"{int(f.follow_ons[node])} follow-on(s)",
     ]
     if row["metric"] is not None:
         parts.insert(1, f"metric {row['metric']:g}")
@@ -302,7 +305,7 @@ def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
     reason = ", ".join(parts) + f"; U = {ucb:.1f}"
     return Suggestion(
         row["sha"], row["title"], row["account"], row["metric"], str(f.status[node]), ucb, q, source,
-        int(f.descendants[node]), cluster, size, duplicates, reason,
+        int(f.follow_ons[node]), cluster, size, duplicates, reason,
     )
 
 

@@ -3,14 +3,16 @@
 All views are computed from one ``Frame`` (the valid contributions as numpy columns, joined with their
 evidence). Only valid contributions count, except in ``rejected``. Every view is a ``View`` of
 JSON-able row dicts; each row carries ``sha, title, account, timestamp, tags, metric`` plus the
-fields named in the view's docstring.
+fields named in the view's docstring. ``REGISTRY`` (name -> title, function) is the one list of views;
+``VIEW_NAMES`` is its keys, in display order.
 
 Vocabulary:
 
-- *kinds*, *scored*, *quality* and *follow-ons*: see ``frame``.
+- *kinds*, *scored*, *quality* and *follow-ons* n(v) (the paper's descendant count, from
+  ``evidence.follow_ons``): see ``frame``. A row's ``descendants`` field is n(v).
 - *noise-aware ranking*: values within the reproduction tolerance of a rank group's best value
-  share its rank (competition ranking: 1, 1, 3); in time order a result is a *new best* only when it
-  beats the best so far by more than the tolerance.
+  share its rank (competition ranking: 1, 1, 3); *new bests* and *the best result* are those of
+  ``scored`` (a result is a new best only when it beats the best so far by more than the tolerance).
 """
 
 from __future__ import annotations
@@ -24,31 +26,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .frame import Frame, build_frame, inherit_quality, int_column, quality
-from .graph import chronological_order, combined, new_best_mask
+from .graph import combined
+from .scored import best_node, new_best_nodes
 
 __all__ = [  # build_frame, Frame and the quality functions live in ``frame``; re-exported for old imports
-    "VIEW_NAMES", "Best", "Frame", "View", "ViewParams", "best", "build_frame", "compute_views",
+    "REGISTRY", "VIEW_NAMES", "Best", "Frame", "View", "ViewParams", "best", "build_frame", "compute_views",
     "inherit_quality", "new_bests", "noise_aware_ranks", "quality", "ranked_by_metric",
 ]
-
-VIEW_NAMES: tuple[str, ...] = (
-    "leaders",
-    "built_on",
-    "leaves",
-    "promising",
-    "unverified",
-    "contested",
-    "open_hypotheses",
-    "recent",
-    "tags",
-    "contributors",
-    "rejected",
-)
 
 
 @dataclass(frozen=True)
 class ViewParams:
-    """Thresholds of the views. ``promising``: Q >= promising_q and descendants <= few_follow_ons."""
+    """Thresholds of the views. ``promising``: Q >= promising_q and follow-ons <= few_follow_ons."""
 
     promising_q: float = 0.75
     few_follow_ons: int = 1
@@ -68,6 +57,26 @@ class View:
         return {"name": self.name, "title": self.title, "total": self.total, "note": self.note, "rows": list(self.rows)}
 
 
+@dataclass(frozen=True)
+class Listing:
+    """What a view function returns: ``rows`` (at most ``limit``), ``total`` before the limit, a note."""
+
+    rows: tuple[dict[str, Any], ...]
+    total: int
+    note: str | None = None
+
+
+ViewFunction = Callable[[Frame, int, ViewParams], Listing]
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """One entry of the registry: the view's title and the function that lists its rows."""
+
+    title: str
+    compute: ViewFunction
+
+
 def _newest_first(frame: Frame, nodes: np.ndarray) -> np.ndarray:
     return nodes[np.lexsort((frame.log_seq[nodes], frame.timestamp[nodes]))[::-1]]
 
@@ -77,7 +86,8 @@ def _newest_first(frame: Frame, nodes: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Best:
-    """The current best result: the latest new best in time order (gains within tolerance don't count).
+    """The best result (``scored.best_node``): the latest new best in time order (gains within the
+    tolerance don't count).
 
     ``ties``: other scored results within the tolerance of it (they share its rank).
     """
@@ -96,21 +106,16 @@ class Best:
 
 def new_bests(frame: Frame) -> np.ndarray:
     """Boolean per node: a scored result that set a new best (noise-aware) when it was published."""
-    scored = np.flatnonzero(frame.scored)
     mask = np.zeros(frame.n, dtype=bool)
-    if len(scored) == 0:
-        return mask
-    order = scored[chronological_order(frame.table.take(pa.array(scored)))]
-    mask[order[new_best_mask(frame.metric[order], frame.direction, frame.tolerance)]] = True
+    mask[new_best_nodes(frame.table, frame.scored, frame.direction, frame.tolerance)] = True
     return mask
 
 
 def best(frame: Frame) -> Best | None:
-    """The latest new best (see ``Best``), or None when nothing is scored."""
-    records = np.flatnonzero(new_bests(frame))
-    if len(records) == 0:
+    """The best result (``scored.best_node``: the latest noise-aware new best), or None when nothing is scored."""
+    node = best_node(frame.table, frame.scored, frame.direction, frame.tolerance)
+    if node < 0:
         return None
-    node = int(_newest_first(frame, records)[0])
     loss = frame.loss()
     ties = int((np.abs(loss[frame.scored] - loss[node]) <= frame.tolerance).sum()) - 1
     row = frame.rows([node])[0]
@@ -135,11 +140,10 @@ def noise_aware_ranks(losses: np.ndarray, tolerance: float, count: int) -> np.nd
     return ranks
 
 
-def leaders(frame: Frame, limit: int, params: ViewParams) -> View:
+def leaders(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Metric leaders, noise-aware. Extra fields: rank, new_best, quality, status, confirmations."""
-    title = "Metric leaders"
     if not frame.has_metric:
-        return View("leaders", title, (), 0, "no valid contribution reports the primary metric yet")
+        return Listing((), 0, "no valid contribution reports the primary metric yet")
     nodes = ranked_by_metric(frame, np.flatnonzero(frame.scored))
     ranks = noise_aware_ranks(frame.loss()[nodes], frame.tolerance, limit)
     top = nodes[:limit]
@@ -153,89 +157,88 @@ def leaders(frame: Frame, limit: int, params: ViewParams) -> View:
         confirmations=frame.confirmations[top],
     )
     note = f"results within the tolerance ({frame.tolerance:g}) of each other share a rank" if frame.tolerance else None
-    return View("leaders", title, rows, len(nodes), note)
+    return Listing(rows, len(nodes), note)
 
 
 # --------------------------------------------------------------------------- graph views
 
 
-def built_on(frame: Frame, limit: int, params: ViewParams) -> View:
-    """Most built-on: contributions with children, by evidence score, then descendants.
-    Extra fields: score, children, descendants, status."""
+def built_on(frame: Frame, limit: int, params: ViewParams) -> Listing:
+    """Most built-on: contributions with children, by evidence score, then follow-ons.
+    Extra fields: score, children, descendants (follow-ons n(v)), status."""
     nodes = np.flatnonzero(frame.children > 0)
-    nodes = nodes[np.lexsort((-frame.descendants[nodes], -frame.score[nodes]))]
+    nodes = nodes[np.lexsort((-frame.follow_ons[nodes], -frame.score[nodes]))]
     top = nodes[:limit]
     rows = frame.rows(top, score=frame.score[top], children=frame.children[top],
-                      descendants=frame.descendants[top], status=frame.status[top])
-    return View("built_on", "Most built-on (evidence score)", rows, len(nodes))
+                      descendants=frame.follow_ons[top], status=frame.status[top])
+    return Listing(rows, len(nodes))
 
 
-def leaves(frame: Frame, limit: int, params: ViewParams) -> View:
+def leaves(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Leaves: contributions (not endorsements or verifications) with no follow-on yet, newest first.
     Extra fields: quality, status."""
     nodes = _newest_first(frame, np.flatnonzero((frame.follow_ons == 0) & ~frame.endorsed & ~frame.verification))
     top = nodes[:limit]
-    return View("leaves", "Leaves (no follow-on yet)", frame.rows(top, quality=frame.q[top], status=frame.status[top]), len(nodes))
+    return Listing(frame.rows(top, quality=frame.q[top], status=frame.status[top]), len(nodes))
 
 
-def promising(frame: Frame, limit: int, params: ViewParams) -> View:
-    """Promising but underexplored: Q >= promising_q and at most few_follow_ons qualifying descendants.
-    Extra fields: quality, descendants, status."""
-    title = "Promising but underexplored"
+def promising(frame: Frame, limit: int, params: ViewParams) -> Listing:
+    """Promising but underexplored: Q >= promising_q and at most few_follow_ons follow-ons.
+    Extra fields: quality, descendants (follow-ons n(v)), status."""
     if not frame.has_metric:
-        return View("promising", title, (), 0, "no metric reported: quality percentiles are unavailable")
-    mask = frame.scored & (frame.q >= params.promising_q) & (frame.descendants <= params.few_follow_ons)
+        return Listing((), 0, "no metric reported: quality percentiles are unavailable")
+    mask = frame.scored & (frame.q >= params.promising_q) & (frame.follow_ons <= params.few_follow_ons)
     nodes = np.flatnonzero(mask)
-    nodes = nodes[np.lexsort((-frame.timestamp[nodes], frame.descendants[nodes], -frame.q[nodes]))]
+    nodes = nodes[np.lexsort((-frame.timestamp[nodes], frame.follow_ons[nodes], -frame.q[nodes]))]
     top = nodes[:limit]
-    rows = frame.rows(top, quality=frame.q[top], descendants=frame.descendants[top], status=frame.status[top])
+    rows = frame.rows(top, quality=frame.q[top], descendants=frame.follow_ons[top], status=frame.status[top])
     note = f"quality >= {params.promising_q:g} and at most {params.few_follow_ons} follow-on(s)"
-    return View("promising", title, rows, len(nodes), note)
+    return Listing(rows, len(nodes), note)
 
 
-def unverified(frame: Frame, limit: int, params: ViewParams) -> View:
+def unverified(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Scored results nobody has verified yet, best first (verifying leaders matters most).
     Extra fields: quality."""
     nodes = ranked_by_metric(frame, np.flatnonzero(frame.scored & (frame.status == "unverified")))
     top = nodes[:limit]
-    return View("unverified", "Unverified results", frame.rows(top, quality=frame.q[top]), len(nodes))
+    return Listing(frame.rows(top, quality=frame.q[top]), len(nodes))
 
 
-def contested(frame: Frame, limit: int, params: ViewParams) -> View:
+def contested(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Contributions whose current verdicts disagree, newest first.
     Extra fields: confirmations, failures, quality."""
     nodes = _newest_first(frame, np.flatnonzero(frame.status == "contested"))
     top = nodes[:limit]
     rows = frame.rows(top, confirmations=frame.confirmations[top], failures=frame.failures[top], quality=frame.q[top])
-    return View("contested", "Contested verifications", rows, len(nodes))
+    return Listing(rows, len(nodes))
 
 
-def open_hypotheses(frame: Frame, limit: int, params: ViewParams) -> View:
+def open_hypotheses(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Hypotheses with no follow-on yet, newest first. Extra fields: inherited_quality."""
     nodes = _newest_first(frame, np.flatnonzero(frame.hypothesis & (frame.follow_ons == 0) & ~frame.verification))
     top = nodes[:limit]
-    return View("open_hypotheses", "Open hypotheses", frame.rows(top, inherited_quality=frame.q_inherited[top]), len(nodes))
+    return Listing(frame.rows(top, inherited_quality=frame.q_inherited[top]), len(nodes))
 
 
-def recent(frame: Frame, limit: int, params: ViewParams) -> View:
+def recent(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Recent activity: the newest valid contributions. Extra fields: status, verdict, target."""
     nodes = _newest_first(frame, np.arange(frame.n))
     top = nodes[:limit]
     part = frame.table.take(pa.array(top, type=pa.int64()))
     rows = frame.rows(top, status=frame.status[top], verdict=part["verdict"].to_pylist(), target=part["target"].to_pylist())
-    return View("recent", "Recent activity", rows, frame.n)
+    return Listing(rows, frame.n)
 
 
-def tags(frame: Frame, limit: int, params: ViewParams) -> View:
+def tags(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Tag counts over valid contributions, most used first. Rows: {tag, count}."""
     flat = pc.list_flatten(combined(frame.table["tags"]))
     counts = pc.value_counts(flat).to_pylist() if len(flat) else []
     ordered = sorted(counts, key=lambda c: (-c["counts"], c["values"]))
     rows = tuple({"tag": c["values"], "count": int(c["counts"])} for c in ordered[:limit])
-    return View("tags", "Tags", rows, len(ordered))
+    return Listing(rows, len(ordered))
 
 
-def contributors(frame: Frame, limit: int, params: ViewParams) -> View:
+def contributors(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Per account, most contributions first. Rows: {account, contributions, results, best_metric,
     best_sha, verifications_given, verifications_received, last_timestamp}. Verifications count
     valid verification commits (every verdict, also replaced ones) on valid contributions."""
@@ -270,36 +273,37 @@ def contributors(frame: Frame, limit: int, params: ViewParams) -> View:
                 "last_timestamp": int(last[a]),
             }
         )
-    return View("contributors", "Contributors", tuple(rows), k)
+    return Listing(tuple(rows), k)
 
 
-def rejected(frame: Frame, limit: int, params: ViewParams) -> View:
+def rejected(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Invalid contributions (valid == false) with the reasons, newest first.
     Rows: {sha, title, account, timestamp, reasons}."""
     table = frame.contributions
     bad = np.flatnonzero(~np.asarray(pc.fill_null(table["valid"], False).to_numpy(zero_copy_only=False), dtype=bool))
     if len(bad) == 0:
-        return View("rejected", "Rejected", (), 0)
+        return Listing((), 0)
     ts = int_column(table["timestamp"], 0)[bad]
     seq = int_column(table["log_seq"], -1)[bad]
     top = bad[np.lexsort((seq, ts))[::-1]][:limit]
     part = table.take(pa.array(top)).select(["sha", "title", "account", "timestamp", "reasons"])
-    return View("rejected", "Rejected", tuple(part.to_pylist()), len(bad))
+    return Listing(tuple(part.to_pylist()), len(bad))
 
 
-VIEWS: dict[str, Callable[[Frame, int, ViewParams], View]] = {
-    "leaders": leaders,
-    "built_on": built_on,
-    "leaves": leaves,
-    "promising": promising,
-    "unverified": unverified,
-    "contested": contested,
-    "open_hypotheses": open_hypotheses,
-    "recent": recent,
-    "tags": tags,
-    "contributors": contributors,
-    "rejected": rejected,
+REGISTRY: dict[str, ViewSpec] = {
+    "leaders": ViewSpec("Metric leaders", leaders),
+    "built_on": ViewSpec("Most built-on (evidence score)", built_on),
+    "leaves": ViewSpec("Leaves (no follow-on yet)", leaves),
+    "promising": ViewSpec("Promising but underexplored", promising),
+    "unverified": ViewSpec("Unverified results", unverified),
+    "contested": ViewSpec("Contested verifications", contested),
+    "open_hypotheses": ViewSpec("Open hypotheses", open_hypotheses),
+    "recent": ViewSpec("Recent activity", recent),
+    "tags": ViewSpec("Tags", tags),
+    "contributors": ViewSpec("Contributors", contributors),
+    "rejected": ViewSpec("Rejected", rejected),
 }
+VIEW_NAMES: tuple[str, ...] = tuple(REGISTRY)
 
 
 def compute_views(
@@ -307,7 +311,13 @@ def compute_views(
 ) -> dict[str, View]:
     """The named views (default: all, in VIEW_NAMES order), each cut to ``limit`` rows."""
     names = VIEW_NAMES if names is None else tuple(names)
-    unknown = [n for n in names if n not in VIEWS]
+    unknown = [n for n in names if n not in REGISTRY]
     if unknown:
         raise ValueError(f"unknown view(s) {', '.join(unknown)}; choose from {', '.join(VIEW_NAMES)}")
-    return {name: VIEWS[name](frame, limit, params) for name in names}
+    return {name: _view(name, frame, limit, params) for name in names}
+
+
+def _view(name: str, frame: Frame, limit: int, params: ViewParams) -> View:
+    spec = REGISTRY[name]
+    listing = spec.compute(frame, limit, params)
+    return View(name, spec.title, listing.rows, listing.total, listing.note)

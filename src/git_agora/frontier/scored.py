@@ -1,0 +1,95 @@
+"""What a scored result is, which ones set a new best, and which one is the best: one definition for
+``stats``, ``lineage`` and ``analyze`` (and anything else that counts results).
+
+- *Verification*: a row with a verdict, a target or the ``verification`` tag (it re-measures someone
+  else's result, so its metric is not a result of its own).
+- *Buildable*: a valid contribution that is not a verification, not wip, not an endorsement, and whose
+  verification status is not ``failed`` (the status the newest verdict of each verifier gives,
+  ``evidence.verification_status``). Work a worker may be pointed at as a parent.
+- *Scored result*: a buildable contribution that reports the primary metric.
+- *New best*, in time order (``graph.chronological_order``): the first scored result, then every scored
+  result that beats the best so far by more than the tolerance (direction-aware, the rule of
+  ``ProjectConfig.better``). With tolerance 0 every strict improvement counts (*strict* new bests);
+  with the project's tolerance gains within the noise do not (*noise-aware* new bests).
+- *The best result*: the latest noise-aware new best. A later result within the tolerance of it does
+  not replace it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .evidence import current_verdicts, verification_status
+from .graph import Graph, chronological_order, signed, tag_mask
+
+
+def is_verification(table: pa.Table) -> np.ndarray:
+    """Per row: a verification (a verdict, a target or the ``verification`` tag)."""
+    return tag_mask(table, "verification") | _present(table["verdict"]) | _present(table["target"])
+
+
+def buildable_mask(table: pa.Table, status: Sequence[str] | np.ndarray) -> np.ndarray:
+    """Per row: valid, not a verification, wip or endorsement, and not failed-verified (``status`` per row)."""
+    valid = np.asarray(pc.fill_null(table["valid"], False).to_numpy(zero_copy_only=False), dtype=bool)
+    kinds = is_verification(table) | tag_mask(table, "wip") | tag_mask(table, "endorsed")
+    return valid & ~kinds & (np.asarray(status, dtype=object) != "failed")
+
+
+def scored_mask(table: pa.Table, status: Sequence[str] | np.ndarray) -> np.ndarray:
+    """Per row: a scored result (module docstring); ``status`` is each row's verification status."""
+    return buildable_mask(table, status) & _present(table["primary_metric"])
+
+
+def scored_nodes(graph: Graph) -> np.ndarray:
+    """Per node of ``graph``: a scored result, with the status its current verdicts give."""
+    status, _, _ = verification_status(current_verdicts(graph), graph.n)
+    return scored_mask(graph.table, status)
+
+
+def primary_metric(table: pa.Table) -> np.ndarray:
+    """The primary metric per row as float64, nan where not reported."""
+    values = pc.fill_null(table["primary_metric"], np.nan).to_numpy(zero_copy_only=False)
+    return np.array(values, dtype=np.float64)
+
+
+def in_time(table: pa.Table, nodes: np.ndarray) -> np.ndarray:
+    """``nodes`` (rows of ``table``) in time order."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    return nodes[chronological_order(table.take(pa.array(nodes, pa.int64())))]
+
+
+def new_best_mask(values: np.ndarray, direction: str, tolerance: float = 0.0) -> np.ndarray:
+    """For values in time order: True where a value sets a new best (module docstring).
+
+    The best so far only moves when a new best is set, so a run of gains each within the tolerance
+    never adds up to a new best.
+    """
+    mask = np.zeros(len(values), dtype=bool)
+    best = -np.inf
+    for i, value in enumerate(signed(values, direction).tolist()):
+        if value - best > tolerance:
+            mask[i] = True
+            best = value
+    return mask
+
+
+def new_best_nodes(
+    table: pa.Table, scored: np.ndarray, direction: str, tolerance: float = 0.0
+) -> np.ndarray:
+    """The scored rows that set a new best, in time order (tolerance 0: strict new bests)."""
+    order = in_time(table, np.flatnonzero(scored))
+    return order[new_best_mask(primary_metric(table)[order], direction, tolerance)]
+
+
+def best_node(table: pa.Table, scored: np.ndarray, direction: str, tolerance: float = 0.0) -> int:
+    """The best result: the latest noise-aware new best; -1 when nothing is scored."""
+    records = new_best_nodes(table, scored, direction, tolerance)
+    return int(records[-1]) if len(records) else -1
+
+
+def _present(column: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=bool)
