@@ -106,7 +106,7 @@ def test_damaged_and_future_indexes(project):
     agora(project, "post", "-m", "after damage", "--tag", "insight")
     r = agora(project, "log", "--json")
     assert "rebuilt it from Git" in r.stderr
-    assert r.json()[0]["title"] == "after damage"
+    assert "after damage" in [row["title"] for row in r.json()]
     agora(project, "index", "--check")
 
     state = index_dir / "state.json"

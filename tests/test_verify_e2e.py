@@ -130,7 +130,7 @@ def test_verify_refuses_bad_requests(tmp_path, task_project, remote):
     cases = [
         (b, ["verify", "0" * 40], "unknown commit"),
         (b, ["verify", insight["sha"]], "claims no metric"),
-        (a, ["verify", own["sha"]], "your own work"),
+        (a, ["verify", own["sha"]], "own work"),
     ]
     for clone, args, message in cases:
         before = git(clone, "for-each-ref", "refs/agora/")

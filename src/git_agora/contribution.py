@@ -325,7 +325,7 @@ def graph_problems(c: Contribution, lookup: Callable[[str], Contribution | None]
     if c.is_verification and c.target:
         target = lookup(c.target)
         if target is not None and target.account == c.account:
-            problems.append("a verification of one's own work: ask another account to verify your work")
+            problems.append("a verification of one's own work")
     return problems
 
 

@@ -78,7 +78,7 @@ class Project:
         found = self.find_setup()
         if found is None:
             raise AgoraError("no Agora project here: run `git agora init`, or `git agora fetch` from a remote that has one")
-        self.repo.git.config_set(SETUP_CONFIG_KEY, found)
+        self.repo.git.run("config", SETUP_CONFIG_KEY, found, check=False)  # a cache: another reader may hold the lock
         return found
 
     def find_setup(self) -> str | None:

@@ -72,7 +72,8 @@ def _report(founder: Path) -> bool:
         click.echo()
         print_lineage(agora.lineage(project, analysis.summary.best.sha), _titles(project), project.config.metric)
     differences = agora.check_index(project)
-    click.echo(f"\nindex check: {"index ok: identical to a rebuild from scratch" if not differences else 'differs in ' + ', '.join(differences)}")
+    verdict = "index ok: identical to a rebuild from scratch" if not differences else "differs in " + ", ".join(differences)
+    click.echo(f"\nindex check: {verdict}")
     return not differences
 
 

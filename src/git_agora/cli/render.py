@@ -135,21 +135,30 @@ def _fmt(value, spec: str) -> str:
 
 
 def print_stats(data: dict) -> None:
+    """The graph figures of the paper's section 4.6, one topic a line."""
+    share = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
     click.echo(f"nodes {data['nodes']}  edges {data['edges']}  multi-parent {data['multi_parent_nodes']}  "
-               f"largest component {data['largest_component_share']:.1%}")
-    tags = ", ".join(f"{tag} {n}" for tag, n in data["tag_counts"].items())
-    click.echo(f"tags: {tags}")
+               f"components {data['components']}, the largest holds {data['largest_component_share']:.1%}")
+    click.echo("tags: " + ", ".join(f"{tag} {n}" for tag, n in data["tag_counts"].items()))
     best = data["best_value"]
-    click.echo(f"scored results {data['scored_results']}, new bests {data['new_bests']}"
+    click.echo(f"scored results {data['scored_results']}, new bests {data['new_bests_strict']} "
+               f"(every strict improvement) / {data['new_bests']} (beyond the tolerance)"
                + (f", best {best:.6g}" if best is not None else ""))
     click.echo(f"verifications {data['verifications']} of {data['verified_targets']} targets, "
                f"{data['failed_verifications']} failed")
     gap = data["equal_score_median_gap"]
     click.echo(f"equal scores from different accounts: {data['equal_score_pairs']} pairs"
-               + (f", median gap {gap:.0f} s" if gap is not None else ""))
-    shares = ", ".join(f"first {k}: {s:.0%}" for k, s in data["improvement_share"].items() if s is not None)
-    if shares:
-        click.echo(f"share of the total improvement made by the {shares}")
+               + (f", median gap {gap:.0f} s, {share(data['equal_score_share_1h'])} within 1 h, "
+                  f"{share(data['equal_score_share_6h'])} within 6 h" if gap is not None else ""))
+    for key, what in (("improvement_share_strict", "improvements"), ("improvement_share", "scored results")):
+        shares = ", ".join(f"{k}: {s:.0%}" for k, s in data[key].items() if s is not None)
+        if shares:
+            click.echo(f"share of the total improvement made by the first k {what}: {shares}")
+    if data.get("best_sha"):
+        click.echo(f"the best's ancestry: {data['best_ancestry_size']} commits by {data['best_ancestry_accounts']} "
+                   f"accounts, {data['best_ancestry_cross_account_edges']} of {data['best_ancestry_edges']} parent "
+                   f"edges across accounts; {data['best_reproduced_scored_ancestors']} of its "
+                   f"{data['best_scored_ancestors']} scored ancestors independently reproduced")
 
 
 def print_lineage(result, titles: dict[str, str], metric: str | None) -> None:
