@@ -25,7 +25,7 @@ FINEWEB_150 = ROOT / ".." / "shared" / "data" / "fineweb-edu-150.jsonl"
 
 
 def throughput(model, docs, device: str) -> float:
-    from hybridlm.evaluate import score
+    from hybridlm.score import score
 
     score(model, docs[:1], 512, device)  # warm-up
     if device == "cuda":
@@ -46,8 +46,8 @@ def compare(device: str, n_windows: int) -> None:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     from hybridlm.data import load_texts
-    from hybridlm.evaluate import windows
     from hybridlm.model import HybridConfig, HybridLM, count_parameters
+    from hybridlm.score import windows
     from hybridlm.tokenizer import encode_batch
 
     # The same full 512-token windows for both models: the first n_windows of the stand-in corpus.

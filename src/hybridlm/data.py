@@ -1,12 +1,15 @@
 """Evaluation texts: a local jsonl/parquet file, FineWeb-Edu through `datasets`, or an offline stand-in.
 
-Every loader checks the guard first, so calling one from inside transfer() raises DataAccessError.
+Only the score step imports this module; the build step (where transfer() runs) never does, and the
+guard refuses importing it, or opening its source or the stand-in's, inside transfer(). Every loader
+also checks the guard first, so calling one from inside transfer() raises DataAccessError.
 Selection is deterministic and the result carries the sha256 of the texts (see `texts_sha256`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +21,8 @@ FINEWEB = "fineweb-edu"
 FINEWEB_DATASET, FINEWEB_CONFIG = "HuggingFaceFW/fineweb-edu", "sample-10BT"
 FINEWEB_MIN_CHARS, FINEWEB_MAX_CHARS = 500, 10_000
 STAND_IN_MIN_CHARS = 1_500
+JSON_LINES_SUFFIXES = (".jsonl", ".json", ".ndjson")
+LOCAL_SUFFIXES = (*JSON_LINES_SUFFIXES, ".parquet")
 
 
 class DataError(ValueError):
@@ -42,6 +47,22 @@ def texts_sha256(texts) -> str:
     for text in texts:
         h.update(text.encode("utf-8") + b"\0")
     return h.hexdigest()
+
+
+def check_source(data: str | None) -> None:
+    """Cheap checks that read no text (for `hybridlm eval`, before the build): a local file exists and
+    has a known suffix; fineweb-edu needs `datasets`."""
+    if data is None or data == STAND_IN:
+        return
+    if data == FINEWEB:
+        if importlib.util.find_spec("datasets") is None:
+            raise DataError("--data fineweb-edu needs the `datasets` package")
+        return
+    path = Path(data)
+    if not path.is_file():
+        raise DataError(f"data file not found: {path}")
+    if path.suffix.lower() not in LOCAL_SUFFIXES:
+        raise DataError(f"{path}: expected a .jsonl or .parquet file")
 
 
 def load_texts(data: str | None = None, n_texts: int = 200) -> TextSet:
@@ -69,7 +90,7 @@ def _local_file(path: Path) -> list[str]:
     if not path.is_file():
         raise DataError(f"data file not found: {path}")
     suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".json", ".ndjson"):
+    if suffix in JSON_LINES_SUFFIXES:
         rows = []
         for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():

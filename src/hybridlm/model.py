@@ -21,6 +21,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from hybridlm.errors import EvalError
+
 TARGET_PARAMETERS = 119_572_320
 
 
@@ -61,6 +63,12 @@ CONFIGS = {
     "tiny": HybridConfig(n_layer=2, d_model=64, n_head=2, ffn_hidden=128, dt_rank=4),
     "small": HybridConfig(n_layer=4, d_model=128, n_head=2, ffn_hidden=256, dt_rank=8),
 }
+
+
+def config_named(name: str) -> HybridConfig:
+    if name not in CONFIGS:
+        raise EvalError(f"unknown --config {name!r} (have: {', '.join(CONFIGS)})")
+    return CONFIGS[name]
 
 
 class RMSNorm(nn.Module):

@@ -12,15 +12,40 @@ FINEWEB_150 = PROJECT_ROOT / ".." / "shared" / "data" / "fineweb-edu-150.jsonl"
 BASELINE = PROJECT_ROOT / "eval" / "weight_transfer" / "transfer.py"
 
 
-def run_cli(*args, timeout=120):
+# The baseline's bpb on the tiny config (2 stand-in texts, chunk 128, 1 thread, batch 4), recorded with the
+# single-process evaluator before the build/score split; exact for the same texts and torch (x86-64 CPU).
+RECORDED_TINY = {"bpb_hex": "0x1.101af1ab2a0acp+2", "torch_version": "2.13.0+cpu",
+                 "data_sha256": "20e6c44fb1a71b64a22e3319f953d4d87d360ca8f2de0c0bcf374acf1d8550f4"}
+
+
+def cli_env(**extra) -> dict:
+    return dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **extra)
+
+
+def cli_command(*args) -> list[str]:
+    return [sys.executable, "-m", "hybridlm", *map(str, args)]
+
+
+def run_cli(*args, timeout=120, cwd=None, env=None):
     """Run the real CLI (`python -m hybridlm`) in a subprocess, one thread, tiny model unless told."""
-    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    return subprocess.run([sys.executable, "-m", "hybridlm", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(cli_command(*args), capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env=cli_env(**(env or {})))
 
 
-def eval_tiny(transfer, *extra, texts=2, chunk=128):
-    return run_cli("eval", transfer, "--config", "tiny", "--texts", texts, "--chunk", chunk, "--threads", 1, "--json", *extra)
+def eval_tiny(transfer, *extra, texts=2, chunk=128, env=None):
+    return run_cli("eval", transfer, "--config", "tiny", "--texts", texts, "--chunk", chunk, "--threads", 1, "--json",
+                   *extra, env=env)
+
+
+def transfer_tiny(transfer, out, *extra, cwd=None, env=None):
+    """The build step alone: `hybridlm transfer TRANSFER --out DIR` on the tiny config."""
+    return run_cli("transfer", transfer, "--out", out, "--config", "tiny", "--threads", 1, *extra, cwd=cwd, env=env)
+
+
+def score_tiny(artifact, *extra, texts=2, chunk=128, cwd=None):
+    """The score step alone: `hybridlm score DIR --json`, with eval_tiny's texts and windows."""
+    return run_cli("score", artifact, "--config", "tiny", "--texts", texts, "--chunk", chunk, "--threads", 1, "--json",
+                   *extra, cwd=cwd)
 
 
 def result_of(proc) -> dict:

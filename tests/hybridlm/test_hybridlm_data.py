@@ -1,8 +1,11 @@
+import importlib.util
 import json
+import os
+from pathlib import Path
 
 import pytest
 
-from hybridlm.data import DataError, TextSet, load_texts, texts_sha256
+from hybridlm.data import DataError, TextSet, check_source, load_texts, texts_sha256
 from hybridlm.guard import DataAccessError, check_data_access, transfer_guard, violations
 
 
@@ -72,3 +75,35 @@ def test_opening_the_protected_file_inside_the_guard_is_caught(small_jsonl):
     assert len(seen) == 2
     assert small_jsonl.read_text()  # no guard outside transfer
     check_data_access()
+
+
+def test_links_to_the_protected_file_are_caught(tmp_path, small_jsonl):
+    hard, soft = tmp_path / "hard.txt", tmp_path / "soft.txt"
+    os.link(small_jsonl, hard)
+    soft.symlink_to(small_jsonl)
+    with transfer_guard([small_jsonl]) as seen:
+        for path in (hard, soft):
+            with pytest.raises(DataAccessError, match="opened the evaluation data"):
+                path.read_bytes()
+    assert len(seen) == 2
+
+
+def test_the_stand_in_sources_are_protected_by_default():
+    topics = Path(importlib.util.find_spec("pydoc_data.topics").origin)
+    with transfer_guard():
+        with pytest.raises(DataAccessError, match="topics.py"):
+            topics.read_text()
+        with pytest.raises(DataAccessError, match="data.py"):
+            Path(importlib.util.find_spec("hybridlm.data").origin).read_text()
+    assert topics.read_text()
+
+
+def test_check_source_reads_no_text(tmp_path, small_jsonl):
+    check_source(None)
+    check_source("stand-in")
+    check_source(str(small_jsonl))
+    with pytest.raises(DataError, match="not found"):
+        check_source(str(tmp_path / "missing.jsonl"))
+    (tmp_path / "t.csv").write_text("text\n")
+    with pytest.raises(DataError, match="expected a .jsonl or .parquet"):
+        check_source(str(tmp_path / "t.csv"))

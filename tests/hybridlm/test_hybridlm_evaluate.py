@@ -1,4 +1,4 @@
-"""Evaluator pieces in process: model checks, the guard around transfer, windows, near-uniform init."""
+"""Build and score pieces in process: model checks, the guard around transfer, windows, near-uniform init."""
 
 import math
 
@@ -6,8 +6,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from hybridlm.build import check_returned_model, run_transfer  # noqa: E402
 from hybridlm.data import load_texts  # noqa: E402
-from hybridlm.evaluate import EvalError, check_model, run_transfer, score, windows  # noqa: E402
+from hybridlm.errors import EvalError  # noqa: E402
+from hybridlm.score import score, windows  # noqa: E402
 from hybridlm.model import CONFIGS, HybridConfig, HybridLM  # noqa: E402
 from hybridlm.tokenizer import END_OF_TEXT, encode_batch  # noqa: E402
 
@@ -26,17 +28,17 @@ def test_check_model_rejects_changed_shapes_and_types():
     model = HybridLM(TINY)
     model.lm_head = torch.nn.Linear(64, 100, bias=False)
     with pytest.raises(EvalError, match=r"lm_head.weight has shape \(100, 64\)"):
-        check_model(model, TINY)
+        check_returned_model(model, TINY)
     with pytest.raises(EvalError, match="returned Linear"):
-        check_model(torch.nn.Linear(2, 2), TINY)
+        check_returned_model(torch.nn.Linear(2, 2), TINY)
     with pytest.raises(EvalError, match="dtype"):
-        check_model(HybridLM(TINY).double(), TINY)
+        check_returned_model(HybridLM(TINY).double(), TINY)
 
 
 def test_check_model_scores_with_reference_code_not_a_patched_instance():
     model = HybridLM(TINY)
     model.forward = lambda idx: torch.zeros(1)  # monkeypatching the instance gains nothing
-    fresh = check_model(model, TINY)
+    fresh = check_returned_model(model, TINY)
     assert fresh is not model and torch.equal(fresh.embed.weight, model.embed.weight)
     assert fresh(torch.tensor([[1, 2, 3]])).shape == (1, 3, TINY.vocab_size)
 
