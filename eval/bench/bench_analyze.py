@@ -20,13 +20,9 @@ from _common import BIN, WORK_DIR, env, plain_clone, project, ratio, sample, sh,
 
 IN_PROCESS = """
 import json, resource, sys, time
-import click
-from git_agora.cli import cli
-from git_agora.cli.analyze import run_analyze
+import git_agora as agora
 t = time.perf_counter()
-with click.Context(cli, obj={{"account": None, "directory": {path!r}}}) as ctx:
-    result = run_analyze(ctx, model={model!r})
-data = result.to_dict()
+data = agora.analyze(agora.open_project({path!r}), model={model!r}).to_dict()
 print(json.dumps({{"seconds": time.perf_counter() - t,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "clusters": data["diversity"].get("count"), "warning": data["summary"]["warning"]}}))
@@ -78,7 +74,8 @@ def bench_clustering(big_clone) -> dict:
     import pyarrow.parquet as pq
 
     from git_agora.frontier.clusters import single_link
-    from git_agora.frontier.embeddings import contribution_text, load_backend
+    from git_agora.embedding.backends import load_backend
+    from git_agora.frontier.embeddings import contribution_text
 
     table = pq.read_table(big_clone / ".git/agora/index/contributions.parquet").sort_by([("timestamp", "descending")])
     texts = [contribution_text(t, d) for t, d in zip(table["title"].to_pylist()[:5000], table["description"].to_pylist()[:5000])]

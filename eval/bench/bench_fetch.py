@@ -32,7 +32,7 @@ from pathlib import Path
 
 from _common import WORK_DIR, project, ratio, sample, sh, stats, timed, tracegen, verdict, write_json
 
-from git_agora.index.store import update_index
+from git_agora.ops.indexing import refresh
 from git_agora.project import Project
 from git_agora.refs import sync
 
@@ -96,7 +96,7 @@ def series(origin: Path, clone: Path, base: Baseline, mode: str, repeat: int) ->
     out["git_fetch_baseline_s"] = stats(sample(base.fetch, repeat, setup=base.new_commit))
     out["ratio"] = ratio(out["agora_fetch_cli_s"]["median"], out["git_fetch_baseline_s"]["median"])
     # breakdown, in-process (no interpreter start-up)
-    parts: dict[str, list[float]] = {"sync.fetch": [], "find_setup": [], "update_index": [], "in-process total": []}
+    parts: dict[str, list[float]] = {"sync.fetch": [], "find_setup": [], "refresh (index update)": [], "in-process total": []}
     for _ in range(repeat):
         append()
         project_ = Project.open(clone)
@@ -105,7 +105,7 @@ def series(origin: Path, clone: Path, base: Baseline, mode: str, repeat: int) ->
         t1 = time.perf_counter()
         project_.find_setup()
         t2 = time.perf_counter()
-        update_index(project_.repo)
+        refresh(project_)
         t3 = time.perf_counter()
         for key, value in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t3 - t0)):
             parts[key].append(value)
@@ -115,7 +115,7 @@ def series(origin: Path, clone: Path, base: Baseline, mode: str, repeat: int) ->
         sh("git", "fetch", "-q", "--no-tags", "--no-write-fetch-head", "origin", AGORA_REFSPEC, cwd=clone)
 
     out["git_fetch_agora_refspec_s"] = stats(sample(git_only, repeat, setup=append))
-    update_index(Project.open(clone).repo)  # leave the clone's index current
+    refresh(Project.open(clone))  # leave the clone's index current
     return out
 
 

@@ -37,6 +37,8 @@ from _common import (WORK_DIR, OUT_DIR, env, plain_clone, project, ratio, sample
 
 from git_agora.index import build, reader
 from git_agora.index import store
+from git_agora.ops.indexing import refresh
+from git_agora.project import Project
 from git_agora.refs.store import Repository
 
 ACCOUNTS = {1703: 17, 10_000: 40, 100_000: 100}
@@ -52,7 +54,7 @@ def git_log_baseline(clone: Path) -> None:
 
 
 def rebuild_in_process(clone: Path) -> None:
-    store.update_index(Repository.discover(clone), rebuild=True)
+    refresh(Project.open(clone), rebuild=True)
 
 
 def phases(clone: Path) -> dict[str, float]:
@@ -61,7 +63,7 @@ def phases(clone: Path) -> dict[str, float]:
     out: dict[str, float] = {}
     t = time.perf_counter()
     tips = store.current_tips(repo)
-    config = store.project_config(repo)
+    config = Project.open(clone).config
     out["tips+config"] = time.perf_counter() - t
     t = time.perf_counter()
     raws = list(reader.walk(repo.common_dir, sorted(set(tips.values())), []))
@@ -89,9 +91,9 @@ def phases(clone: Path) -> dict[str, float]:
 def peak_memory(clone: Path) -> dict:
     code = (
         "import resource, sys\n"
-        "from git_agora.index.store import update_index\n"
-        "from git_agora.refs.store import Repository\n"
-        f"update_index(Repository.discover({str(clone)!r}), rebuild=True)\n"
+        "from git_agora.ops.indexing import refresh\n"
+        "from git_agora.project import Project\n"
+        f"refresh(Project.open({str(clone)!r}), rebuild=True)\n"
         "s = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         "c = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
         "print(s, c)\n"
@@ -152,11 +154,11 @@ def bench_size(n: int, repeat: int, fresh: bool, do_profile: bool, memory: bool)
         i[0] += 1
         sh("git", "fetch", "-q", "--no-tags", "origin", "+refs/agora/log/*:refs/agora/remotes/origin/log/*", cwd=clone)
 
-    inc = sample(lambda: store.update_index(Repository.discover(clone)), max(repeat, 5), setup=setup)
+    inc = sample(lambda: refresh(Project.open(clone)), max(repeat, 5), setup=setup)
     res["incremental_s"] = stats(inc)
     print(f"  incremental update (+1) {res['incremental_s']['median']:8.3f} s   "
           f"(target < {INCREMENTAL_TARGET_S} s: {verdict(res['incremental_s']['median'], INCREMENTAL_TARGET_S)})")
-    noop = sample(lambda: store.update_index(Repository.discover(clone)), repeat)
+    noop = sample(lambda: refresh(Project.open(clone)), repeat)
     res["noop_update_s"] = stats(noop)
     print(f"  no-op update            {res['noop_update_s']['median']:8.3f} s")
     check = sample(lambda: sh("git", "agora", "index", "--check", cwd=clone, check=False), 1)
@@ -174,7 +176,7 @@ def bench_size(n: int, repeat: int, fresh: bool, do_profile: bool, memory: bool)
         text = profile(lambda: rebuild_in_process(clone), OUT_DIR / f"profile-index-rebuild-{n}.txt")
         print(f"\n  cProfile, rebuild at {n} (top 15 cumulative):\n{text}")
         setup()
-        text = profile(lambda: store.update_index(Repository.discover(clone)), OUT_DIR / f"profile-index-incremental-{n}.txt")
+        text = profile(lambda: refresh(Project.open(clone)), OUT_DIR / f"profile-index-incremental-{n}.txt")
         print(f"\n  cProfile, incremental update at {n} (top 15 cumulative):\n{text}")
     return res
 

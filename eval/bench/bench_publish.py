@@ -9,7 +9,7 @@
 - `git agora post -m ... --tag insight` (the real CLI, interpreter start-up included), median of
   --repeat runs, against `git commit --allow-empty -m x && git push` of one commit to the same kind of
   remote (a local bare repository holding a single branch); target at most 1.5x;
-- the in-process library path: `git_agora.publish.publish(project, contribution, tree)` with the
+- the in-process library path: `git_agora.ops.publish.publish(project, contribution, tree)` with the
   project opened once (what an agent harness that imports git_agora pays per contribution);
 - over `git daemon` on 127.0.0.1 as well (unless --no-daemon), both sides;
 - start-up: `python -c pass`, `git agora -h` (`--help` goes to man), and the slowest imports of `git agora post` from
@@ -32,7 +32,7 @@ from _common import WORK_DIR, env, project, ratio, sample, sh, stats, verdict, w
 
 from git_agora.contribution import Contribution
 from git_agora.project import Project
-from git_agora.publish import publish
+from git_agora.ops.publish import publish
 
 TARGET = 1.5
 ACCOUNT = "bench-publisher"
@@ -133,10 +133,10 @@ def startup(repeat: int) -> dict:
         "git_version_s": stats(sample(lambda: subprocess.run(["git", "--version"], capture_output=True), repeat)),
         "git_agora_h_s": stats(sample(lambda: sh("git", "agora", "-h"), repeat)),
         "import_post_module_s": stats(sample(lambda: subprocess.run(
-            [sys.executable, "-c", "import git_agora.cli.post, git_agora.publish"], check=True), repeat)),
+            [sys.executable, "-c", "import git_agora.cli.post, git_agora.ops.publish"], check=True), repeat)),
     }
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "import git_agora.cli, git_agora.cli.post, "
-                           "git_agora.publish, git_agora.cli.common"], capture_output=True, text=True, env=env())
+                           "git_agora.ops.publish, git_agora.cli.common"], capture_output=True, text=True, env=env())
     rows = []
     for line in proc.stderr.splitlines():
         m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)

@@ -53,6 +53,10 @@ class ContributionError(ValueError):
     """A contribution that breaks a protocol rule; the message is one line for the user."""
 
 
+class NewerFormat(ContributionError):
+    """A contribution written in a protocol version this reader does not know."""
+
+
 def contribution_weight(
     tags: Sequence[str], verdict: str | None, weights: Mapping[str, float] | None = None
 ) -> float:
@@ -132,8 +136,7 @@ class Contribution:
         fields: dict[str, list[str]] = {}
         for key, value in trailers:
             fields.setdefault(key.lower(), []).append(value)
-        if fields.get("agora-format") != [FORMAT]:
-            raise ContributionError("not an Agora contribution (no Agora-Format: 1 trailer)")
+        check_format(fields.get("agora-format", []))
         accounts = fields.get("agora-account", [])
         if len(accounts) != 1:
             raise ContributionError(f"expected one Agora-Account trailer, found {len(accounts)}")
@@ -164,6 +167,17 @@ class Contribution:
             timestamp=timestamp,
             tree=tree,
         )
+
+
+def check_format(declared: list[str]) -> None:
+    """One `Agora-Format` trailer naming this protocol version; a newer one needs a newer reader."""
+    if declared == [FORMAT]:
+        return
+    if len(declared) == 1 and declared[0].isdigit() and int(declared[0]) > int(FORMAT):
+        raise NewerFormat(f"written in Agora format {declared[0]}: needs a newer git-agora (this one reads {FORMAT})")
+    if not declared:
+        raise ContributionError(f"not an Agora contribution (no Agora-Format: {FORMAT} trailer)")
+    raise ContributionError(f"not an Agora contribution (Agora-Format {', '.join(declared)!r}, expected {FORMAT})")
 
 
 # --- description and trailer encoding -------------------------------------------------------

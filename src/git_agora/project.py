@@ -128,10 +128,17 @@ class Project:
 
     def contribution(self, rev: str) -> Contribution:
         """The contribution a sha (or unique prefix) names; a clear error otherwise."""
+        from .contribution import ContributionError, NewerFormat
+
         sha = self.repo.resolve(rev)
         if sha is None:
             raise AgoraError(f"unknown commit {rev!r}")
-        found = self.repo.contribution(sha)
-        if found is None:
-            raise AgoraError(f"{rev} is not an Agora contribution")
-        return found
+        info = self.repo.commit_info(sha)
+        assert info is not None
+        try:
+            return Contribution.from_message(info.message, sha=sha, parents=info.parents, timestamp=info.timestamp,
+                                             tree=info.tree)
+        except NewerFormat as exc:
+            raise AgoraError(f"{rev} is {exc}") from None
+        except ContributionError:
+            raise AgoraError(f"{rev} is not an Agora contribution") from None

@@ -22,6 +22,8 @@ def render_analysis(data: dict, only_views: bool = False, with_diversity: bool =
         _render_view(console, view)
     if not only_views and with_diversity:
         _render_diversity(console, data["diversity"])
+    if not only_views and data.get("references"):
+        _render_references(console, data["references"])
 
 
 def _metric(value) -> str:
@@ -128,6 +130,13 @@ def _render_diversity(console, d: dict) -> None:
         console.print("  promising work in small clusters:")
         for row in d["promising_small"][:3]:
             console.print(f"    {row['sha'][:10]} {_metric(row.get('metric')):>9}  {row['title'][:70]}")
+
+
+def _render_references(console, references: list[dict]) -> None:
+    console.print()
+    console.print(f"[bold]Cited from other projects[/] ({len(references)}; `git agora fetch --refs` brings them)")
+    for row in references:
+        console.print(f"  {row['sha'][:10]} {row['account'][:12]:<12} cites {row['url']}#{(row['target'] or '')[:12]}")
 
 
 def _fmt(value, spec: str) -> str:

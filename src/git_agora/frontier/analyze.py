@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -114,6 +115,7 @@ class AnalyzeResult:
     views: dict[str, View]
     diversity: Diversity
     frame: Frame = field(repr=False)
+    references: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,6 +123,7 @@ class AnalyzeResult:
             "slots": self.slots.to_dict(),
             "views": {name: view.to_dict() for name, view in self.views.items()},
             "diversity": self.diversity.to_dict(),
+            "references": list(self.references),
         }
 
 
@@ -130,8 +133,10 @@ def analyze(
     verdicts: pa.Table | None = None,
     embeddings: pa.Table | None = None,
     config: AnalyzeConfig = AnalyzeConfig(),
+    cross_refs: pa.Table | None = None,
 ) -> AnalyzeResult:
-    """Evidence, views, clusters and UCB slots in one pass over the index tables.
+    """Evidence, views, clusters and UCB slots in one pass over the index tables; with the index's
+    ``cross_refs`` table, also the commits of other projects that valid contributions cite.
 
     ``edges`` and ``verdicts`` are accepted for symmetry with the index but not read: evidence
     derives both from ``contributions`` (the index builds them from the same rows).
@@ -142,7 +147,22 @@ def analyze(
     div = diversity(frame, has_vector, source, config.clusters, model, config.limit)
     slots = plan_slots(frame, div.clustering, config.ucb)
     views = compute_views(frame, config.limit, config.views, config.view_params)
-    return AnalyzeResult(_summary(frame, config, div), slots, views, div, frame)
+    references = cited_commits(frame, cross_refs, config.limit)
+    return AnalyzeResult(_summary(frame, config, div), slots, views, div, frame, references)
+
+
+def cited_commits(frame: Frame, cross_refs: pa.Table | None, limit: int) -> tuple[dict[str, Any], ...]:
+    """Cross-project references of valid contributions, newest citing contribution first:
+    rows of (sha, title, account, timestamp, url, target)."""
+    if cross_refs is None or cross_refs.num_rows == 0 or frame.n == 0:
+        return ()
+    nodes = frame.graph.lookup(cross_refs["sha"])
+    keep = nodes >= 0
+    order = np.argsort(-frame.timestamp[nodes[keep]], kind="stable")[:limit]
+    rows = frame.rows(nodes[keep][order])
+    urls = np.asarray(cross_refs["url"].to_pylist(), dtype=object)[keep][order]
+    targets = np.asarray(cross_refs["target"].to_pylist(), dtype=object)[keep][order]
+    return tuple({**row, "url": url, "target": target} for row, url, target in zip(rows, urls, targets))
 
 
 def _vector_access(frame: Frame, embeddings: pa.Table | None, model: str | None):

@@ -16,7 +16,7 @@ from ..contribution import Contribution, encode_metadata, graph_problems, intrin
 from .reader import ParsedCommit
 from .schema import ACCOUNTS, CONTRIBUTIONS, CROSS_REFS, EDGES, TAGS, VERDICTS
 
-SECOND_SETUP = "a second setup: the project's root is the earliest setup"
+SECOND_SETUP = "a second setup: this clone's project root is pinned to another setup"
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def _not_a_contribution(raw, problem: str) -> dict:
         "title": raw.message.split("\n", 1)[0], "description": raw.message.strip(), "tags": [],
         "metrics": [], "primary_metric": None, "metadata": "{}", "parents": list(raw.parents),
         "tree": raw.tree, "code_bearing": False, "target": None, "verdict": None, "valid": False,
-        "reasons": [f"not a contribution: {problem}"], "_refs": [],
+        "reasons": [problem], "_refs": [],
     }
 
 
@@ -96,11 +96,11 @@ def rows_to_table(rows: list[dict]) -> tuple[pa.Table, pa.Table]:
     return pa.Table.from_pylist(rows, schema=CONTRIBUTIONS), pa.Table.from_pylist(refs, schema=CROSS_REFS)
 
 
-def finalize(contributions: pa.Table, presorted: bool = False) -> pa.Table:
+def finalize(contributions: pa.Table, root: str | None = None, presorted: bool = False) -> pa.Table:
     """Apply the rules that depend on the whole set, and order rows canonically.
 
-    - exactly one setup root: the earliest setup (time, then sha) without other problems is the root,
-      any other setup is invalid;
+    - exactly one setup root: `root` (the setup this clone pinned) when given, else the earliest setup
+      (time, then sha) without other problems; any other setup is invalid, whatever its timestamp;
     - log_seq: each contribution's position in its account's history (time, then sha).
     Vectorised: only the (few) setup rows are visited one by one.
     """
@@ -111,13 +111,15 @@ def finalize(contributions: pa.Table, presorted: bool = False) -> pa.Table:
     setup_rows = np.unique(pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), "setup").to_numpy(zero_copy_only=False)])
     column = table.column("reasons")
     before = {int(i): column[int(i)].as_py() for i in setup_rows}
+    shas = table.column("sha")
     after, root_found = {}, False
     for i, reasons in before.items():
         current = [r for r in reasons if r != SECOND_SETUP]
-        if root_found:
-            current.append(SECOND_SETUP)
-        elif not current:
+        is_root = not root_found and not current and (root is None or shas[i].as_py() == root)
+        if is_root:
             root_found = True
+        elif not current:
+            current.append(SECOND_SETUP)
         after[i] = current
     if after != before:  # rare: a second setup appeared, or an earlier one arrived
         reasons = column.to_pylist()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..contribution import Contribution, ContributionError
+from ..contribution import Contribution, ContributionError, NewerFormat
 from ..refs.store import LOG_ENTRY_KEY, LOG_FORMAT_TRAILER
 
 _FORMAT = "%H %T %ct %P%n%B"
@@ -82,6 +82,8 @@ def parse(raw: RawCommit) -> ParsedCommit:
         contribution = Contribution.from_message(
             raw.message, sha=raw.sha, parents=raw.parents, timestamp=raw.timestamp, tree=raw.tree
         )
-    except ContributionError as exc:
+    except NewerFormat as exc:
         return ParsedCommit(raw, None, str(exc))
+    except ContributionError as exc:
+        return ParsedCommit(raw, None, f"not a contribution: {exc}")
     return ParsedCommit(raw, contribution)

@@ -121,19 +121,25 @@ def _write(directory: Path, tables: dict[str, pa.Table], state: dict) -> None:
     os.replace(tmp, directory / STATE_FILE)
 
 
-def update_index(
-    repo: Repository, primary_metric: str | None, rebuild: bool = False, directory: Path | None = None
-) -> UpdateReport:
-    """Bring the index up to date with the refs; rebuild from scratch when asked or when damaged.
+@dataclass(frozen=True)
+class IndexRules:
+    """What the rows depend on besides the commits: the project's metric (agora.toml), copied into each
+    row's `primary_metric`, and the setup this clone pinned as its root."""
 
-    `primary_metric` is the project's metric (agora.toml), copied into each row's `primary_metric`.
-    """
+    primary_metric: str | None = None
+    root: str | None = None
+
+
+def update_index(
+    repo: Repository, rules: IndexRules, rebuild: bool = False, directory: Path | None = None
+) -> UpdateReport:
+    """Bring the index up to date with the refs; rebuild from scratch when asked or when damaged."""
     directory = directory or index_dir(repo)
     with locked(directory, exclusive=True):
-        return _update_locked(repo, directory, rebuild, primary_metric)
+        return _update_locked(repo, directory, rebuild, rules)
 
 
-def _update_locked(repo: Repository, directory: Path, rebuild: bool, primary_metric: str | None) -> UpdateReport:
+def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: IndexRules) -> UpdateReport:
     warnings: list[str] = []
     tips = current_tips(repo)
     state = None if rebuild else _read_state(directory)
@@ -152,8 +158,8 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, primary_met
     old = stored["contributions"] if stored else CONTRIBUTIONS.empty_table()
     old_refs = stored["cross_refs"] if stored else CROSS_REFS.empty_table()
     known = _known_parents(old, parsed)
-    new_rows, new_refs = build.rows_to_table(build.contribution_rows(parsed, known, primary_metric))
-    contributions = build.finalize(pa.concat_tables([old, new_rows]), presorted=_appends_in_order(old, new_rows))
+    new_rows, new_refs = build.rows_to_table(build.contribution_rows(parsed, known, rules.primary_metric))
+    contributions = build.finalize(pa.concat_tables([old, new_rows]), rules.root, presorted=_appends_in_order(old, new_rows))
     cross_refs = pa.concat_tables([old_refs, new_refs]).sort_by([("sha", "ascending"), ("url", "ascending")])
     _write(directory, {"contributions": contributions, "cross_refs": cross_refs},
            {"format_version": FORMAT_VERSION, "tips": tips})
@@ -179,11 +185,11 @@ def _known_parents(old: pa.Table, parsed: list[reader.ParsedCommit]) -> dict[str
     return build.known_from_table(rows)
 
 
-def load_index(repo: Repository, primary_metric: str | None, update: bool = True) -> Index:
+def load_index(repo: Repository, rules: IndexRules, update: bool = True) -> Index:
     """The index, brought up to date first (an unchanged project costs one for-each-ref)."""
     directory = index_dir(repo)
     if update:
-        update_index(repo, primary_metric, directory=directory)
+        update_index(repo, rules, directory=directory)
     with locked(directory, exclusive=False):
         state = _read_state(directory) or {"tips": {}}
         try:
@@ -191,19 +197,19 @@ def load_index(repo: Repository, primary_metric: str | None, update: bool = True
         except (OSError, ValueError, pa.ArrowException):
             stored = None
     if stored is None:
-        update_index(repo, primary_metric, rebuild=True, directory=directory)
-        return load_index(repo, primary_metric, update=False)
+        update_index(repo, rules, rebuild=True, directory=directory)
+        return load_index(repo, rules, update=False)
     return Index(stored["contributions"], stored["cross_refs"], state["tips"])
 
 
-def check_index(repo: Repository, primary_metric: str | None) -> list[str]:
+def check_index(repo: Repository, rules: IndexRules) -> list[str]:
     """Rebuild into a temporary place and list the tables that differ from the incremental index."""
     import tempfile
 
-    update_index(repo, primary_metric)
+    update_index(repo, rules)
     directory = index_dir(repo)
     with tempfile.TemporaryDirectory(prefix="agora-check-") as tmp:
-        update_index(repo, primary_metric, rebuild=True, directory=Path(tmp))
+        update_index(repo, rules, rebuild=True, directory=Path(tmp))
         differences = []
         for name in (*STORED, STATE_FILE):
             a, b = directory / _file(name), Path(tmp) / _file(name)

@@ -23,7 +23,7 @@ def analyze(project: Project, views: Iterable[str] = (), limit: int = 10, model:
                                             embedding_model=model_id)
     except ValueError as exc:
         raise AgoraError(f"agora.toml {exc}") from None
-    return compute(index.contributions, embeddings=embeddings, config=config)
+    return compute(index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs)
 
 
 def search(project: Project, query: str, limit: int = 10, model: str | None = None):

@@ -36,7 +36,7 @@ def refresh(project: Project, rebuild: bool = False):
     state = read_state(index_dir(project.repo)) or {}
     for rewritten in quarantine_rewritten_logs(project.repo, state.get("tips", {}), project.repo.git.for_each_ref(ROOT)):
         project.feedback.notice(rewritten.describe())
-    report = update(project.repo, project.config.metric, rebuild=rebuild)
+    report = update(project.repo, _rules(project), rebuild=rebuild)
     for warning in report.warnings:
         project.feedback.notice(warning)
     return report
@@ -48,7 +48,7 @@ def load(project: Project):
 
     _ = project.setup
     refresh(project)
-    return load_index(project.repo, project.config.metric, update=False)
+    return load_index(project.repo, _rules(project), update=False)
 
 
 def refresh_if_stale(project: Project) -> None:
@@ -66,7 +66,7 @@ def update_index(project: Project, rebuild: bool = False, export_to: Path | None
 
     _ = project.setup
     report = refresh(project, rebuild=rebuild)
-    index = load_index(project.repo, project.config.metric, update=False)
+    index = load_index(project.repo, _rules(project), update=False)
     exported = export_index(index, export_to) if export_to else ()
     valid = int(sum(index.contributions["valid"].to_pylist()))
     return IndexSummary(index_dir(project.repo), index.contributions.num_rows, valid, report.new_rows,
@@ -79,7 +79,7 @@ def check_index(project: Project) -> list[str]:
 
     _ = project.setup
     refresh(project)
-    return check(project.repo, project.config.metric)
+    return check(project.repo, _rules(project))
 
 
 def export_index(index, directory: Path) -> tuple[Path, ...]:
@@ -95,3 +95,9 @@ def export_index(index, directory: Path) -> tuple[Path, ...]:
         pq.write_table(index.table(name), path)
         written.append(path)
     return tuple(written)
+
+
+def _rules(project: Project):
+    from ..index.store import IndexRules
+
+    return IndexRules(project.config.metric, project.setup)

@@ -1,0 +1,142 @@
+"""The public API, in process: every function of `import git_agora` on a real project and remote."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import git_agora as agora
+from agora_testing import git, make_clone
+
+SCORER = 'import json, re; order = int(re.search(r"\\d+", open("model.py").read()).group()); print(json.dumps({"bpc": 10.0 / order}))\n'
+
+
+@pytest.fixture
+def founded(tmp_path, remote):
+    """alice's clone of a project whose evaluation scores model.py, with one baseline result."""
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    (a / "model.py").write_text("order = 2\n")
+    (a / "score.py").write_text(SCORER)
+    project = agora.open_project(a)
+    setup = agora.init_project(project, metric="bpc", direction="min", eval_command=f"{sys.executable} score.py",
+                               tolerance=1e-9)
+    baseline = agora.publish_worktree(project, "Baseline: order 2", ["result"], check_claim=True)
+    return a, setup, baseline
+
+
+def test_publish_read_and_verify_in_process(tmp_path, remote, founded):
+    a, setup, baseline = founded
+    assert setup.shared and baseline.shared and baseline.parents == (setup.sha,)
+    alice = agora.open_project(a)
+    assert git(a, "config", "agora.account").strip() == "alice"  # init remembers the account
+
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    bob = agora.open_project(b)
+    fetched = agora.fetch(bob)
+    assert isinstance(fetched, agora.Fetched) and fetched.new_contributions == 2
+    assert agora.whoami(bob).setup == setup.sha
+
+    done = agora.checkout(bob, baseline.sha)
+    assert done.sha == baseline.sha and (b / "model.py").read_text() == "order = 2\n"
+    (b / "model.py").write_text("order = 5\n")
+    trial = agora.run(bob)
+    assert trial.run.ok and trial.run.metrics["bpc"] == pytest.approx(2.0)
+    better = agora.publish_worktree(bob, "order 5", ["result"], check_claim=True)
+    assert agora.show(bob, better.sha).contribution.metrics["bpc"] == pytest.approx(2.0)
+
+    insight = agora.post(bob, "higher order helps", ["insight"], parents=[better.sha])
+    assert insight.parents == (better.sha,)
+    record = agora.record_fields(bob, {"agent_id": "bob", "tags": ["hypothesis"], "description": "order 9?",
+                                       "parent_hashes": [better.sha], "value": {"prediction": [1, 2]}})
+    hypothesis = agora.post(bob, record["description"], record["tags"], record["parents"], meta=record["meta"])
+    assert agora.show(bob, hypothesis.sha).contribution.metadata == {"prediction": [1, 2]}
+
+    agora.fetch(alice)
+    verification = agora.verify(alice, better.sha)
+    assert verification.verdict == "confirmed" and verification.published.shared
+
+    synced = agora.sync(bob)
+    assert synced.fetch is not None and synced.fetch.new_contributions == 1
+    analysis = agora.analyze(bob, model="hashing")
+    assert analysis.summary.best.sha == better.sha and analysis.summary.results == 2
+    assert agora.search(bob, "higher order", model="hashing").hits
+    assert [e.title for e in agora.log(bob, tags=["insight"])] == ["higher order helps"]
+    assert agora.lineage(bob, better.sha).size == 3
+    assert agora.stats(bob).scored_results == 2
+    assert agora.update_index(bob).contributions == 6
+    assert agora.check_index(bob) == []
+    with pytest.raises(agora.AgoraError, match="own work"):
+        agora.verify(bob, better.sha)
+
+
+def test_cross_project_references_end_to_end(tmp_path, remote, founded):
+    a, _, baseline = founded
+    other_remote = tmp_path / "other.git"
+    git(tmp_path, "init", "-q", "--bare", str(other_remote))
+    o = make_clone(tmp_path, "o", str(other_remote), "olga")
+    (o / "notes.txt").write_text("another project\n")
+    other = agora.open_project(o)
+    agora.init_project(other)
+    cited = agora.post(other, "Layer norms matter", ["insight"])
+
+    alice = agora.open_project(a)
+    with pytest.raises(agora.AgoraError, match="not URL#SHA"):
+        agora.post(alice, "bad citation", ["insight"], cross_refs=["nowhere"])
+    citing = agora.post(alice, "as the other project found", ["insight"],
+                        cross_refs=[f"{other_remote}#{cited.sha}"])
+
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    bob = agora.open_project(b)
+    agora.fetch(bob)
+    assert agora.show(bob, citing.sha).cross_refs[0].title is None  # not fetched yet
+    fetched = agora.fetch(bob, cross_refs=True)
+    assert [f.ok for f in fetched.cross_refs] == [True]
+    shown = agora.show(bob, citing.sha)
+    assert shown.cross_refs[0].title == "Layer norms matter" and shown.cross_refs[0].account == "olga"
+    assert git(b, "for-each-ref", "--format=%(refname)", "refs/agora-xref/").split() == [f"refs/agora-xref/{cited.sha}"]
+    # the cited commit never enters this project's graph
+    assert cited.sha not in [e.sha for e in agora.log(bob, limit=100)]
+    assert [r["sha"] for r in agora.analyze(bob, model="hashing").references] == [citing.sha]
+    assert baseline.sha in [e.sha for e in agora.log(bob)]
+
+
+def test_a_newer_format_needs_a_newer_reader(founded):
+    a, setup, _ = founded
+    message = f"From the future\n\nAgora-Format: 2\nAgora-Account: alice\nAgora-Tag: insight\n"
+    sha = subprocess.run(["git", "commit-tree", f"{setup.sha}^{{tree}}", "-p", setup.sha], cwd=a, input=message,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    project = agora.open_project(a)
+    with pytest.raises(agora.AgoraError, match="needs a newer git-agora"):
+        agora.show(project, sha)
+    project.repo.append_to_log("alice", [sha])
+    rejected = agora.log(project, rejected=True)
+    assert rejected[0].reasons == ("written in Agora format 2: needs a newer git-agora (this one reads 1)",)
+
+
+def test_the_agent_loop_in_docs_runs(tmp_path, remote, founded):
+    code = re.search(r"## An agent loop in 20 lines.*?```python\n(.*?)```", Path(__file__).parents[1].joinpath(
+        "docs/api.md").read_text(), re.S).group(1)
+    assert len(code.strip().splitlines()) <= 22
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    out = subprocess.run([sys.executable, "-c", code], cwd=b, capture_output=True, text=True, env=os.environ)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("shared") == 2
+    project = agora.open_project(b)
+    assert [e.title for e in agora.log(project, accounts=["bob"])] == ["order 5", "order 4"]
+    assert agora.analyze(project, model="hashing").summary.best.metric == pytest.approx(2.0)
+
+
+def test_errors_are_agora_errors(tmp_path):
+    with pytest.raises(agora.AgoraError, match="not a Git repository"):
+        agora.open_project(tmp_path)
+    git(tmp_path, "init", "-q")
+    project = agora.open_project(tmp_path, account="alice")
+    with pytest.raises(agora.AgoraError, match="no Agora project here"):
+        agora.analyze(project)
+    with pytest.raises(agora.AgoraError, match="empty query"):
+        agora.search(project, "   ")
