@@ -22,7 +22,8 @@ def command(workers, rounds, directory, keep, seed):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ..demo.run import DemoPlan, default_directory, follow, found_project, prepare_directory, start_workers
+    from ..demo.run import DemoPlan, default_directory, follow, found_project, prepare_directory, start_workers, summarize
+    from .render import print_demo_summary
 
     console = Console(highlight=False)
     keep = keep or directory is not None
@@ -43,7 +44,8 @@ def command(workers, rounds, directory, keep, seed):
             progress.update(task, advance=1, description=f"{event['account']:>4} {event['detail'][:48]}")
 
         follow(start_workers(plan), on_event)
-    check_ok = _report(founder)
+    summary = summarize(founder)
+    print_demo_summary(summary)
     for problem in problems:
         console.print(f"[yellow]worker problem[/] {problem}")
     console.print(f"finished in {time.monotonic() - started:.0f} s")
@@ -52,32 +54,4 @@ def command(workers, rounds, directory, keep, seed):
     else:
         shutil.rmtree(directory, ignore_errors=True)
         click.echo("(the project was deleted: run with --keep or --dir DIR to look around)")
-    return 0 if check_ok else 1
-
-
-def _report(founder: Path) -> bool:
-    """The founder's view at the end: summary and slots, statistics, the best's lineage, the index check."""
-    import git_agora as agora
-
-    from .render import print_lineage, print_stats, render_analysis
-
-    project = agora.open_project(founder)
-    agora.fetch(project)
-    analysis = agora.analyze(project)
-    click.echo()
-    render_analysis({**analysis.to_dict(), "views": {}}, with_diversity=False)
-    click.secho("Statistics", bold=True)
-    print_stats(agora.stats(project).to_dict())
-    if analysis.summary.best:
-        click.echo()
-        print_lineage(agora.lineage(project, analysis.summary.best.sha), _titles(project), project.config.metric)
-    differences = agora.check_index(project)
-    verdict = "index ok: identical to a rebuild from scratch" if not differences else "differs in " + ", ".join(differences)
-    click.echo(f"\nindex check: {verdict}")
-    return not differences
-
-
-def _titles(project) -> dict[str, str]:
-    from ..ops.history import titles
-
-    return titles(project)
+    return 0 if not summary.index_differences else 1

@@ -179,3 +179,16 @@ def print_lineage(result, titles: dict[str, str], metric: str | None) -> None:
     click.echo(f"  milestones    {len(result.milestones)} new bests of {metric or 'metric'}:")
     for m in result.milestones:
         click.echo(f"    {m.sha[:10]} {m.value:<10.6g} {m.account:<12} {titles.get(m.sha, '')[:60]}")
+
+
+def print_demo_summary(summary) -> None:
+    click.echo()
+    render_analysis({**summary.analysis.to_dict(), "views": {}}, with_diversity=False)
+    click.secho("Statistics", bold=True)
+    print_stats(summary.stats.to_dict())
+    if summary.lineage is not None:
+        click.echo()
+        print_lineage(summary.lineage, summary.titles, summary.metric)
+    differences = summary.index_differences
+    verdict = "index ok: identical to a rebuild from scratch" if not differences else "differs in " + ", ".join(differences)
+    click.echo(f"\nindex check: {verdict}")

@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 import git_agora as agora
 
@@ -154,3 +155,26 @@ def follow(procs: list[subprocess.Popen], on_event) -> list[dict]:
 
 def default_directory() -> Path:
     return Path(tempfile.mkdtemp(prefix="agora-demo-"))
+
+
+@dataclass(frozen=True)
+class DemoSummary:
+    """The founder's view at the end: the analysis, the statistics, the best's lineage, the index check."""
+
+    analysis: Any
+    stats: Any
+    lineage: Any | None
+    titles: dict[str, str]
+    metric: str | None
+    index_differences: list[str]
+
+
+def summarize(founder: Path) -> DemoSummary:
+    from ..ops.history import titles
+
+    project = agora.open_project(founder)
+    agora.fetch(project)
+    analysis = agora.analyze(project)
+    best = analysis.summary.best
+    return DemoSummary(analysis, agora.stats(project), agora.lineage(project, best.sha) if best else None,
+                       titles(project), project.config.metric, agora.check_index(project))
