@@ -19,14 +19,21 @@ class Result:
         return json.loads(self.stdout)
 
 
-def agora(cwd: Path, *args: str, account: str | None = None, check: bool = True, timeout: float = 120,
-          input: str | None = None) -> Result:
+def agora(
+    cwd: Path,
+    *args: str,
+    account: str | None = None,
+    check: bool = True,
+    timeout: float = 120,
+    input: str | None = None,
+) -> Result:
     """Run the real `git agora` command, as a user would."""
     env = dict(os.environ)
     if account:
         env["AGORA_ACCOUNT"] = account
-    proc = subprocess.run(["git", "agora", *args], cwd=cwd, capture_output=True, text=True, env=env,
-                          timeout=timeout, input=input)
+    proc = subprocess.run(
+        ["git", "agora", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout, input=input
+    )
     result = Result(proc.returncode, proc.stdout, proc.stderr)
     if check and proc.returncode != 0:
         raise AssertionError(f"git agora {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")

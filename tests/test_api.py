@@ -13,7 +13,11 @@ import pytest
 import git_agora as agora
 from agora_testing import git, make_clone
 
-SCORER = 'import json, re; order = int(re.search(r"\\d+", open("model.py").read()).group()); print(json.dumps({"bpc": 10.0 / order}))\n'
+SCORER = (
+    "import json, re\n"
+    'order = int(re.search(r"\\d+", open("model.py").read()).group())\n'
+    'print(json.dumps({"bpc": 10.0 / order}))\n'
+)
 
 
 @pytest.fixture
@@ -23,8 +27,9 @@ def founded(tmp_path, remote):
     (a / "model.py").write_text("order = 2\n")
     (a / "score.py").write_text(SCORER)
     project = agora.open_project(a)
-    setup = agora.init_project(project, metric="bpc", direction="min", eval_command=f"{sys.executable} score.py",
-                               tolerance=1e-9)
+    setup = agora.init_project(
+        project, metric="bpc", direction="min", eval_command=f"{sys.executable} score.py", tolerance=1e-9
+    )
     baseline = agora.publish_worktree(project, "Baseline: order 2", ["result"], check_claim=True)
     return a, setup, baseline
 
@@ -51,8 +56,16 @@ def test_publish_read_and_verify_in_process(tmp_path, remote, founded):
 
     insight = agora.post(bob, "higher order helps", ["insight"], parents=[better.sha])
     assert insight.parents == (better.sha,)
-    record = agora.record_fields(bob, {"agent_id": "bob", "tags": ["hypothesis"], "description": "order 9?",
-                                       "parent_hashes": [better.sha], "value": {"prediction": [1, 2]}})
+    record = agora.record_fields(
+        bob,
+        {
+            "agent_id": "bob",
+            "tags": ["hypothesis"],
+            "description": "order 9?",
+            "parent_hashes": [better.sha],
+            "value": {"prediction": [1, 2]},
+        },
+    )
     hypothesis = agora.post(bob, record["description"], record["tags"], record["parents"], meta=record["meta"])
     assert agora.show(bob, hypothesis.sha).contribution.metadata == {"prediction": [1, 2]}
 
@@ -87,8 +100,7 @@ def test_cross_project_references_end_to_end(tmp_path, remote, founded):
     alice = agora.open_project(a)
     with pytest.raises(agora.AgoraError, match="not URL#SHA"):
         agora.post(alice, "bad citation", ["insight"], cross_refs=["nowhere"])
-    citing = agora.post(alice, "as the other project found", ["insight"],
-                        cross_refs=[f"{other_remote}#{cited.sha}"])
+    citing = agora.post(alice, "as the other project found", ["insight"], cross_refs=[f"{other_remote}#{cited.sha}"])
 
     b = make_clone(tmp_path, "b", str(remote), "bob")
     bob = agora.open_project(b)
@@ -107,9 +119,15 @@ def test_cross_project_references_end_to_end(tmp_path, remote, founded):
 
 def test_a_newer_format_needs_a_newer_reader(founded):
     a, setup, _ = founded
-    message = f"From the future\n\nAgora-Format: 2\nAgora-Account: alice\nAgora-Tag: insight\n"
-    sha = subprocess.run(["git", "commit-tree", f"{setup.sha}^{{tree}}", "-p", setup.sha], cwd=a, input=message,
-                         capture_output=True, text=True, check=True).stdout.strip()
+    message = "From the future\n\nAgora-Format: 2\nAgora-Account: alice\nAgora-Tag: insight\n"
+    sha = subprocess.run(
+        ["git", "commit-tree", f"{setup.sha}^{{tree}}", "-p", setup.sha],
+        cwd=a,
+        input=message,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     project = agora.open_project(a)
     with pytest.raises(agora.AgoraError, match="needs a newer git-agora"):
         agora.show(project, sha)
@@ -119,8 +137,11 @@ def test_a_newer_format_needs_a_newer_reader(founded):
 
 
 def test_the_agent_loop_in_docs_runs(tmp_path, remote, founded):
-    code = re.search(r"## An agent loop in 20 lines.*?```python\n(.*?)```", Path(__file__).parents[1].joinpath(
-        "docs/api.md").read_text(), re.S).group(1)
+    code = re.search(
+        r"## An agent loop in 20 lines.*?```python\n(.*?)```",
+        Path(__file__).parents[1].joinpath("docs/api.md").read_text(),
+        re.S,
+    ).group(1)
     assert len(code.strip().splitlines()) <= 22
     b = make_clone(tmp_path, "b", str(remote), "bob")
     out = subprocess.run([sys.executable, "-c", code], cwd=b, capture_output=True, text=True, env=os.environ)

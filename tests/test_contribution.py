@@ -2,7 +2,8 @@ import math
 import subprocess
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from git_agora.contribution import (
     Contribution,
@@ -67,7 +68,12 @@ def test_metric_parses():
 
 
 def test_meta_values_keep_json_types():
-    assert parse_meta_option(["a=1", "b=[1,2]", "c=hello", "d={\"x\":1}"]) == {"a": 1, "b": [1, 2], "c": "hello", "d": {"x": 1}}
+    assert parse_meta_option(["a=1", "b=[1,2]", "c=hello", 'd={"x":1}']) == {
+        "a": 1,
+        "b": [1, 2],
+        "c": "hello",
+        "d": {"x": 1},
+    }
     with pytest.raises(ContributionError):
         parse_meta_option(["novalue"])
 
@@ -77,7 +83,16 @@ def test_meta_values_keep_json_types():
     [
         (dict(tags=("hypothesis",), metrics={"bpb": 1.0}), "hypothesis carries no metric"),
         (dict(tags=("verification",), target=None, verdict=Verdict.CONFIRMED), "exactly one target, found 0"),
-        (dict(tags=("verification",), target=SHA_A, extra_targets=(SHA_B,), verdict=Verdict.CONFIRMED, parents=(SHA_A, SHA_B)), "exactly one target, found 2"),
+        (
+            dict(
+                tags=("verification",),
+                target=SHA_A,
+                extra_targets=(SHA_B,),
+                verdict=Verdict.CONFIRMED,
+                parents=(SHA_A, SHA_B),
+            ),
+            "exactly one target, found 2",
+        ),
         (dict(tags=("verification",), target=SHA_B, verdict=Verdict.CONFIRMED), "not among its parents"),
         (dict(tags=("verification",), target=SHA_A), "needs a verdict"),
         (dict(description="  "), "empty description"),
@@ -113,8 +128,9 @@ def test_messages_without_our_block_are_not_contributions():
 
 
 def git_parse_trailers(message: str) -> list[tuple[str, str]]:
-    out = subprocess.run(["git", "interpret-trailers", "--parse"], input=message, capture_output=True,
-                         text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "interpret-trailers", "--parse"], input=message, capture_output=True, text=True, check=True
+    ).stdout
     return [tuple(line.split(": ", 1)) for line in out.splitlines()]
 
 

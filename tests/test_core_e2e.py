@@ -29,8 +29,9 @@ def test_two_accounts_share_results_and_verifications(tmp_path, remote, project)
     (b / "model.py").write_text("order = 5\n")
     (b / "notes.txt").write_text("untracked files are published too\n")
     result_b = agora(b, "push", "-m", "order 5", "--tag", "result", "--metric", "bpc=2.40", "--json").json()
-    verification = agora(b, "post", "--target", result_a["sha"], "--verdict", "confirmed",
-                         "-m", "reproduced 2.50", "--json").json()
+    verification = agora(
+        b, "post", "--target", result_a["sha"], "--verdict", "confirmed", "-m", "reproduced 2.50", "--json"
+    ).json()
     assert git(b, "status", "--porcelain") == "", "HEAD follows the published contribution"
 
     assert "fetched 2 new contributions" in agora(a, "fetch").stdout
@@ -48,8 +49,9 @@ def test_two_accounts_share_results_and_verifications(tmp_path, remote, project)
     assert git(a, "rev-parse", verification["sha"] + "^{tree}") == git(a, "rev-parse", result_a["sha"] + "^{tree}")
 
     log = agora(a, "log", "--json").json()
-    assert [row["sha"] for row in log][:2] == [verification["sha"], result_b["sha"]] or \
-        {row["sha"] for row in log[:2]} == {verification["sha"], result_b["sha"]}
+    when = {row["sha"]: row["timestamp"] for row in log}  # newest first; commits of one second tie
+    assert [row["timestamp"] for row in log] == sorted(when.values(), reverse=True)
+    assert when[verification["sha"]] >= when[result_a["sha"]] and when[result_b["sha"]] >= when[result_a["sha"]]
     assert {row["account"] for row in agora(a, "log", "--account", "bob", "--json").json()} == {"bob"}
 
 
@@ -63,8 +65,13 @@ def test_plain_git_reads_every_trailer(remote, project):
 
 def test_post_takes_the_papers_minimal_record(tmp_path, project):
     setup = agora(project, "whoami", "--json").json()["setup"]
-    record = {"agent_id": "alice", "parent_hashes": [setup], "tags": ["result"],
-              "description": "record path", "value": {"metric_value": 2.7, "gpu": "H100"}}
+    record = {
+        "agent_id": "alice",
+        "parent_hashes": [setup],
+        "tags": ["result"],
+        "description": "record path",
+        "value": {"metric_value": 2.7, "gpu": "H100"},
+    }
     path = tmp_path / "record.json"
     path.write_text(json.dumps(record))
     out = agora(project, "post", "--json", str(path)).json()
@@ -84,7 +91,10 @@ def test_post_takes_the_papers_minimal_record(tmp_path, project):
         (["push", "-m", "x", "--tag", "result", "--parent", "deadbeef"], "unknown commit"),
         (["post", "-m", "x", "--tag", "hypothesis", "--metric", "bpc=1"], "hypothesis carries no metric"),
         (["post", "-m", "x", "--verdict", "confirmed"], "exactly one target, found 0"),
-        (["post", "-m", "x", "--target", "{setup}", "--target", "{setup}", "--verdict", "failed"], "exactly one target, found 2"),
+        (
+            ["post", "-m", "x", "--target", "{setup}", "--target", "{setup}", "--verdict", "failed"],
+            "exactly one target, found 2",
+        ),
         (["post", "-m", "x", "--target", "{setup}", "--verdict", "confirmed"], "own work"),
         (["post", "-m", "x", "--tag", "insight", "--parent", "{setup}^{{tree}}"], "unknown commit"),
     ],
@@ -167,8 +177,14 @@ def test_a_publisher_killed_before_its_push_loses_nothing(tmp_path, remote, proj
     hook.write_text(f"#!/bin/sh\ntouch {marker}\nsleep 60\n")
     hook.chmod(0o755)
     env = {**os.environ, "AGORA_ACCOUNT": "alice"}
-    proc = subprocess.Popen(["git", "agora", "post", "-m", "survives a kill", "--tag", "insight"], cwd=project,
-                            env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        ["git", "agora", "post", "-m", "survives a kill", "--tag", "insight"],
+        cwd=project,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -215,11 +231,12 @@ def _publish_many(clones, per_process, extra_env=None):
     procs = []
     for i, (clone, account) in enumerate(clones):
         env = {**os.environ, "AGORA_ACCOUNT": account, **(extra_env or {})}
-        script = " && ".join(
-            f"git agora post -m 'insight {i}.{k}' --tag insight" for k in range(per_process)
+        script = " && ".join(f"git agora post -m 'insight {i}.{k}' --tag insight" for k in range(per_process))
+        procs.append(
+            subprocess.Popen(
+                ["bash", "-c", script], cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
         )
-        procs.append(subprocess.Popen(["bash", "-c", script], cwd=clone, env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outcomes = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
     return outcomes
 
@@ -269,7 +286,9 @@ def test_checkout_into_a_worktree_builds_on_that_contribution(tmp_path, project)
     assert out["path"] == str(side.resolve())
     assert (side / "model.py").read_text() == "order = 4\n"
     (side / "model.py").write_text("order = 4  # with interpolation\n")
-    branch = agora(side, "push", "-m", "order 4 interpolated", "--tag", "result", "--metric", "bpc=2.4", "--json").json()
+    branch = agora(
+        side, "push", "-m", "order 4 interpolated", "--tag", "result", "--metric", "bpc=2.4", "--json"
+    ).json()
     assert agora(project, "show", branch["sha"], "--json").json()["parents"] == [first["sha"]]
     r = agora(project, "checkout", first["sha"], "--worktree", str(side), check=False)
     assert r.returncode == 1 and "not empty" in r.stderr

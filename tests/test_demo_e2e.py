@@ -2,7 +2,7 @@
 
 import pytest
 
-from agora_testing import agora, git
+from agora_testing import agora
 from git_agora.demo.choices import propose, read_choices, write_choice
 
 
@@ -21,8 +21,9 @@ def test_choices_are_read_and_changed_one_knob_at_a_time():
 @pytest.mark.slow
 def test_demo_small_run(tmp_path):
     directory = tmp_path / "demo"
-    result = agora(tmp_path, "demo", "--workers", "2", "--rounds", "2", "--dir", str(directory), "--seed", "3",
-                   timeout=600)
+    result = agora(
+        tmp_path, "demo", "--workers", "2", "--rounds", "2", "--dir", str(directory), "--seed", "3", timeout=600
+    )
     assert "index ok" in result.stdout
     assert "Where to work next" in result.stdout
     assert "lineage of" in result.stdout

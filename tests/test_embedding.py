@@ -71,8 +71,13 @@ def test_embed_missing_computes_only_new_rows_per_model():
     cache = embed_missing({"a": "x", "b": "yy"}, None, backend)
     assert cache.schema == EMBEDDINGS and cache.num_rows == 2
     progress = []
-    cache = embed_missing({"a": "x", "b": "yy", "c": "zzz", "d": "w"}, cache, backend, batch_size=1,
-                          progress=lambda done, total: progress.append((done, total)))
+    cache = embed_missing(
+        {"a": "x", "b": "yy", "c": "zzz", "d": "w"},
+        cache,
+        backend,
+        batch_size=1,
+        progress=lambda done, total: progress.append((done, total)),
+    )
     assert calls == [["x", "yy"], ["zzz"], ["w"]] and progress == [(1, 2), (2, 2)]
     other, other_calls = counting_backend("other")
     cache = embed_missing({"a": "x"}, cache, other)

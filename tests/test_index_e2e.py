@@ -14,8 +14,9 @@ def forge(clone, message, parents, tree=None):
     """A commit written by hand, as a buggy or malicious client would."""
     tree = tree or git(clone, "rev-parse", f"{parents[0]}^{{tree}}").strip()
     args = ["commit-tree", tree] + [x for p in parents for x in ("-p", p)]
-    return subprocess.run(["git", *args], cwd=clone, input=message, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=clone, input=message, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def publish_forged_log(clone, account, entries):
@@ -35,13 +36,24 @@ def test_invalid_commits_are_indexed_with_reasons(tmp_path, remote, project):
     agora(m, "fetch")
     own = Contribution(account="mallory", tags=("result",), description="mine", parents=(setup,), metrics={"bpc": 1.0})
     own_sha = forge(m, own.to_message(), [setup])
-    self_check = Contribution(account="mallory", tags=("verification",), description="I confirm myself",
-                              parents=(own_sha,), target=own_sha, verdict=Verdict.CONFIRMED)
-    hypothesis = Contribution(account="mallory", tags=("hypothesis",), description="h", parents=(setup,),
-                              metrics={"bpc": 0.1})
+    self_check = Contribution(
+        account="mallory",
+        tags=("verification",),
+        description="I confirm myself",
+        parents=(own_sha,),
+        target=own_sha,
+        verdict=Verdict.CONFIRMED,
+    )
+    hypothesis = Contribution(
+        account="mallory", tags=("hypothesis",), description="h", parents=(setup,), metrics={"bpc": 0.1}
+    )
     not_ours = "just a commit\n"
-    entries = [own_sha, forge(m, self_check.to_message(), [own_sha]), forge(m, hypothesis.to_message(), [setup]),
-               forge(m, not_ours, [setup])]
+    entries = [
+        own_sha,
+        forge(m, self_check.to_message(), [own_sha]),
+        forge(m, hypothesis.to_message(), [setup]),
+        forge(m, not_ours, [setup]),
+    ]
     second_setup = Contribution(account="mallory", tags=("setup",), description="another root")
     empty_tree = subprocess.run(["git", "mktree"], cwd=m, input="", capture_output=True, text=True).stdout.strip()
     entries.append(forge_root(m, second_setup.to_message(), empty_tree))
@@ -61,8 +73,9 @@ def test_invalid_commits_are_indexed_with_reasons(tmp_path, remote, project):
 
 
 def forge_root(clone, message, tree):
-    return subprocess.run(["git", "commit-tree", tree], cwd=clone, input=message, capture_output=True,
-                          text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "commit-tree", tree], cwd=clone, input=message, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_a_plain_git_fetch_is_noticed(tmp_path, remote, project):

@@ -30,10 +30,14 @@ tracegen = _load_tracegen()
 
 def _env(home: Path) -> dict[str, str]:
     """What conftest's autouse fixture sets, for module-scoped fixtures that run before it."""
-    (home / ".gitconfig").write_text("[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n")
+    (home / ".gitconfig").write_text('[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n')
     env = {k: v for k, v in os.environ.items() if k != "AGORA_ACCOUNT"}
-    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=str(home / ".gitconfig"),
-               PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    env.update(
+        HOME=str(home),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=str(home / ".gitconfig"),
+        PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}",
+    )
     return env
 
 
@@ -52,8 +56,9 @@ def clone(parent: Path, name: str, url: Path, env: dict) -> Path:
 
 
 def all_messages(repo: Path) -> list[tuple[str, list[str], str]]:
-    out = subprocess.run(["git", "-C", str(repo), "log", "--all", "-z", "--format=%H %P%n%B"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "-C", str(repo), "log", "--all", "-z", "--format=%H %P%n%B"], capture_output=True, text=True, check=True
+    ).stdout
     commits = []
     for record in filter(None, out.split("\0")):
         header, _, message = record.partition("\n")
@@ -71,8 +76,11 @@ def test_small_trace_is_valid_and_deterministic(tmp_path):
     assert a.new == b.new, "same seed, same shas"
     commits = all_messages(tmp_path / "a.git")
     logs = [c for c in commits if "Agora-Log-Format: 1" in c[2]]
-    contributions = {sha: Contribution.from_message(msg, sha=sha, parents=parents)
-                     for sha, parents, msg in commits if "Agora-Format: 1" in msg}
+    contributions = {
+        sha: Contribution.from_message(msg, sha=sha, parents=parents)
+        for sha, parents, msg in commits
+        if "Agora-Format: 1" in msg
+    }
     assert len(contributions) == 120 and len(logs) == 120
     for c in contributions.values():
         assert intrinsic_problems(c) == [], c
@@ -80,20 +88,29 @@ def test_small_trace_is_valid_and_deterministic(tmp_path):
         if c.target:
             assert contributions[c.target].account != c.account
     assert sum(c.is_setup for c in contributions.values()) == 1
-    refs = subprocess.run(["git", "-C", str(tmp_path / "a.git"), "for-each-ref", "--format=%(refname)"],
-                          capture_output=True, text=True, check=True).stdout.split()
+    refs = subprocess.run(
+        ["git", "-C", str(tmp_path / "a.git"), "for-each-ref", "--format=%(refname)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert refs and all(r.startswith("refs/agora/log/") for r in refs)
 
 
 def test_append_continues_the_log(tmp_path):
     path = tmp_path / "p.git"
     info = tracegen.generate(path, 40, 3)
-    tip = subprocess.run(["git", "-C", str(path), "rev-parse", "refs/agora/log/ada"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    tip = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "refs/agora/log/ada"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     more = tracegen.append(path, "ada", n=2, kind="result", parent_mode="uniform")
     assert more.contributions == info.contributions + 2 and len(more.new) == 2
-    out = subprocess.run(["git", "-C", str(path), "log", "--first-parent", "--format=%H %P", "-2", "refs/agora/log/ada"],
-                         capture_output=True, text=True, check=True).stdout.splitlines()
+    out = subprocess.run(
+        ["git", "-C", str(path), "log", "--first-parent", "--format=%H %P", "-2", "refs/agora/log/ada"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     newest, older = (line.split() for line in out)
     assert newest[1:] == [older[0], more.new[1]]
     assert older[1:] == [tip, more.new[0]]
@@ -160,4 +177,6 @@ def test_ten_thousand_fetched_in_steps(tmp_path):
     import json
 
     assert json.loads(run(path, env, "git", "agora", "log", "--rejected", "--json")) == []
-    assert len(json.loads(run(path, env, "git", "agora", "log", "--limit", "20000", "--json"))) == 10_000 + 1 + 8 + 15 + 22
+    assert (
+        len(json.loads(run(path, env, "git", "agora", "log", "--limit", "20000", "--json"))) == 10_000 + 1 + 8 + 15 + 22
+    )

@@ -16,8 +16,7 @@ def task_project(tmp_path, remote):
     for name in ("choices.py", "ngram.py"):
         shutil.copyfile(TASK / name, a / name)
     (a / ".gitignore").write_text("__pycache__/\n")
-    agora(a, "init", "--metric", "bpc", "--direction", "min", "--tolerance", "0.000001",
-          "--eval", "python3 ngram.py")
+    agora(a, "init", "--metric", "bpc", "--direction", "min", "--tolerance", "0.000001", "--eval", "python3 ngram.py")
     b = make_clone(tmp_path, "b", str(remote), "bob")
     agora(b, "fetch")
     return a, b
@@ -96,7 +95,9 @@ def test_run_evaluates_exactly_what_push_publishes(task_project):
     (a / "scratch.txt").write_text("untracked, published too\n")
     run = agora(a, "run", "--json").json()
     assert run["ok"] and run["metrics"]["bpc"] > 0
-    pushed = agora(a, "push", "-m", "order 4", "--tag", "result", "--metric", f"bpc={run['metrics']['bpc']}", "--json").json()
+    pushed = agora(
+        a, "push", "-m", "order 4", "--tag", "result", "--metric", f"bpc={run['metrics']['bpc']}", "--json"
+    ).json()
     assert git(a, "rev-parse", f"{pushed['sha']}^{{tree}}").strip() == run["tree"]
 
 

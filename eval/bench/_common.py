@@ -10,8 +10,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -44,8 +44,9 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def sample(fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None,
-           warmup: int = 0) -> list[float]:
+def sample(
+    fn: Callable[[], object], repeat: int, setup: Callable[[], object] | None = None, warmup: int = 0
+) -> list[float]:
     """Run fn `repeat` times (after `warmup` untimed runs); setup runs untimed before each."""
     times = []
     for i in range(warmup + repeat):
@@ -58,16 +59,27 @@ def sample(fn: Callable[[], object], repeat: int, setup: Callable[[], object] | 
 
 
 def stats(times: list[float]) -> dict:
-    return {"median": statistics.median(times), "min": min(times), "max": max(times), "n": len(times),
-            "all": [round(t, 4) for t in times]}
+    return {
+        "median": statistics.median(times),
+        "min": min(times),
+        "max": max(times),
+        "n": len(times),
+        "all": [round(t, 4) for t in times],
+    }
 
 
 def ratio(a: float, b: float) -> float:
     return a / b if b else float("inf")
 
 
-def project(contributions: int, accounts: int, seed: int = 0, parents: str = "recent", fresh: bool = False,
-            commit_graph: bool = False) -> Path:
+def project(
+    contributions: int,
+    accounts: int,
+    seed: int = 0,
+    parents: str = "recent",
+    fresh: bool = False,
+    commit_graph: bool = False,
+) -> Path:
     """A generated origin, cached under WORK_DIR across runs (regenerated when asked or missing)."""
     name = f"origin-{contributions}-{accounts}-{seed}-{parents}{'-cg' if commit_graph else ''}.git"
     path = WORK_DIR / name
@@ -98,8 +110,10 @@ def machine() -> dict:
 def write_json(name: str, data: dict) -> Path:
     OUT_DIR.mkdir(exist_ok=True)
     path = OUT_DIR / f"{name}.json"
-    path.write_text(json.dumps({"machine": machine(), "when": time.strftime("%Y-%m-%dT%H:%M:%S"), **data},
-                               indent=1, default=str) + "\n")
+    path.write_text(
+        json.dumps({"machine": machine(), "when": time.strftime("%Y-%m-%dT%H:%M:%S"), **data}, indent=1, default=str)
+        + "\n"
+    )
     return path
 
 

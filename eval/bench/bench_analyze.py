@@ -31,8 +31,13 @@ print(json.dumps({{"seconds": time.perf_counter() - t,
 
 def analyze_once(clone, model: str | None) -> dict:
     """One analysis in a fresh interpreter (imports excluded from `seconds`, included in peak memory)."""
-    out = subprocess.run([sys.executable, "-c", IN_PROCESS.format(path=str(clone), model=model)],
-                         capture_output=True, text=True, env=env(), check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS.format(path=str(clone), model=model)],
+        capture_output=True,
+        text=True,
+        env=env(),
+        check=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -59,13 +64,24 @@ def bench_project(size: int, accounts: int, model: str | None, repeat: int, targ
     cli = sample(lambda: sh(str(BIN / "git-agora"), "analyze", "--json", *model_args, cwd=clone), max(2, repeat // 2))
     floor = read_floor(clone)
     med = stats(seconds)["median"]
-    print(f"{size:>7} contributions ({model or 'all-MiniLM-L6-v2'}): first run with embedding {first:.1f} s; "
-          f"analyze {med:.3f} s in-process ({verdict(med, target_s)}, target {target_s} s), "
-          f"CLI {stats(cli)['median']:.2f} s; peak {max(r['peak_mb'] for r in runs):.0f} MB; "
-          f"{ratio(med, floor):.0f}x reading the index ({floor * 1000:.0f} ms)", flush=True)
-    return {"size": size, "model": model, "first_with_embedding_s": first, "analyze": stats(seconds),
-            "cli": stats(cli), "peak_mb": max(r["peak_mb"] for r in runs), "read_floor_s": floor,
-            "clusters": runs[-1]["clusters"], "warning": runs[-1]["warning"]}
+    print(
+        f"{size:>7} contributions ({model or 'all-MiniLM-L6-v2'}): first run with embedding {first:.1f} s; "
+        f"analyze {med:.3f} s in-process ({verdict(med, target_s)}, target {target_s} s), "
+        f"CLI {stats(cli)['median']:.2f} s; peak {max(r['peak_mb'] for r in runs):.0f} MB; "
+        f"{ratio(med, floor):.0f}x reading the index ({floor * 1000:.0f} ms)",
+        flush=True,
+    )
+    return {
+        "size": size,
+        "model": model,
+        "first_with_embedding_s": first,
+        "analyze": stats(seconds),
+        "cli": stats(cli),
+        "peak_mb": max(r["peak_mb"] for r in runs),
+        "read_floor_s": floor,
+        "clusters": runs[-1]["clusters"],
+        "warning": runs[-1]["warning"],
+    }
 
 
 def bench_clustering(big_clone) -> dict:
@@ -73,21 +89,27 @@ def bench_clustering(big_clone) -> dict:
     import numpy as np
     import pyarrow.parquet as pq
 
-    from git_agora.frontier.clusters import single_link
     from git_agora.embedding.backends import load_backend
+    from git_agora.frontier.clusters import single_link
     from git_agora.frontier.embeddings import contribution_text
 
     table = pq.read_table(big_clone / ".git/agora/index/contributions.parquet").sort_by([("timestamp", "descending")])
-    texts = [contribution_text(t, d) for t, d in zip(table["title"].to_pylist()[:5000], table["description"].to_pylist()[:5000])]
+    texts = [
+        contribution_text(t, d)
+        for t, d in zip(table["title"].to_pylist()[:5000], table["description"].to_pylist()[:5000])
+    ]
     backend = load_backend()
     t = time.perf_counter()
     vectors = np.asarray(backend.encode(texts), dtype=np.float32)
     embed_s = time.perf_counter() - t
     cluster_s = stats(sample(lambda: single_link(vectors, 0.90, 1024), 3))
     labels, _ = single_link(vectors, 0.90, 1024)
-    print(f"clustering 5,000 descriptions: single-link {cluster_s['median']:.2f} s "
-          f"({verdict(cluster_s['median'], 5.0)}, target 5 s), {len(set(labels.tolist()))} clusters; "
-          f"embedding them with {backend.model} on CPU took {embed_s:.1f} s (once, then cached)", flush=True)
+    print(
+        f"clustering 5,000 descriptions: single-link {cluster_s['median']:.2f} s "
+        f"({verdict(cluster_s['median'], 5.0)}, target 5 s), {len(set(labels.tolist()))} clusters; "
+        f"embedding them with {backend.model} on CPU took {embed_s:.1f} s (once, then cached)",
+        flush=True,
+    )
     return {"cluster": cluster_s, "embed_s": embed_s, "clusters": len(set(labels.tolist())), "model": backend.model}
 
 

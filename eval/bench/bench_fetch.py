@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 from _common import WORK_DIR, project, ratio, sample, sh, stats, timed, tracegen, verdict, write_json
-
 from git_agora.ops.indexing import refresh
 from git_agora.project import Project
 from git_agora.refs import sync
@@ -54,8 +53,9 @@ class Baseline:
         for line in refs.splitlines():
             sha, ref = line.split(" ", 1)
             commands += [f"create refs/heads/{ref.rsplit('/', 1)[1]} {sha}", f"delete {ref} {sha}"]
-        subprocess.run(["git", "update-ref", "--stdin"], cwd=self.origin, input="\n".join(commands) + "\n",
-                       text=True, check=True)
+        subprocess.run(
+            ["git", "update-ref", "--stdin"], cwd=self.origin, input="\n".join(commands) + "\n", text=True, check=True
+        )
         self.branches = [c.split()[1] for c in commands if c.startswith("create")]
         shutil.rmtree(self.clone, ignore_errors=True)
         self.clone.mkdir(parents=True)
@@ -67,8 +67,9 @@ class Baseline:
     def new_commit(self) -> None:
         branch = self.rng.choice(self.branches)
         tip = sh("git", "rev-parse", branch, cwd=self.origin).strip()
-        new = sh("git", "commit-tree", f"{tip}^{{tree}}", "-p", tip, "-m", "one more", cwd=self.origin,
-                 extra_env=IDENT).strip()
+        new = sh(
+            "git", "commit-tree", f"{tip}^{{tree}}", "-p", tip, "-m", "one more", cwd=self.origin, extra_env=IDENT
+        ).strip()
         sh("git", "update-ref", branch, new, tip, cwd=self.origin)
 
     def fetch(self) -> None:
@@ -96,7 +97,12 @@ def series(origin: Path, clone: Path, base: Baseline, mode: str, repeat: int) ->
     out["git_fetch_baseline_s"] = stats(sample(base.fetch, repeat, setup=base.new_commit))
     out["ratio"] = ratio(out["agora_fetch_cli_s"]["median"], out["git_fetch_baseline_s"]["median"])
     # breakdown, in-process (no interpreter start-up)
-    parts: dict[str, list[float]] = {"sync.fetch": [], "find_setup": [], "refresh (index update)": [], "in-process total": []}
+    parts: dict[str, list[float]] = {
+        "sync.fetch": [],
+        "find_setup": [],
+        "refresh (index update)": [],
+        "in-process total": [],
+    }
     for _ in range(repeat):
         append()
         project_ = Project.open(clone)
@@ -123,8 +129,10 @@ def report(label: str, r: dict) -> None:
     med = lambda d: d["median"]  # noqa: E731
     print(f"  [{label}]")
     print(f"    git agora fetch (CLI)        {med(r['agora_fetch_cli_s']):7.3f} s")
-    print(f"    git fetch, plain 100 branches {med(r['git_fetch_baseline_s']):6.3f} s   ratio {r['ratio']:.2f}x "
-          f"(target <= {TARGET}x: {verdict(r['ratio'], TARGET)})")
+    print(
+        f"    git fetch, plain 100 branches {med(r['git_fetch_baseline_s']):6.3f} s   ratio {r['ratio']:.2f}x "
+        f"(target <= {TARGET}x: {verdict(r['ratio'], TARGET)})"
+    )
     print(f"    git fetch of the agora refspec alone {med(r['git_fetch_agora_refspec_s']):.3f} s")
     for k, v in r["breakdown_s"].items():
         print(f"      in-process {k:<18} {med(v):7.3f} s  (max {v['max']:.3f})")

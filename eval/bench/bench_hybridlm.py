@@ -80,8 +80,9 @@ def compare(device: str, n_windows: int) -> None:
 def full_eval(args: list[str], label: str) -> None:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "hybridlm", "eval", str(BASELINE), "--json", *args],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "hybridlm", "eval", str(BASELINE), "--json", *args], capture_output=True, text=True
+    )
     wall = time.perf_counter() - start
     peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if proc.returncode != 0:
@@ -90,11 +91,15 @@ def full_eval(args: list[str], label: str) -> None:
     r = json.loads(proc.stdout.strip().splitlines()[-1])
     uniform = math.log2(50257) * r["tokens"] / r["bytes"]
     peak = f"{peak_kib / 1024:,.0f} MiB" if peak_kib > before else "<= previous run's peak"
-    print(f"{label}: bpb {r['bpb']:.4f} (uniform {uniform:.4f}, ratio {r['bpb'] / uniform:.4f}), "
-          f"loss {r['loss_nats']:.4f} nats, {r['texts']} texts, {r['tokens']:,} tokens, {r['bytes']:,} bytes, "
-          f"comparable_to_paper={r['comparable_to_paper']}")
-    print(f"{label}: wall {wall:.1f} s (scoring {r['score_seconds']:.1f} s, {r['tokens_per_second']:,.0f} tokens/s, "
-          f"threads {r['threads']}), peak RSS {peak}")
+    print(
+        f"{label}: bpb {r['bpb']:.4f} (uniform {uniform:.4f}, ratio {r['bpb'] / uniform:.4f}), "
+        f"loss {r['loss_nats']:.4f} nats, {r['texts']} texts, {r['tokens']:,} tokens, {r['bytes']:,} bytes, "
+        f"comparable_to_paper={r['comparable_to_paper']}"
+    )
+    print(
+        f"{label}: wall {wall:.1f} s (scoring {r['score_seconds']:.1f} s, {r['tokens_per_second']:,.0f} tokens/s, "
+        f"threads {r['threads']}), peak RSS {peak}"
+    )
 
 
 def main() -> None:
@@ -115,8 +120,10 @@ def main() -> None:
         return
     full_eval(["--threads", str(opts.threads)], "full eval, stand-in, 200 texts, CPU")
     if FINEWEB_150.is_file():
-        full_eval(["--threads", str(opts.threads), "--data", str(FINEWEB_150.resolve()), "--texts", "150"],
-                  "full eval, fineweb-edu-150, 150 texts, CPU")
+        full_eval(
+            ["--threads", str(opts.threads), "--data", str(FINEWEB_150.resolve()), "--texts", "150"],
+            "full eval, fineweb-edu-150, 150 texts, CPU",
+        )
     else:
         print("fineweb-edu-150.jsonl not present: skipped")
 

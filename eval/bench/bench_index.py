@@ -32,11 +32,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import (WORK_DIR, OUT_DIR, env, plain_clone, project, ratio, sample, sh, stats, tracegen, verdict,
-                     write_json)
-
-from git_agora.index import build, reader
-from git_agora.index import store
+from _common import (
+    OUT_DIR,
+    WORK_DIR,
+    env,
+    plain_clone,
+    project,
+    ratio,
+    sample,
+    sh,
+    stats,
+    tracegen,
+    verdict,
+    write_json,
+)
+from git_agora.index import build, reader, store
 from git_agora.ops.indexing import refresh
 from git_agora.project import Project
 from git_agora.refs.store import Repository
@@ -49,8 +59,12 @@ MEMORY_TARGET_MB = 1024
 
 
 def git_log_baseline(clone: Path) -> None:
-    subprocess.run(["git", "log", "--all", "--date-order", "-z", f"--format={BASELINE_FORMAT}"], cwd=clone,
-                   stdout=subprocess.DEVNULL, check=True)
+    subprocess.run(
+        ["git", "log", "--all", "--date-order", "-z", f"--format={BASELINE_FORMAT}"],
+        cwd=clone,
+        stdout=subprocess.DEVNULL,
+        check=True,
+    )
 
 
 def rebuild_in_process(clone: Path) -> None:
@@ -137,8 +151,11 @@ def bench_size(n: int, repeat: int, fresh: bool, do_profile: bool, memory: bool)
     res["ratio_in_process"] = ratio(res["rebuild_in_process_s"]["median"], b)
     res["ratio_cli"] = ratio(res["rebuild_cli_s"]["median"], b)
     print(f"  git log baseline        {b:8.3f} s")
-    print(f"  rebuild in-process      {res['rebuild_in_process_s']['median']:8.3f} s   ratio {res['ratio_in_process']:.2f}x"
-          f"  (target <= {REBUILD_TARGET}x at 100k: {verdict(res['ratio_in_process'], REBUILD_TARGET)})")
+    print(
+        f"  rebuild in-process      {res['rebuild_in_process_s']['median']:8.3f} s   "
+        f"ratio {res['ratio_in_process']:.2f}x"
+        f"  (target <= {REBUILD_TARGET}x at 100k: {verdict(res['ratio_in_process'], REBUILD_TARGET)})"
+    )
     print(f"  git agora index --rebuild {res['rebuild_cli_s']['median']:6.3f} s   ratio {res['ratio_cli']:.2f}x")
 
     res["phases_s"] = phases(clone)
@@ -149,15 +166,17 @@ def bench_size(n: int, repeat: int, fresh: bool, do_profile: bool, memory: bool)
     rebuild_in_process(clone)
     kinds = ["result", "insight", "verification", "hypothesis", "result"]
 
-    def setup(i=[0]):
+    def setup(i=[0]):  # noqa: B006 - the counter lives across calls on purpose
         tracegen.append(origin, None, n=1, kind=kinds[i[0] % len(kinds)])
         i[0] += 1
         sh("git", "fetch", "-q", "--no-tags", "origin", "+refs/agora/log/*:refs/agora/remotes/origin/log/*", cwd=clone)
 
     inc = sample(lambda: refresh(Project.open(clone)), max(repeat, 5), setup=setup)
     res["incremental_s"] = stats(inc)
-    print(f"  incremental update (+1) {res['incremental_s']['median']:8.3f} s   "
-          f"(target < {INCREMENTAL_TARGET_S} s: {verdict(res['incremental_s']['median'], INCREMENTAL_TARGET_S)})")
+    print(
+        f"  incremental update (+1) {res['incremental_s']['median']:8.3f} s   "
+        f"(target < {INCREMENTAL_TARGET_S} s: {verdict(res['incremental_s']['median'], INCREMENTAL_TARGET_S)})"
+    )
     noop = sample(lambda: refresh(Project.open(clone)), repeat)
     res["noop_update_s"] = stats(noop)
     print(f"  no-op update            {res['noop_update_s']['median']:8.3f} s")
@@ -169,9 +188,11 @@ def bench_size(n: int, repeat: int, fresh: bool, do_profile: bool, memory: bool)
     if memory:
         res["peak_memory_rebuild"] = peak_memory(clone)
         mb = res["peak_memory_rebuild"]["python_mb"]
-        print(f"  peak memory of a rebuild: python {mb:.0f} MB, git children "
-              f"{res['peak_memory_rebuild']['git_children_mb']:.0f} MB (target < {MEMORY_TARGET_MB} MB: "
-              f"{verdict(mb, MEMORY_TARGET_MB)})")
+        print(
+            f"  peak memory of a rebuild: python {mb:.0f} MB, git children "
+            f"{res['peak_memory_rebuild']['git_children_mb']:.0f} MB (target < {MEMORY_TARGET_MB} MB: "
+            f"{verdict(mb, MEMORY_TARGET_MB)})"
+        )
     if do_profile:
         text = profile(lambda: rebuild_in_process(clone), OUT_DIR / f"profile-index-rebuild-{n}.txt")
         print(f"\n  cProfile, rebuild at {n} (top 15 cumulative):\n{text}")
@@ -194,14 +215,22 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for n in sizes:
         largest = n == max(sizes)
-        results.append(bench_size(n, args.repeat, args.fresh, not args.no_profile and (largest or args.profile_all),
-                                  memory=largest))
+        results.append(
+            bench_size(
+                n, args.repeat, args.fresh, not args.no_profile and (largest or args.profile_all), memory=largest
+            )
+        )
     path = write_json("bench_index", {"results": results})
-    print(f"\n{'size':>8} {'git log':>8} {'rebuild':>8} {'ratio':>6} {'CLI':>7} {'ratio':>6} {'+1 upd':>7} {'no-op':>7}")
+    print(
+        f"\n{'size':>8} {'git log':>8} {'rebuild':>8} {'ratio':>6} {'CLI':>7} {'ratio':>6} {'+1 upd':>7} {'no-op':>7}"
+    )
     for r in results:
-        print(f"{r['contributions']:>8} {r['git_log_baseline_s']['median']:>8.3f} {r['rebuild_in_process_s']['median']:>8.3f} "
-              f"{r['ratio_in_process']:>5.2f}x {r['rebuild_cli_s']['median']:>7.3f} {r['ratio_cli']:>5.2f}x "
-              f"{r['incremental_s']['median']:>7.3f} {r['noop_update_s']['median']:>7.3f}")
+        print(
+            f"{r['contributions']:>8} {r['git_log_baseline_s']['median']:>8.3f} "
+            f"{r['rebuild_in_process_s']['median']:>8.3f} "
+            f"{r['ratio_in_process']:>5.2f}x {r['rebuild_cli_s']['median']:>7.3f} {r['ratio_cli']:>5.2f}x "
+            f"{r['incremental_s']['median']:>7.3f} {r['noop_update_s']['median']:>7.3f}"
+        )
     print(f"results: {path}")
     return 0
 

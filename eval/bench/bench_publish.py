@@ -29,10 +29,9 @@ import time
 from pathlib import Path
 
 from _common import WORK_DIR, env, project, ratio, sample, sh, stats, verdict, write_json
-
 from git_agora.contribution import Contribution
-from git_agora.project import Project
 from git_agora.ops.publish import publish
+from git_agora.project import Project
 
 TARGET = 1.5
 ACCOUNT = "bench-publisher"
@@ -49,9 +48,20 @@ class Daemon:
     def __init__(self, base: Path):
         self.port = free_port()
         self.proc = subprocess.Popen(
-            ["git", "daemon", "--export-all", "--enable=receive-pack", "--reuseaddr", "--listen=127.0.0.1",
-             f"--port={self.port}", f"--base-path={base}", str(base)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                "git",
+                "daemon",
+                "--export-all",
+                "--enable=receive-pack",
+                "--reuseaddr",
+                "--listen=127.0.0.1",
+                f"--port={self.port}",
+                f"--base-path={base}",
+                str(base),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         for _ in range(100):
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.1).close()
@@ -99,12 +109,23 @@ def measure(clone: Path, work: Path, repeat: int, label: str, account: str) -> d
     counter = iter(range(10**6))
 
     def post():
-        out = sh("git", "agora", "post", "-m", f"bench insight {next(counter)}: nothing to see", "--tag", "insight",
-                 "--json", cwd=clone)
+        out = sh(
+            "git",
+            "agora",
+            "post",
+            "-m",
+            f"bench insight {next(counter)}: nothing to see",
+            "--tag",
+            "insight",
+            "--json",
+            cwd=clone,
+        )
         assert '"pushed"' in out, out
 
-    res = {"agora_post_cli_s": stats(sample(post, repeat, warmup=1)),
-           "git_commit_push_s": stats(sample(lambda: plain_round(work), repeat, warmup=1))}
+    res = {
+        "agora_post_cli_s": stats(sample(post, repeat, warmup=1)),
+        "git_commit_push_s": stats(sample(lambda: plain_round(work), repeat, warmup=1)),
+    }
     res["ratio_cli"] = ratio(res["agora_post_cli_s"]["median"], res["git_commit_push_s"]["median"])
 
     proj = Project.open(clone, account=account)
@@ -112,17 +133,22 @@ def measure(clone: Path, work: Path, repeat: int, label: str, account: str) -> d
     tree = proj.repo.commit_info(setup).tree
 
     def library():
-        c = Contribution(account=account, tags=("insight",), description=f"library insight {next(counter)}",
-                         parents=(setup,))
+        c = Contribution(
+            account=account, tags=("insight",), description=f"library insight {next(counter)}", parents=(setup,)
+        )
         assert publish(proj, c, tree).push.outcome.value == "pushed"
 
     res["publish_in_process_s"] = stats(sample(library, repeat, warmup=1))
     res["ratio_in_process"] = ratio(res["publish_in_process_s"]["median"], res["git_commit_push_s"]["median"])
     med = lambda k: res[k]["median"]  # noqa: E731
     print(f"  [{label}]")
-    print(f"    git agora post (CLI)        {med('agora_post_cli_s'):7.3f} s   ratio {res['ratio_cli']:.2f}x "
-          f"(target <= {TARGET}x: {verdict(res['ratio_cli'], TARGET)})")
-    print(f"    publish() in-process        {med('publish_in_process_s'):7.3f} s   ratio {res['ratio_in_process']:.2f}x")
+    print(
+        f"    git agora post (CLI)        {med('agora_post_cli_s'):7.3f} s   ratio {res['ratio_cli']:.2f}x "
+        f"(target <= {TARGET}x: {verdict(res['ratio_cli'], TARGET)})"
+    )
+    print(
+        f"    publish() in-process        {med('publish_in_process_s'):7.3f} s   ratio {res['ratio_in_process']:.2f}x"
+    )
     print(f"    git commit --allow-empty && git push {med('git_commit_push_s'):.3f} s")
     return res
 
@@ -132,11 +158,27 @@ def startup(repeat: int) -> dict:
         "python_c_pass_s": stats(sample(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), repeat)),
         "git_version_s": stats(sample(lambda: subprocess.run(["git", "--version"], capture_output=True), repeat)),
         "git_agora_h_s": stats(sample(lambda: sh("git", "agora", "-h"), repeat)),
-        "import_post_module_s": stats(sample(lambda: subprocess.run(
-            [sys.executable, "-c", "import git_agora.cli.post, git_agora.ops.publish"], check=True), repeat)),
+        "import_post_module_s": stats(
+            sample(
+                lambda: subprocess.run(
+                    [sys.executable, "-c", "import git_agora.cli.post, git_agora.ops.publish"], check=True
+                ),
+                repeat,
+            )
+        ),
     }
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "import git_agora.cli, git_agora.cli.post, "
-                           "git_agora.ops.publish, git_agora.cli.common"], capture_output=True, text=True, env=env())
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            "import git_agora.cli, git_agora.cli.post, git_agora.ops.publish, git_agora.cli.common",
+        ],
+        capture_output=True,
+        text=True,
+        env=env(),
+    )
     rows = []
     for line in proc.stderr.splitlines():
         m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)

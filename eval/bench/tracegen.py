@@ -88,9 +88,31 @@ KIND_TAGS = {
 METRIC_KINDS = frozenset({"result", "result+insight"})
 
 NAMES = [
-    "ada", "bayes", "curie", "dirac", "euler", "fermi", "gauss", "hopper", "ising", "joule", "kepler",
-    "lovelace", "maxwell", "noether", "ohm", "planck", "quine", "riemann", "shannon", "turing", "ulam",
-    "volta", "wiener", "yukawa", "zuse",
+    "ada",
+    "bayes",
+    "curie",
+    "dirac",
+    "euler",
+    "fermi",
+    "gauss",
+    "hopper",
+    "ising",
+    "joule",
+    "kepler",
+    "lovelace",
+    "maxwell",
+    "noether",
+    "ohm",
+    "planck",
+    "quine",
+    "riemann",
+    "shannon",
+    "turing",
+    "ulam",
+    "volta",
+    "wiener",
+    "yukawa",
+    "zuse",
 ]
 
 # --- description vocabulary ------------------------------------------------------------------------
@@ -98,69 +120,118 @@ NAMES = [
 DONORS = ["gpt2", "gpt2-medium", "pythia-160m", "pythia-410m", "opt-125m", "qwen2-0.5b", "smollm-135m"]
 GPUS = ["H100", "A100", "L40S", "RTX 4090", "A10G"]
 FAMILIES = [
-    ("svd-embed", [
-        "SVD projection of {donor} embeddings to rank {rank}",
-        "truncated SVD of the {donor} token embeddings (rank {rank}) as the input table",
-        "project donor embeddings from {donor} through their top-{rank} singular vectors",
-    ]),
-    ("copy-attn", [
-        "copy attention from {donor} layers {layers}",
-        "initialise attention blocks from {donor} layers {layers}, heads remapped by norm",
-        "transplant q/k/v/o weights of {donor} layers {layers} into the hybrid attention slots",
-    ]),
-    ("ssm-distil", [
-        "distil SSM from donor MLP of {donor} layers {layers}",
-        "fit the SSM kernels to {donor} MLP outputs on {steps} calibration batches",
-        "least-squares distillation of {donor} MLPs into the state-space blocks (state {rank})",
-    ]),
-    ("procrustes", [
-        "orthogonal Procrustes alignment of {donor} and target embedding spaces",
-        "align {donor} hidden states to the target with Procrustes on {steps} anchor tokens",
-    ]),
-    ("vocab-remap", [
-        "remap the {donor} vocabulary by token overlap, averaging subword pieces",
-        "vocabulary transfer from {donor}: exact matches copied, the rest mean of constituent pieces",
-    ]),
-    ("depth-upscale", [
-        "depth upscaling: repeat {donor} layers {layers} to fill the hybrid stack",
-        "interpolate between adjacent {donor} layers to initialise the extra depth",
-    ]),
-    ("net2net", [
-        "Net2Net width expansion of {donor} MLPs with {frac} noise",
-        "function-preserving widening of the {donor} feed-forward blocks (noise scale {frac})",
-    ]),
-    ("lowrank-adapt", [
-        "rank-{rank} adapters on transferred attention, base frozen",
-        "low-rank correction of the copied {donor} attention (rank {rank}, alpha {alpha})",
-    ]),
-    ("freeze-sched", [
-        "freeze transferred layers for the first {steps} steps",
-        "progressive unfreezing of transferred blocks every {steps} steps",
-    ]),
-    ("lr-sched", [
-        "cosine schedule with peak lr {lr} and {warmup} warmup steps",
-        "lower lr {lr} on transferred weights, default on new ones",
-        "lr warmup of {warmup} steps, then linear decay from {lr}",
-    ]),
-    ("logit-distil", [
-        "logit distillation from {donor} at temperature {temp}",
-        "KL to {donor} logits (T={temp}) for the first {steps} steps",
-    ]),
-    ("soup", [
-        "average {k} transferred inits from different {donor} layer maps",
-        "weight soup of {k} recipes sharing the {donor} embedding",
-    ]),
-    ("norm-fix", [
-        "rescale transferred weights to match target RMSNorm statistics",
-        "re-estimate norm gains of copied {donor} layers on {steps} batches",
-    ]),
+    (
+        "svd-embed",
+        [
+            "SVD projection of {donor} embeddings to rank {rank}",
+            "truncated SVD of the {donor} token embeddings (rank {rank}) as the input table",
+            "project donor embeddings from {donor} through their top-{rank} singular vectors",
+        ],
+    ),
+    (
+        "copy-attn",
+        [
+            "copy attention from {donor} layers {layers}",
+            "initialise attention blocks from {donor} layers {layers}, heads remapped by norm",
+            "transplant q/k/v/o weights of {donor} layers {layers} into the hybrid attention slots",
+        ],
+    ),
+    (
+        "ssm-distil",
+        [
+            "distil SSM from donor MLP of {donor} layers {layers}",
+            "fit the SSM kernels to {donor} MLP outputs on {steps} calibration batches",
+            "least-squares distillation of {donor} MLPs into the state-space blocks (state {rank})",
+        ],
+    ),
+    (
+        "procrustes",
+        [
+            "orthogonal Procrustes alignment of {donor} and target embedding spaces",
+            "align {donor} hidden states to the target with Procrustes on {steps} anchor tokens",
+        ],
+    ),
+    (
+        "vocab-remap",
+        [
+            "remap the {donor} vocabulary by token overlap, averaging subword pieces",
+            "vocabulary transfer from {donor}: exact matches copied, the rest mean of constituent pieces",
+        ],
+    ),
+    (
+        "depth-upscale",
+        [
+            "depth upscaling: repeat {donor} layers {layers} to fill the hybrid stack",
+            "interpolate between adjacent {donor} layers to initialise the extra depth",
+        ],
+    ),
+    (
+        "net2net",
+        [
+            "Net2Net width expansion of {donor} MLPs with {frac} noise",
+            "function-preserving widening of the {donor} feed-forward blocks (noise scale {frac})",
+        ],
+    ),
+    (
+        "lowrank-adapt",
+        [
+            "rank-{rank} adapters on transferred attention, base frozen",
+            "low-rank correction of the copied {donor} attention (rank {rank}, alpha {alpha})",
+        ],
+    ),
+    (
+        "freeze-sched",
+        [
+            "freeze transferred layers for the first {steps} steps",
+            "progressive unfreezing of transferred blocks every {steps} steps",
+        ],
+    ),
+    (
+        "lr-sched",
+        [
+            "cosine schedule with peak lr {lr} and {warmup} warmup steps",
+            "lower lr {lr} on transferred weights, default on new ones",
+            "lr warmup of {warmup} steps, then linear decay from {lr}",
+        ],
+    ),
+    (
+        "logit-distil",
+        [
+            "logit distillation from {donor} at temperature {temp}",
+            "KL to {donor} logits (T={temp}) for the first {steps} steps",
+        ],
+    ),
+    (
+        "soup",
+        [
+            "average {k} transferred inits from different {donor} layer maps",
+            "weight soup of {k} recipes sharing the {donor} embedding",
+        ],
+    ),
+    (
+        "norm-fix",
+        [
+            "rescale transferred weights to match target RMSNorm statistics",
+            "re-estimate norm gains of copied {donor} layers on {steps} batches",
+        ],
+    ),
 ]
 TWEAKS = [
-    "raised warmup to {warmup} steps", "dropped weight decay to {wd}", "switched to AdamW with beta2 0.95",
-    "doubled the batch size", "kept only layers {layers}", "used rank {rank} instead", "froze the embeddings",
-    "re-initialised the output head", "added gradient clipping at {clip}", "shortened the run to {steps} steps",
-    "tied input and output embeddings", "scaled the copied residual branches by {frac}",
-    "used {donor} instead of the parent's donor", "removed the layer-norm copy", "seeded with {seed}",
+    "raised warmup to {warmup} steps",
+    "dropped weight decay to {wd}",
+    "switched to AdamW with beta2 0.95",
+    "doubled the batch size",
+    "kept only layers {layers}",
+    "used rank {rank} instead",
+    "froze the embeddings",
+    "re-initialised the output head",
+    "added gradient clipping at {clip}",
+    "shortened the run to {steps} steps",
+    "tied input and output embeddings",
+    "scaled the copied residual branches by {frac}",
+    "used {donor} instead of the parent's donor",
+    "removed the layer-norm copy",
+    "seeded with {seed}",
 ]
 INSIGHT_TEMPLATES = [
     "{Method} only helps when the donor is at least as wide as the target; with {donor} it costs {x} bpb.",
@@ -181,7 +252,7 @@ HYPOTHESIS_TEMPLATES = [
 ]
 VERIFICATION_TEXT = {
     Verdict.CONFIRMED: "Reproduced: {value} bpb against the reported {reported} on {gpu}, within tolerance.",
-    Verdict.PARTIAL: "Partly reproduced: {value} bpb against the reported {reported} on {gpu}; the trend holds but the gap exceeds the tolerance.",
+    Verdict.PARTIAL: "Partly reproduced: {value} bpb against the reported {reported} on {gpu}; the trend holds but the gap exceeds the tolerance.",  # noqa: E501
     Verdict.FAILED: "Could not reproduce: {value} bpb against the reported {reported} on {gpu}.",
 }
 
@@ -190,13 +261,24 @@ def _slots(rng: random.Random) -> dict:
     lo = rng.randrange(0, 8)
     donor, donor2 = rng.sample(DONORS, 2)
     return {
-        "donor": donor, "donor2": donor2, "rank": rng.choice([8, 16, 32, 64, 128, 256, 512]),
-        "layers": f"{lo}-{lo + rng.randrange(1, 6)}", "steps": rng.choice([200, 500, 1000, 2000, 3000, 5000]),
-        "lr": rng.choice(["1e-4", "2e-4", "3e-4", "6e-4", "1e-3", "3e-3"]), "warmup": rng.choice([50, 100, 200, 400, 800]),
-        "frac": rng.choice([0.01, 0.05, 0.1, 0.25, 0.5]), "alpha": rng.choice([8, 16, 32]),
-        "temp": rng.choice([1.0, 1.5, 2.0, 4.0]), "k": rng.randrange(2, 6), "wd": rng.choice([0.0, 0.01, 0.05]),
-        "clip": rng.choice([0.5, 1.0, 2.0]), "seed": rng.randrange(10_000), "gpu": rng.choice(GPUS),
-        "n": rng.randrange(3, 25), "x": f"{rng.uniform(0.002, 0.08):.3f}", "tol": f"{rng.uniform(0.0005, 0.002):.4f}",
+        "donor": donor,
+        "donor2": donor2,
+        "rank": rng.choice([8, 16, 32, 64, 128, 256, 512]),
+        "layers": f"{lo}-{lo + rng.randrange(1, 6)}",
+        "steps": rng.choice([200, 500, 1000, 2000, 3000, 5000]),
+        "lr": rng.choice(["1e-4", "2e-4", "3e-4", "6e-4", "1e-3", "3e-3"]),
+        "warmup": rng.choice([50, 100, 200, 400, 800]),
+        "frac": rng.choice([0.01, 0.05, 0.1, 0.25, 0.5]),
+        "alpha": rng.choice([8, 16, 32]),
+        "temp": rng.choice([1.0, 1.5, 2.0, 4.0]),
+        "k": rng.randrange(2, 6),
+        "wd": rng.choice([0.0, 0.01, 0.05]),
+        "clip": rng.choice([0.5, 1.0, 2.0]),
+        "seed": rng.randrange(10_000),
+        "gpu": rng.choice(GPUS),
+        "n": rng.randrange(3, 25),
+        "x": f"{rng.uniform(0.002, 0.08):.3f}",
+        "tol": f"{rng.uniform(0.0005, 0.002):.4f}",
     }
 
 
@@ -238,8 +320,9 @@ class _Trace:
             raise ValueError("need at least one contribution and one account")
         self.rng = random.Random(seed)
         self.seed, self.parent_mode, self.metric, self.direction = seed, parent_mode, metric, direction
-        self.accounts = [NAMES[i % len(NAMES)] + (f"-{i // len(NAMES) + 1}" if i >= len(NAMES) else "")
-                         for i in range(accounts)]
+        self.accounts = [
+            NAMES[i % len(NAMES)] + (f"-{i // len(NAMES) + 1}" if i >= len(NAMES) else "") for i in range(accounts)
+        ]
         weights = [1.0 / (i + 1) ** 0.6 for i in range(accounts)]
         self.rng.shuffle(weights)
         self.cum_weights = [sum(weights[: i + 1]) for i in range(accounts)]
@@ -260,8 +343,14 @@ class _Trace:
         self.n_results = 0
         n_results_planned = round((contributions - 1) * (PAPER_MIX["result"] + PAPER_MIX["result+insight"]) / 1702)
         self.spine_len = max(2, min(400, round(0.04 * max(n_results_planned, 1))))
-        self.spine_positions = set(sorted(self.rng.sample(range(1, max(n_results_planned, 2)),
-                                                         min(self.spine_len - 1, max(n_results_planned - 1, 1)))) + [0])
+        self.spine_positions = set(
+            sorted(
+                self.rng.sample(
+                    range(1, max(n_results_planned, 2)), min(self.spine_len - 1, max(n_results_planned - 1, 1))
+                )
+            )
+            + [0]
+        )
         self.spine_done = 0
         self.plan = self._plan(contributions, accounts)
         self.run_counter = 0
@@ -408,12 +497,7 @@ def _setup_files() -> dict[str, str]:
 
 
 def _transfer_py(recipe: str) -> str:
-    return (
-        '"""Weight transfer recipe."""\n\n'
-        f"RECIPE = {recipe}\n\n\n"
-        "def transfer(model, config):\n"
-        "    return model\n"
-    )
+    return f'"""Weight transfer recipe."""\n\nRECIPE = {recipe}\n\n\ndef transfer(model, config):\n    return model\n'
 
 
 class _Writer:
@@ -422,9 +506,9 @@ class _Writer:
     def __init__(self, repo: Path, trace: _Trace, mode: str):
         self.trace, self.mode = trace, mode
         self.proc = subprocess.Popen(
-            ["git", "-C", str(repo), "fast-import", "--quiet", "--done", "--active-branches=1024",
-             "--depth=50"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            ["git", "-C", str(repo), "fast-import", "--quiet", "--done", "--active-branches=1024", "--depth=50"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
         )
         self.buf: list[bytes] = []
         self.pending: list[int] = []  # nodes whose sha is not known yet
@@ -443,14 +527,19 @@ class _Writer:
             self.flush()
         return self.trace.sha[node]  # type: ignore[return-value]
 
-    def commit(self, node: int, account: str, ts: int, message: str, parents: list[int],
-               files: dict[str, str] | None) -> None:
+    def commit(
+        self, node: int, account: str, ts: int, message: str, parents: list[int], files: dict[str, str] | None
+    ) -> None:
         mark = self.next_mark
         self.next_mark += 1
         self.mark_of[node] = mark
         ident = f"{account} <{account}@agora> {ts} +0000\n"
         msg = message.encode()
-        parts = [f"commit {SCRATCH_REF}\nmark :{mark}\nauthor {ident}committer {ident}data {len(msg)}\n".encode(), msg, b"\n"]
+        parts = [
+            f"commit {SCRATCH_REF}\nmark :{mark}\nauthor {ident}committer {ident}data {len(msg)}\n".encode(),
+            msg,
+            b"\n",
+        ]
         if parents:
             parts.append(f"from {self.ref(parents[0])}\n".encode())
             parts += [f"merge {self.ref(p)}\n".encode() for p in parents[1:]]
@@ -534,12 +623,15 @@ def _emit(trace: _Trace, w: _Writer, mode: str, kind: str | None = None, account
     family = -1
 
     if kind == "setup":
-        description = (f"Setup: {PROJECT_NAME}\n\nPrimary metric: {trace.metric} "
-                       f"({'lower' if trace.direction == 'min' else 'higher'} is better, tolerance {TOLERANCE:g}).")
+        description = (
+            f"Setup: {PROJECT_NAME}\n\nPrimary metric: {trace.metric} "
+            f"({'lower' if trace.direction == 'min' else 'higher'} is better, tolerance {TOLERANCE:g})."
+        )
         metadata = {"metric": trace.metric, "direction": trace.direction, "tolerance": TOLERANCE}
         files = _setup_files()
-        files["agora.toml"] = ProjectConfig(name=PROJECT_NAME, metric=trace.metric, direction=trace.direction,
-                                            tolerance=TOLERANCE).dump()
+        files["agora.toml"] = ProjectConfig(
+            name=PROJECT_NAME, metric=trace.metric, direction=trace.direction, tolerance=TOLERANCE
+        ).dump()
         loss = None
     elif kind in METRIC_KINDS:
         ordinal = trace.n_results
@@ -584,14 +676,23 @@ def _emit(trace: _Trace, w: _Writer, mode: str, kind: str | None = None, account
         description = f"{_cap(method)}, {tweak}\n\n{verdict_text}"
         if kind == "result+insight":
             description += " " + rng.choice(INSIGHT_TEMPLATES).format(
-                method=method, Method=_cap(method), method2=_method(rng, rng.randrange(len(FAMILIES)), slots), **slots)
+                method=method, Method=_cap(method), method2=_method(rng, rng.randrange(len(FAMILIES)), slots), **slots
+            )
         if rng.random() < 0.5:
             tags.append(FAMILIES[family][0])
         metrics = {trace.metric: trace.out_metric(loss)}
         metadata = {"gpu": slots["gpu"], "steps": slots["steps"], "seconds": rng.randrange(120, 3600)}
         trace.run_counter += 1
-        recipe = json.dumps({"method": FAMILIES[family][0], "donor": slots["donor"], "rank": slots["rank"],
-                             "lr": slots["lr"], "steps": slots["steps"], "run": trace.run_counter})
+        recipe = json.dumps(
+            {
+                "method": FAMILIES[family][0],
+                "donor": slots["donor"],
+                "rank": slots["rank"],
+                "lr": slots["lr"],
+                "steps": slots["steps"],
+                "run": trace.run_counter,
+            }
+        )
         files = {"transfer.py": _transfer_py(recipe)}
     elif kind == "verification":
         assert tgt is not None
@@ -600,23 +701,30 @@ def _emit(trace: _Trace, w: _Writer, mode: str, kind: str | None = None, account
         reported = trace._metric_of(tgt)
         v = rng.random()
         verdict = Verdict.CONFIRMED if v < 0.78 else Verdict.PARTIAL if v < 0.92 else Verdict.FAILED
-        value = reported + {Verdict.CONFIRMED: rng.gauss(0, 0.0005),
-                            Verdict.PARTIAL: rng.choice((-1, 1)) * rng.uniform(0.0015, 0.01),
-                            Verdict.FAILED: rng.uniform(0.02, 0.3)}[verdict]
+        value = (
+            reported
+            + {
+                Verdict.CONFIRMED: rng.gauss(0, 0.0005),
+                Verdict.PARTIAL: rng.choice((-1, 1)) * rng.uniform(0.0015, 0.01),
+                Verdict.FAILED: rng.uniform(0.02, 0.3),
+            }[verdict]
+        )
         target = w.sha(tgt)
-        description = (f"Verify: {trace.title[tgt][:70]}\n\n"
-                       + VERIFICATION_TEXT[verdict].format(value=f"{trace.out_metric(value):.4f}",
-                                                           reported=f"{trace.out_metric(reported):.4f}", gpu=slots["gpu"]))
+        description = f"Verify: {trace.title[tgt][:70]}\n\n" + VERIFICATION_TEXT[verdict].format(
+            value=f"{trace.out_metric(value):.4f}", reported=f"{trace.out_metric(reported):.4f}", gpu=slots["gpu"]
+        )
         metadata = {"reproduced": trace.out_metric(value), "gpu": slots["gpu"]}
         loss = None
     elif kind == "report":
         leaders = [n for _, n in trace.leaders[:3]] or [0]
         parents = leaders
         top = ", ".join(FAMILIES[trace.family[n]][0] for n in leaders if trace.family[n] >= 0) or "none yet"
-        description = (f"Progress report after {node} contributions: best {trace.best():.4f} bpb\n\n"
-                       f"The leading recipes combine {top}. {len(trace.results_only)} results so far; "
-                       f"{sum(1 for k in trace.kind if k == 'verification')} verifications. "
-                       f"Open directions: {rng.choice(FAMILIES)[0]} and {rng.choice(FAMILIES)[0]}.")
+        description = (
+            f"Progress report after {node} contributions: best {trace.best():.4f} bpb\n\n"
+            f"The leading recipes combine {top}. {len(trace.results_only)} results so far; "
+            f"{sum(1 for k in trace.kind if k == 'verification')} verifications. "
+            f"Open directions: {rng.choice(FAMILIES)[0]} and {rng.choice(FAMILIES)[0]}."
+        )
         loss = None
     else:  # insight, hypothesis, insight+hypothesis: light, mostly on a result
         first = trace.pick_result_parent(mode) if rng.random() < 0.7 else trace.pick_any(mode, set())
@@ -629,9 +737,14 @@ def _emit(trace: _Trace, w: _Writer, mode: str, kind: str | None = None, account
                 parents.append(extra)
         family = trace.pick_family(account, first)
         method = _method(rng, family, slots)
-        fill = dict(method=method, Method=_cap(method), method2=_method(rng, rng.randrange(len(FAMILIES)), slots),
-                    tweak=rng.choice(TWEAKS).format(**slots),
-                    target=f"{max(FLOOR, trace.best() - rng.uniform(0.001, 0.05)):.3f}", **slots)
+        fill = dict(
+            method=method,
+            Method=_cap(method),
+            method2=_method(rng, rng.randrange(len(FAMILIES)), slots),
+            tweak=rng.choice(TWEAKS).format(**slots),
+            target=f"{max(FLOOR, trace.best() - rng.uniform(0.001, 0.05)):.3f}",
+            **slots,
+        )
         if kind == "hypothesis":
             description = rng.choice(HYPOTHESIS_TEMPLATES).format(**fill)
             lo = round(trace.best() - rng.uniform(0.0, 0.03), 3)
@@ -639,16 +752,21 @@ def _emit(trace: _Trace, w: _Writer, mode: str, kind: str | None = None, account
             if rng.random() < 0.1:
                 tags.append("explore-novel")
         elif kind == "insight+hypothesis":
-            description = (rng.choice(INSIGHT_TEMPLATES).format(**fill) + "\n\n"
-                           + rng.choice(HYPOTHESIS_TEMPLATES).format(**fill))
+            description = (
+                rng.choice(INSIGHT_TEMPLATES).format(**fill) + "\n\n" + rng.choice(HYPOTHESIS_TEMPLATES).format(**fill)
+            )
         else:
             description = rng.choice(INSIGHT_TEMPLATES).format(**fill)
         loss = None
 
     message = Contribution(
-        account=name, tags=tuple(tags), description=description,
-        metrics=metrics, metadata=metadata,
-        target=target, verdict=verdict,
+        account=name,
+        tags=tuple(tags),
+        description=description,
+        metrics=metrics,
+        metadata=metadata,
+        target=target,
+        verdict=verdict,
     ).to_message()
     trace.kind.append(kind)
     trace.account.append(account)
@@ -670,15 +788,20 @@ def _emit(trace: _Trace, w: _Writer, mode: str, kind: str | None = None, account
 def _finish(path: Path, trace: _Trace, w: _Writer, started: float, commit_graph: bool) -> TraceInfo:
     w.close()
     subprocess.run(["git", "-C", str(path), "update-ref", "-d", SCRATCH_REF], check=True)
-    out = subprocess.run(["git", "-C", str(path), "for-each-ref", "--format=%(objectname) %(refname)",
-                          "refs/agora/log/"], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["git", "-C", str(path), "for-each-ref", "--format=%(objectname) %(refname)", "refs/agora/log/"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     index = {name: i for i, name in enumerate(trace.accounts)}
     for line in out.splitlines():
         sha, ref = line.split(" ", 1)
         trace.log_tip[index[ref.rsplit("/", 1)[1]]] = sha
     if commit_graph:
-        subprocess.run(["git", "-C", str(path), "commit-graph", "write", "--reachable"], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(path), "commit-graph", "write", "--reachable"], check=True, capture_output=True
+        )
     with open(path / STATE_FILE, "wb") as fh:
         pickle.dump(trace.__dict__, fh, protocol=pickle.HIGHEST_PROTOCOL)  # plain data: loads from any module name
     return _info(path, trace, started, [trace.sha[n] for n in w.new])  # type: ignore[misc]
@@ -690,15 +813,31 @@ def _info(path: Path, trace: _Trace, started: float, new: list[str]) -> TraceInf
         for tag in KIND_TAGS[kind]:
             counts[tag] = counts.get(tag, 0) + 1
     return TraceInfo(
-        path=str(path), contributions=len(trace.kind), accounts=list(trace.accounts), tag_counts=counts,
-        setup=trace.sha[0] or "", best=trace.out_metric(trace.best()), spine=trace.spine_done,
-        first_timestamp=trace.node_ts[0], last_timestamp=trace.node_ts[-1], seconds=time.perf_counter() - started,
-        parent_mode=trace.parent_mode, new=new,
+        path=str(path),
+        contributions=len(trace.kind),
+        accounts=list(trace.accounts),
+        tag_counts=counts,
+        setup=trace.sha[0] or "",
+        best=trace.out_metric(trace.best()),
+        spine=trace.spine_done,
+        first_timestamp=trace.node_ts[0],
+        last_timestamp=trace.node_ts[-1],
+        seconds=time.perf_counter() - started,
+        parent_mode=trace.parent_mode,
+        new=new,
     )
 
 
-def generate(path: Path, contributions: int, accounts: int, seed: int = 0, parent_mode: str = "recent",
-             metric: str = "bpb", direction: str = "min", commit_graph: bool = False) -> TraceInfo:
+def generate(
+    path: Path,
+    contributions: int,
+    accounts: int,
+    seed: int = 0,
+    parent_mode: str = "recent",
+    metric: str = "bpb",
+    direction: str = "min",
+    commit_graph: bool = False,
+) -> TraceInfo:
     """Write a synthetic Agora project with this many contributions into a new bare repository."""
     if parent_mode not in ("recent", "uniform"):
         raise ValueError("parent_mode is recent or uniform")
@@ -712,8 +851,14 @@ def generate(path: Path, contributions: int, accounts: int, seed: int = 0, paren
     return _finish(path, trace, w, started, commit_graph)
 
 
-def append(path: Path, account: str | None = None, n: int = 1, parent_mode: str | None = None,
-           kind: str | None = None, commit_graph: bool = False) -> TraceInfo:
+def append(
+    path: Path,
+    account: str | None = None,
+    n: int = 1,
+    parent_mode: str | None = None,
+    kind: str | None = None,
+    commit_graph: bool = False,
+) -> TraceInfo:
     """Append n contributions to a generated project (by `account`, else drawn as usual)."""
     started = time.perf_counter()
     path = Path(path)
@@ -755,8 +900,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if args.paper:
             args.contributions, args.accounts = PAPER_CONTRIBUTIONS, PAPER_ACCOUNTS
-        info = generate(args.out, args.contributions, args.accounts, args.seed, args.parents or "recent",
-                        args.metric, args.direction, args.commit_graph)
+        info = generate(
+            args.out,
+            args.contributions,
+            args.accounts,
+            args.seed,
+            args.parents or "recent",
+            args.metric,
+            args.direction,
+            args.commit_graph,
+        )
     summary = info.to_dict()
     if len(summary["new"]) > 5:
         summary["new"] = summary["new"][:2] + ["..."] + summary["new"][-2:]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .contribution import DEFAULT_TAG_WEIGHTS, METRIC_NAME_PATTERN
 
@@ -15,7 +16,7 @@ DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
 
 
 UCB_COMMENT = [
-    "# Where to work next (git agora analyze): U(v) = 100 Q(v) + C sqrt(log(N+1) / (n(v)+1)) + 100 D / sqrt(1 + rho(v))",
+    "# Where to work next (git agora analyze): U(v) = 100 Q(v) + C sqrt(log(N+1) / (n(v)+1)) + 100 D / sqrt(1 + rho(v))",  # noqa: E501
     "#   Q: quality percentile (direction-aware), n: follow-on work, N: valid contributions,",
     "#   rho: near-duplicate descriptions (cosine >= 0.90), D = d.",
     "#   C = c0 * (1 + k * bunching); bunching = share of scored results within bunch_tolerances x tolerance",
@@ -51,7 +52,7 @@ class ProjectConfig:
             raise ConfigError("tolerance must be a non-negative number")
 
     @classmethod
-    def parse(cls, text: str) -> "ProjectConfig":
+    def parse(cls, text: str) -> ProjectConfig:
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Iterable, Mapping, Sequence
 
 FORMAT = "1"
 
@@ -57,9 +57,7 @@ class NewerFormat(ContributionError):
     """A contribution written in a protocol version this reader does not know."""
 
 
-def contribution_weight(
-    tags: Sequence[str], verdict: str | None, weights: Mapping[str, float] | None = None
-) -> float:
+def contribution_weight(tags: Sequence[str], verdict: str | None, weights: Mapping[str, float] | None = None) -> float:
     """What a child adds to each direct parent's evidence when it comes from another account.
 
     A verification weighs its verdict (+20 / +10 / -20). Otherwise wip and endorsed weigh nothing, and
@@ -130,7 +128,7 @@ class Contribution:
         parents: Sequence[str] = (),
         timestamp: int | None = None,
         tree: str | None = None,
-    ) -> "Contribution":
+    ) -> Contribution:
         """Decode a commit message; raises ContributionError when it is not a contribution."""
         description, trailers = split_trailers(message)
         fields: dict[str, list[str]] = {}
@@ -238,7 +236,6 @@ def parse_cross_ref(text: str) -> CrossRef:
     if not hash_sign or not url or any(ch.isspace() for ch in url) or not _FULL_SHA.match(sha):
         raise ContributionError(f"cross-project reference {text!r} is not URL#SHA (a full 40-hex commit sha)")
     return CrossRef(url, sha)
-
 
 
 def format_float(value: float) -> str:

@@ -16,10 +16,10 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from .config import ProjectConfig
 from .errors import AgoraError
@@ -36,8 +36,12 @@ class EvalRun:
     error: str | None = None  # why the run produced no metrics (crash, timeout, no JSON)
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "metrics": dict(self.metrics), "duration_s": round(self.duration_s, 3),
-                "error": self.error}
+        return {
+            "ok": self.ok,
+            "metrics": dict(self.metrics),
+            "duration_s": round(self.duration_s, 3),
+            "error": self.error,
+        }
 
 
 @dataclass(frozen=True)
@@ -65,8 +69,15 @@ def exported_tree(repo: Repository, tree: str) -> Iterator[Path]:
 def run_command(command: str, cwd: Path, timeout: float, metric: str | None) -> EvalRun:
     """Run the evaluation; its last stdout line that is a JSON object carries the metrics."""
     start = time.monotonic()
-    proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+    proc = subprocess.Popen(
+        ["bash", "-c", command],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -80,8 +91,11 @@ def run_command(command: str, cwd: Path, timeout: float, metric: str | None) -> 
     payload = _last_json_object(out)
     if payload is None:
         return EvalRun(False, {}, duration, "the evaluation printed no JSON object")
-    metrics = {k: float(v) for k, v in payload.items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+    metrics = {
+        k: float(v)
+        for k, v in payload.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    }
     if metric and metric not in metrics:
         return EvalRun(False, metrics, duration, f"the evaluation's JSON has no finite {metric!r}")
     return EvalRun(True, metrics, duration)
@@ -127,8 +141,13 @@ def judge(claimed: Mapping[str, float], run: EvalRun, tolerance: float, primary:
         return Judgement("confirmed", f"within tolerance {tolerance:g} ({summary})", claimed, run.metrics, diffs)
     if abs(diffs[key]) <= PARTIAL_FACTOR * tolerance or within:
         return Judgement("partial", f"only partly reproduced ({summary})", claimed, run.metrics, diffs)
-    return Judgement("failed", f"not reproduced beyond {PARTIAL_FACTOR:g}x tolerance {tolerance:g} ({summary})",
-                     claimed, run.metrics, diffs)
+    return Judgement(
+        "failed",
+        f"not reproduced beyond {PARTIAL_FACTOR:g}x tolerance {tolerance:g} ({summary})",
+        claimed,
+        run.metrics,
+        diffs,
+    )
 
 
 def check_claim(project, tree: str, claimed: Mapping[str, float]) -> tuple[dict[str, float], dict]:
@@ -147,12 +166,21 @@ def check_claim(project, tree: str, claimed: Mapping[str, float]) -> tuple[dict[
     metrics = dict(claimed)
     if metric:
         metrics[metric] = measured
-    return metrics, {"command": config.eval_command, "measured": dict(run.metrics), "duration_s": round(run.duration_s, 3)}
+    return metrics, {
+        "command": config.eval_command,
+        "measured": dict(run.metrics),
+        "duration_s": round(run.duration_s, 3),
+    }
 
 
 def hardware() -> dict:
-    info = {"machine": platform.machine(), "system": platform.system(), "cpus": os.cpu_count(),
-            "python": platform.python_version(), "processor": platform.processor() or None}
+    info = {
+        "machine": platform.machine(),
+        "system": platform.system(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "processor": platform.processor() or None,
+    }
     if shutil.which("nvidia-smi"):
         out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
         if out.returncode == 0:

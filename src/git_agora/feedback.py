@@ -6,9 +6,9 @@ prints to stderr and draws progress bars on a terminal (never under `--json`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Callable
 
 Advance = Callable[[int], None]  # called with the number of items done so far
 

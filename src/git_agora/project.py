@@ -28,9 +28,12 @@ class Project:
 
     @classmethod
     def open(
-        cls, path: Path | str = ".", account: str | None = None, remote: str | None = None,
+        cls,
+        path: Path | str = ".",
+        account: str | None = None,
+        remote: str | None = None,
         feedback: Feedback | None = None,
-    ) -> "Project":
+    ) -> Project:
         try:
             return cls(Repository.discover(path), account, remote, feedback or Feedback())
         except NotARepository as exc:
@@ -77,7 +80,9 @@ class Project:
             return cached
         found = self.find_setup()
         if found is None:
-            raise AgoraError("no Agora project here: run `git agora init`, or `git agora fetch` from a remote that has one")
+            raise AgoraError(
+                "no Agora project here: run `git agora init`, or `git agora fetch` from a remote that has one"
+            )
         self.repo.git.run("config", SETUP_CONFIG_KEY, found, check=False)  # a cache: another reader may hold the lock
         return found
 
@@ -126,6 +131,12 @@ class Project:
 
     # --- reading contributions -------------------------------------------------------------
 
+    def contribution_sha(self, rev: str) -> str:
+        """The full sha of the contribution `rev` names; a clear error when it names none."""
+        sha = self.contribution(rev).sha
+        assert sha is not None
+        return sha
+
     def contribution(self, rev: str) -> Contribution:
         """The contribution a sha (or unique prefix) names; a clear error otherwise."""
         from .contribution import ContributionError, NewerFormat
@@ -136,8 +147,9 @@ class Project:
         info = self.repo.commit_info(sha)
         assert info is not None
         try:
-            return Contribution.from_message(info.message, sha=sha, parents=info.parents, timestamp=info.timestamp,
-                                             tree=info.tree)
+            return Contribution.from_message(
+                info.message, sha=sha, parents=info.parents, timestamp=info.timestamp, tree=info.tree
+            )
         except NewerFormat as exc:
             raise AgoraError(f"{rev} is {exc}") from None
         except ContributionError:

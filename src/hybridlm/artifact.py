@@ -23,9 +23,19 @@ MANIFEST_FILE = "manifest.json"
 FORMAT = "hybridlm-artifact/1"
 MAX_MANIFEST_BYTES = 64 * 1024
 MANIFEST_TYPES = {
-    "format": str, "config": str, "transfer_file": str, "transfer_sha256": str, "model_sha256": str,
-    "seed": int, "threads": int, "device": str, "torch_version": str, "hybridlm_version": str,
-    "python_version": str, "transfer_seconds": (int, float), "seconds": (int, float),
+    "format": str,
+    "config": str,
+    "transfer_file": str,
+    "transfer_sha256": str,
+    "model_sha256": str,
+    "seed": int,
+    "threads": int,
+    "device": str,
+    "torch_version": str,
+    "hybridlm_version": str,
+    "python_version": str,
+    "transfer_seconds": (int, float),
+    "seconds": (int, float),
 }
 
 

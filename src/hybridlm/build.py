@@ -160,8 +160,9 @@ def check_returned_model(result, config):
 def refuse_loaded_data_modules() -> None:
     loaded = [name for name in DATA_MODULES if name in sys.modules]
     if loaded:
-        raise EvalError(f"internal error: {loaded[0]} is loaded in the build process, which must never hold "
-                        "the evaluation texts")
+        raise EvalError(
+            f"internal error: {loaded[0]} is loaded in the build process, which must never hold the evaluation texts"
+        )
 
 
 def build(opts: BuildOptions) -> dict:
@@ -196,16 +197,20 @@ def build(opts: BuildOptions) -> dict:
         raise EvalError("transfer() changed the config object; the architecture is fixed")
     model = check_returned_model(result, config_before)
     del result, target
-    return artifact.save(out, model.state_dict(), {
-        "config": opts.config_name,
-        "transfer_file": str(path),
-        "transfer_sha256": artifact.file_sha256(path),
-        "seed": SEED,
-        "threads": threads,
-        "device": opts.device,
-        "torch_version": torch.__version__,
-        "hybridlm_version": hybridlm.__version__,
-        "python_version": platform.python_version(),
-        "transfer_seconds": round(transfer_seconds, 3),
-        "seconds": round(time.perf_counter() - started, 3),
-    })
+    return artifact.save(
+        out,
+        model.state_dict(),
+        {
+            "config": opts.config_name,
+            "transfer_file": str(path),
+            "transfer_sha256": artifact.file_sha256(path),
+            "seed": SEED,
+            "threads": threads,
+            "device": opts.device,
+            "torch_version": torch.__version__,
+            "hybridlm_version": hybridlm.__version__,
+            "python_version": platform.python_version(),
+            "transfer_seconds": round(transfer_seconds, 3),
+            "seconds": round(time.perf_counter() - started, 3),
+        },
+    )

@@ -7,8 +7,18 @@ import json
 import signal
 import sys
 
-SUMMARY_KEYS = ("loss_nats", "tokens", "bytes", "texts", "data_source", "data_sha256", "transfer_sha256",
-                "device", "torch_version", "seconds")
+SUMMARY_KEYS = (
+    "loss_nats",
+    "tokens",
+    "bytes",
+    "texts",
+    "data_source",
+    "data_sha256",
+    "transfer_sha256",
+    "device",
+    "torch_version",
+    "seconds",
+)
 
 
 def _add_build_options(p: argparse.ArgumentParser) -> None:
@@ -17,9 +27,12 @@ def _add_build_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_score_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", default=None,
-                   help="a .jsonl/.parquet file with a `text` field, 'fineweb-edu' (needs `datasets`), "
-                        "or 'stand-in' (default: the offline stand-in corpus, not comparable to the paper)")
+    p.add_argument(
+        "--data",
+        default=None,
+        help="a .jsonl/.parquet file with a `text` field, 'fineweb-edu' (needs `datasets`), "
+        "or 'stand-in' (default: the offline stand-in corpus, not comparable to the paper)",
+    )
     p.add_argument("--texts", type=int, default=200, help="number of texts to score (default 200)")
     p.add_argument("--chunk", type=int, default=512, help="tokens per scored window (default 512)")
     p.add_argument("--batch-size", type=int, default=4, help="windows per forward pass (default 4)")
@@ -44,8 +57,13 @@ def _parser() -> argparse.ArgumentParser:
     tr = sub.add_parser("transfer", help="build step: run transfer(model, config), write the artifact to --out")
     tr.add_argument("transfer_file", metavar="TRANSFER.py")
     tr.add_argument("--out", metavar="DIR", required=True, help="folder for model.safetensors and manifest.json")
-    tr.add_argument("--protect", metavar="PATH", action="append", default=[],
-                    help="another evaluation data file transfer() must not open (repeatable)")
+    tr.add_argument(
+        "--protect",
+        metavar="PATH",
+        action="append",
+        default=[],
+        help="another evaluation data file transfer() must not open (repeatable)",
+    )
     _add_build_options(tr)
     _add_common_options(tr)
 
@@ -72,21 +90,41 @@ def _print_result(result: dict, as_json: bool) -> None:
 def _eval(args) -> int:
     from hybridlm.evaluate import EvalOptions, evaluate
 
-    _print_result(evaluate(EvalOptions(
-        transfer_file=args.transfer_file, data=args.data, n_texts=args.texts, chunk=args.chunk,
-        device=args.device, donors=args.donors, timeout=args.timeout, config_name=args.config,
-        threads=args.threads, batch_size=args.batch_size,
-    )), args.json)
+    _print_result(
+        evaluate(
+            EvalOptions(
+                transfer_file=args.transfer_file,
+                data=args.data,
+                n_texts=args.texts,
+                chunk=args.chunk,
+                device=args.device,
+                donors=args.donors,
+                timeout=args.timeout,
+                config_name=args.config,
+                threads=args.threads,
+                batch_size=args.batch_size,
+            )
+        ),
+        args.json,
+    )
     return 0
 
 
 def _transfer(args) -> int:
     from hybridlm.build import BuildOptions, build
 
-    manifest = build(BuildOptions(
-        transfer_file=args.transfer_file, out=args.out, donors=args.donors, timeout=args.timeout,
-        config_name=args.config, threads=args.threads, device=args.device, protected_paths=tuple(args.protect),
-    ))
+    manifest = build(
+        BuildOptions(
+            transfer_file=args.transfer_file,
+            out=args.out,
+            donors=args.donors,
+            timeout=args.timeout,
+            config_name=args.config,
+            threads=args.threads,
+            device=args.device,
+            protected_paths=tuple(args.protect),
+        )
+    )
     print(json.dumps(manifest))
     return 0
 
@@ -94,10 +132,21 @@ def _transfer(args) -> int:
 def _score(args) -> int:
     from hybridlm.score import ScoreOptions, score_artifact
 
-    _print_result(score_artifact(ScoreOptions(
-        artifact=args.artifact, data=args.data, n_texts=args.texts, chunk=args.chunk, device=args.device,
-        threads=args.threads, batch_size=args.batch_size, config_name=args.config,
-    )), args.json)
+    _print_result(
+        score_artifact(
+            ScoreOptions(
+                artifact=args.artifact,
+                data=args.data,
+                n_texts=args.texts,
+                chunk=args.chunk,
+                device=args.device,
+                threads=args.threads,
+                batch_size=args.batch_size,
+                config_name=args.config,
+            )
+        ),
+        args.json,
+    )
     return 0
 
 

@@ -67,17 +67,38 @@ def evaluate(opts: EvalOptions) -> dict:
     threads = opts.threads or default_threads()
     with tempfile.TemporaryDirectory(prefix="hybridlm-artifact-") as out:
         run_child(build_command(opts, out, threads))
-        result = score_artifact(ScoreOptions(
-            artifact=out, data=opts.data, n_texts=opts.n_texts, chunk=opts.chunk, device=opts.device,
-            threads=threads, batch_size=opts.batch_size, config_name=opts.config_name,
-        ))
+        result = score_artifact(
+            ScoreOptions(
+                artifact=out,
+                data=opts.data,
+                n_texts=opts.n_texts,
+                chunk=opts.chunk,
+                device=opts.device,
+                threads=threads,
+                batch_size=opts.batch_size,
+                config_name=opts.config_name,
+            )
+        )
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
 
 
 def build_command(opts: EvalOptions, out: str, threads: int) -> list[str]:
-    argv = [sys.executable, "-m", "hybridlm", "transfer", opts.transfer_file, "--out", out,
-            "--config", opts.config_name, "--device", opts.device, "--threads", str(threads)]
+    argv = [
+        sys.executable,
+        "-m",
+        "hybridlm",
+        "transfer",
+        opts.transfer_file,
+        "--out",
+        out,
+        "--config",
+        opts.config_name,
+        "--device",
+        opts.device,
+        "--threads",
+        str(threads),
+    ]
     if opts.donors:
         argv += ["--donors", opts.donors]
     if opts.timeout:
@@ -92,8 +113,16 @@ def run_child(argv: list[str]) -> None:
     received: list[int] = []
     children: list[subprocess.Popen] = []
     with forwarded_signals(children, received):
-        child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True, errors="replace", start_new_session=True, preexec_fn=_die_with_parent())
+        child = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+            preexec_fn=_die_with_parent(),
+        )
         children.append(child)
         if received:
             _signal_group(child.pid, received[0])
@@ -145,7 +174,7 @@ def _relay(stream, reasons: list) -> None:
     """Copy the child's output to our stderr, keeping its `hybridlm: error:` lines as reasons."""
     for line in stream:
         if line.startswith(ERROR_PREFIX):
-            reasons.append(line[len(ERROR_PREFIX):].strip())
+            reasons.append(line[len(ERROR_PREFIX) :].strip())
         else:
             sys.stderr.write(line)
             sys.stderr.flush()

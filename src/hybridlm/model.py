@@ -171,8 +171,14 @@ def selective_scan(u, dt, A, B, C, chunk: int, channel_block: int = 96) -> torch
         [
             torch.cat(
                 [
-                    _selective_scan(u[i : i + 1, :, j : j + channel_block], dt[i : i + 1, :, j : j + channel_block],
-                                    A[j : j + channel_block], B[i : i + 1], C[i : i + 1], chunk)
+                    _selective_scan(
+                        u[i : i + 1, :, j : j + channel_block],
+                        dt[i : i + 1, :, j : j + channel_block],
+                        A[j : j + channel_block],
+                        B[i : i + 1],
+                        C[i : i + 1],
+                        chunk,
+                    )
                     for j in range(0, d_inner, channel_block)
                 ],
                 dim=-1,

@@ -93,7 +93,9 @@ def score(model, token_docs, chunk: int, device: str, batch_size: int = 4) -> tu
             inputs = torch.tensor([x + [END_OF_TEXT] * (width - len(x)) for x, _ in batch], device=device)
             targets = torch.tensor([y + [-100] * (width - len(y)) for _, y in batch], device=device)
             logits = model(inputs).float()
-            losses = F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1), ignore_index=-100, reduction="none")
+            losses = F.cross_entropy(
+                logits.view(-1, logits.shape[-1]), targets.view(-1), ignore_index=-100, reduction="none"
+            )
             total += float(losses.double().sum())
             count += int((targets != -100).sum())
     return total, count
@@ -104,8 +106,10 @@ def load_checked_model(directory: Path, manifest: dict, config_name: str):
 
     config = config_named(config_name)
     if manifest["config"] != config_name:
-        raise EvalError(f"the artifact was built for --config {manifest['config']!r}; this score expects "
-                        f"{config_name!r} (pass the same --config to both steps)")
+        raise EvalError(
+            f"the artifact was built for --config {manifest['config']!r}; this score expects "
+            f"{config_name!r} (pass the same --config to both steps)"
+        )
     return artifact.checked_model(artifact.load_state(directory, manifest), config)
 
 

@@ -7,8 +7,8 @@ would pick up whichever conftest.py pytest imported last once other test folders
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -90,8 +90,9 @@ def random_table(n: int, seed: int = 0, accounts: int = 20, merge_share: float =
     uniform = rng.random(n) < 0.2
     first[uniform] = (rng.random(uniform.sum()) * np.arange(n)[uniform]).astype(np.int64)
     second = (rng.random(n) * np.arange(n)).astype(np.int64)
-    kind = rng.choice(["result", "insight", "hypothesis", "wip", "endorsed", "verify"], n,
-                      p=[0.55, 0.12, 0.1, 0.08, 0.05, 0.10])
+    kind = rng.choice(
+        ["result", "insight", "hypothesis", "wip", "endorsed", "verify"], n, p=[0.55, 0.12, 0.1, 0.08, 0.05, 0.10]
+    )
     verdicts = rng.choice(["confirmed", "partial", "failed"], n, p=[0.6, 0.2, 0.2])
     metric = np.round(rng.normal(1.0, 0.05, n), 3)
     rows = []

@@ -6,10 +6,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
+from frontier_tables import sha
 
 from git_agora.frontier.embeddings import embeddings_table
-
-from frontier_tables import sha
 
 MODEL = "test-vectors"
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from frontier_tables import node, random_table, sha, table, verify
 
 from git_agora.config import ProjectConfig
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.views import VIEW_NAMES
-
-from frontier_tables import node, random_table, sha, table, verify
 from tables import direction_vector, vectors_table
 
 
@@ -19,20 +18,22 @@ def dumps(result) -> str:
 
 
 def small():
-    return table([
-        node("setup", "org", tags=("setup",)),
-        node("a", "ann", "setup", t=1, metric=2.0),
-        node("b", "bob", "a", t=2, metric=1.5),
-        verify("v", "cid", "b", "confirmed", t=3),
-        node("h", "ann", "b", t=4, tags=("hypothesis",)),
-        node("bad", "eve", "b", t=5, metric=0.1, valid=False),
-    ])
+    return table(
+        [
+            node("setup", "org", tags=("setup",)),
+            node("a", "ann", "setup", t=1, metric=2.0),
+            node("b", "bob", "a", t=2, metric=1.5),
+            verify("v", "cid", "b", "confirmed", t=3),
+            node("h", "ann", "b", t=4, tags=("hypothesis",)),
+            node("bad", "eve", "b", t=5, metric=0.1, valid=False),
+        ]
+    )
 
 
 def test_result_has_every_part_and_is_json():
     result = analyze(small(), config=AnalyzeConfig(metric="bpb", tolerance=0.01, limit=5))
     data = json.loads(dumps(result))
-    assert list(data) == ["summary", "slots", "views", "diversity"]
+    assert list(data) == ["summary", "slots", "views", "diversity", "references"]
     summary = data["summary"]
     assert list(summary)[0] == "warning" and summary["warning"] is None
     assert (summary["contributions"], summary["valid"], summary["rejected"], summary["results"]) == (6, 5, 1, 2)
@@ -55,7 +56,11 @@ def test_empty_project(rows):
     result = analyze(contributions, embeddings=emb)
     data = json.loads(dumps(result))
     assert data["summary"]["best"] is None and data["summary"]["notes"]
-    assert all(view["rows"] == [] for name, view in data["views"].items() if name not in ("recent", "leaves", "tags", "contributors"))
+    assert all(
+        view["rows"] == []
+        for name, view in data["views"].items()
+        if name not in ("recent", "leaves", "tags", "contributors")
+    )
     if rows:  # the only thing to do is build on the setup
         novel = result.slots["explore_novel"].suggestions
         assert [s.sha for s in novel] == [sha("setup")]

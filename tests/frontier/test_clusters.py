@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from frontier_tables import node, sha, table
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.clusters import near_duplicates, single_link
-
-from frontier_tables import node, sha, table
 from tables import direction_vector, vectors_table
 
 
@@ -43,7 +42,9 @@ def crowded_project():
     rows = [node("setup", "org", tags=("setup",))]
     vectors = {"setup": direction_vector(9)}
     for i in range(8):
-        rows.append(node(f"crowd{i}", f"u{i % 3}", "setup" if i == 0 else f"crowd{i - 1}", t=10 + i, metric=1.0 - 0.001 * i))
+        rows.append(
+            node(f"crowd{i}", f"u{i % 3}", "setup" if i == 0 else f"crowd{i - 1}", t=10 + i, metric=1.0 - 0.001 * i)
+        )
         vectors[f"crowd{i}"] = direction_vector(0, i)
     rows.append(node("other1", "solo", "setup", t=5, metric=0.9945))
     vectors["other1"] = direction_vector(3)
@@ -78,7 +79,9 @@ def test_crowded_cluster_warns_and_explore_points_elsewhere():
 
 
 def test_no_warning_when_spread():
-    rows = [node("setup", "org", tags=("setup",))] + [node(f"r{i}", "a", "setup", t=i, metric=float(i)) for i in range(6)]
+    rows = [node("setup", "org", tags=("setup",))] + [
+        node(f"r{i}", "a", "setup", t=i, metric=float(i)) for i in range(6)
+    ]
     emb = vectors_table({"setup": direction_vector(15), **{f"r{i}": direction_vector(i) for i in range(6)}})
     div = analyze(table(rows), embeddings=emb).diversity
     assert div.available and div.count == 7 and div.warning is None and math.isclose(div.evenness, 1.0)

@@ -86,8 +86,12 @@ def test_large_random_graph_runs():
 
 def test_scored_ancestors_and_failed_results():
     # F (0.85) is failed-verified: not scored, so neither a scored ancestor nor a milestone of G.
-    rows = [*GRAPH, node("F", "gina", "B", t=10, metric=0.85), verify("VF", "hana", "F", "failed", t=11),
-            node("G", "ivan", "F", "T", t=12, metric=0.88)]
+    rows = [
+        *GRAPH,
+        node("F", "gina", "B", t=10, metric=0.85),
+        verify("VF", "hana", "F", "failed", t=11),
+        node("G", "ivan", "F", "T", t=12, metric=0.88),
+    ]
     result = lineage(table(rows), sha("G"))
     assert names(result.scored_ancestors, rows) == ["R", "A", "B", "C", "D", "T"]  # not H (hypothesis), F or G
     assert names(result.reproduced_scored_ancestors, rows) == ["B"]

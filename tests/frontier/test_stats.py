@@ -66,8 +66,10 @@ def test_equal_scores_between_accounts():
 def test_equal_score_shares_within_one_and_six_hours():
     rows = [node("setup", "org", tags=("setup",))]
     for i, gap in enumerate([0.5, 1.0, 2.0, 5.0, 7.0]):  # hours between two accounts posting value i
-        rows += [node(f"x{i}", f"a{i}", "setup", t=10, metric=float(i)),
-                 node(f"y{i}", f"b{i}", "setup", t=10 + int(gap * HOUR), metric=float(i))]
+        rows += [
+            node(f"x{i}", f"a{i}", "setup", t=10, metric=float(i)),
+            node(f"y{i}", f"b{i}", "setup", t=10 + int(gap * HOUR), metric=float(i)),
+        ]
     rows += [
         node("same", "a0", "setup", t=20, metric=0.0),  # the same account again: no new pair
         node("wip", "c", "setup", t=30, metric=1.0, tags=("wip",)),  # not a scored result
@@ -170,8 +172,14 @@ def test_reproduced_ancestors_of_the_best():
 
 
 def test_stats_and_analyze_agree_on_results_and_best():
-    cases = [(table(GRAPH), 0.0), (table(GRAPH), 0.05), (table(REPRO), 0.0), (steps_table(STEPS), 0.01),
-             (random_table(500, seed=9), 0.0), (random_table(500, seed=9), 0.02)]
+    cases = [
+        (table(GRAPH), 0.0),
+        (table(GRAPH), 0.05),
+        (table(REPRO), 0.0),
+        (steps_table(STEPS), 0.01),
+        (random_table(500, seed=9), 0.0),
+        (random_table(500, seed=9), 0.02),
+    ]
     for contributions, tolerance in cases:
         for direction in ("min", "max"):
             stats = graph_stats(contributions, direction=direction, tolerance=tolerance)

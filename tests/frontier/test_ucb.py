@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from frontier_tables import node, random_table, sha, table, verify
-from tables import direction_vector, vectors_table
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.embeddings import embeddings_table
 from git_agora.frontier.frame import build_frame, inherit_quality
 from git_agora.frontier.ucb import UcbParams, exploration_constant, ucb_scores
+from tables import direction_vector, vectors_table
 
 
 def results(values, direction="min", tolerance=1e-3):
@@ -135,5 +135,7 @@ def test_suggested_ucb_is_the_formula():
     for s in (s for slot in slots.slots for s in slot.suggestions):
         node = lookup[s.sha]
         rho = np.array([-1 if s.duplicates is None else s.duplicates])
-        expected = ucb_scores(frame.q_inherited[[node]], np.array([s.follow_ons]), rho, frame.n, slots.exploration_c, slots.params.d)
+        expected = ucb_scores(
+            frame.q_inherited[[node]], np.array([s.follow_ons]), rho, frame.n, slots.exploration_c, slots.params.d
+        )
         assert s.ucb == pytest.approx(float(expected[0]))

@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 from frontier_tables import node, sha, table, verify
-from tables import MODEL, direction_vector, vectors_table
 
 from git_agora.frontier.analyze import analyze
 from git_agora.frontier.frame import build_frame, quality
@@ -19,6 +18,7 @@ from git_agora.frontier.views import (
     compute_views,
     noise_aware_ranks,
 )
+from tables import MODEL, direction_vector, vectors_table
 
 
 def project():
@@ -65,7 +65,11 @@ def test_leaders_max_ranks_the_other_way():
 
 
 def test_gain_below_tolerance_is_not_a_new_best():
-    rows = [node("s", "o", tags=("setup",)), node("a", "x", "s", t=1, metric=1.0), node("b", "y", "a", t=2, metric=0.9992)]
+    rows = [
+        node("s", "o", tags=("setup",)),
+        node("a", "x", "s", t=1, metric=1.0),
+        node("b", "y", "a", t=2, metric=0.9992),
+    ]
     assert best(frame(rows, tolerance=1e-3)).title == "a"
     assert best(frame(rows, tolerance=1e-4)).title == "b"
 
@@ -135,8 +139,13 @@ def test_search_by_vector_and_keywords():
         node("warmup again", "cid", "setup", t=3, valid=False),
     ]
     contributions = table(rows)
-    emb = vectors_table({"warmup schedule": direction_vector(1), "bigger batch": direction_vector(2),
-                         "warmup again": direction_vector(1, 1)})
+    emb = vectors_table(
+        {
+            "warmup schedule": direction_vector(1),
+            "bigger batch": direction_vector(2),
+            "warmup again": direction_vector(1, 1),
+        }
+    )
     hits = search(np.array(direction_vector(1, 2)), contributions, emb, k=2)
     assert hits.method == "embedding" and hits.model == MODEL
     assert [h.title for h in hits.hits][0] == "warmup schedule" and hits.hits[0].score > 0.9
@@ -147,8 +156,17 @@ def test_search_by_vector_and_keywords():
 
 def test_registry_is_the_one_list_of_views():
     assert VIEW_NAMES == (
-        "leaders", "built_on", "leaves", "promising", "unverified", "contested", "open_hypotheses",
-        "recent", "tags", "contributors", "rejected",
+        "leaders",
+        "built_on",
+        "leaves",
+        "promising",
+        "unverified",
+        "contested",
+        "open_hypotheses",
+        "recent",
+        "tags",
+        "contributors",
+        "rejected",
     )
     views = compute_views(frame())
     assert {name: view.title for name, view in views.items()} == {name: spec.title for name, spec in REGISTRY.items()}

@@ -6,7 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 FINEWEB_150 = PROJECT_ROOT / ".." / "shared" / "data" / "fineweb-edu-150.jsonl"
 BASELINE = PROJECT_ROOT / "eval" / "weight_transfer" / "transfer.py"
@@ -14,8 +13,11 @@ BASELINE = PROJECT_ROOT / "eval" / "weight_transfer" / "transfer.py"
 
 # The baseline's bpb on the tiny config (2 stand-in texts, chunk 128, 1 thread, batch 4), recorded with the
 # single-process evaluator before the build/score split; exact for the same texts and torch (x86-64 CPU).
-RECORDED_TINY = {"bpb_hex": "0x1.101af1ab2a0acp+2", "torch_version": "2.13.0+cpu",
-                 "data_sha256": "20e6c44fb1a71b64a22e3319f953d4d87d360ca8f2de0c0bcf374acf1d8550f4"}
+RECORDED_TINY = {
+    "bpb_hex": "0x1.101af1ab2a0acp+2",
+    "torch_version": "2.13.0+cpu",
+    "data_sha256": "20e6c44fb1a71b64a22e3319f953d4d87d360ca8f2de0c0bcf374acf1d8550f4",
+}
 
 
 def cli_env(**extra) -> dict:
@@ -28,13 +30,27 @@ def cli_command(*args) -> list[str]:
 
 def run_cli(*args, timeout=120, cwd=None, env=None):
     """Run the real CLI (`python -m hybridlm`) in a subprocess, one thread, tiny model unless told."""
-    return subprocess.run(cli_command(*args), capture_output=True, text=True, timeout=timeout, cwd=cwd,
-                          env=cli_env(**(env or {})))
+    return subprocess.run(
+        cli_command(*args), capture_output=True, text=True, timeout=timeout, cwd=cwd, env=cli_env(**(env or {}))
+    )
 
 
 def eval_tiny(transfer, *extra, texts=2, chunk=128, env=None):
-    return run_cli("eval", transfer, "--config", "tiny", "--texts", texts, "--chunk", chunk, "--threads", 1, "--json",
-                   *extra, env=env)
+    return run_cli(
+        "eval",
+        transfer,
+        "--config",
+        "tiny",
+        "--texts",
+        texts,
+        "--chunk",
+        chunk,
+        "--threads",
+        1,
+        "--json",
+        *extra,
+        env=env,
+    )
 
 
 def transfer_tiny(transfer, out, *extra, cwd=None, env=None):
@@ -44,8 +60,21 @@ def transfer_tiny(transfer, out, *extra, cwd=None, env=None):
 
 def score_tiny(artifact, *extra, texts=2, chunk=128, cwd=None):
     """The score step alone: `hybridlm score DIR --json`, with eval_tiny's texts and windows."""
-    return run_cli("score", artifact, "--config", "tiny", "--texts", texts, "--chunk", chunk, "--threads", 1, "--json",
-                   *extra, cwd=cwd)
+    return run_cli(
+        "score",
+        artifact,
+        "--config",
+        "tiny",
+        "--texts",
+        texts,
+        "--chunk",
+        chunk,
+        "--threads",
+        1,
+        "--json",
+        *extra,
+        cwd=cwd,
+    )
 
 
 def result_of(proc) -> dict:

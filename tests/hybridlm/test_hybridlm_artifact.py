@@ -13,9 +13,19 @@ from hybridlm.model import CONFIGS, HybridLM  # noqa: E402
 from hybridlm.score import load_checked_model  # noqa: E402
 
 TINY = CONFIGS["tiny"]
-FIELDS = {"config": "tiny", "transfer_file": "transfer.py", "transfer_sha256": "0" * 64, "seed": 42, "threads": 1,
-          "device": "cpu", "torch_version": torch.__version__, "hybridlm_version": "0.1.0", "python_version": "3",
-          "transfer_seconds": 0.0, "seconds": 0.0}
+FIELDS = {
+    "config": "tiny",
+    "transfer_file": "transfer.py",
+    "transfer_sha256": "0" * 64,
+    "seed": 42,
+    "threads": 1,
+    "device": "cpu",
+    "torch_version": torch.__version__,
+    "hybridlm_version": "0.1.0",
+    "python_version": "3",
+    "transfer_seconds": 0.0,
+    "seconds": 0.0,
+}
 
 
 def _save(directory, state=None):
@@ -40,13 +50,16 @@ def test_weights_changed_after_the_build_are_refused(tmp_path):
         artifact.load_state(tmp_path, manifest)
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda s: s["layers.1.ssm.D"].__setitem__(0, float("nan")), "layers.1.ssm.D has non-finite values"),
-    (lambda s: s.pop("norm.weight"), "missing \\['norm.weight'\\]"),
-    (lambda s: s.__setitem__("extra", torch.zeros(1)), "unexpected \\['extra'\\]"),
-    (lambda s: s.__setitem__("norm.weight", torch.ones(3)), "norm.weight has shape \\(3,\\)"),
-    (lambda s: s.__setitem__("norm.weight", torch.ones(64, dtype=torch.float64)), "norm.weight has dtype"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda s: s["layers.1.ssm.D"].__setitem__(0, float("nan")), "layers.1.ssm.D has non-finite values"),
+        (lambda s: s.pop("norm.weight"), "missing \\['norm.weight'\\]"),
+        (lambda s: s.__setitem__("extra", torch.zeros(1)), "unexpected \\['extra'\\]"),
+        (lambda s: s.__setitem__("norm.weight", torch.ones(3)), "norm.weight has shape \\(3,\\)"),
+        (lambda s: s.__setitem__("norm.weight", torch.ones(64, dtype=torch.float64)), "norm.weight has dtype"),
+    ],
+)
 def test_the_scorer_checks_every_tensor(tmp_path, change, message):
     state = dict(HybridLM(TINY).state_dict())
     change(state)
@@ -61,11 +74,14 @@ def test_the_scorer_decides_the_architecture(tmp_path):
         load_checked_model(tmp_path, manifest, "full")
 
 
-@pytest.mark.parametrize("edit", [
-    lambda m: m.pop("transfer_sha256"),
-    lambda m: m.__setitem__("seed", "42"),
-    lambda m: m.__setitem__("format", "other"),
-])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m: m.pop("transfer_sha256"),
+        lambda m: m.__setitem__("seed", "42"),
+        lambda m: m.__setitem__("format", "other"),
+    ],
+)
 def test_malformed_manifests_are_one_line_errors(tmp_path, edit):
     manifest = _save(tmp_path)
     edit(manifest)

@@ -17,8 +17,20 @@ def test_two_runs_print_bit_identical_bpb():
     assert first["bpb_hex"] == second["bpb_hex"] and first["bpb"] == second["bpb"]
     assert first["data_sha256"] == second["data_sha256"] and first["transfer_sha256"] == second["transfer_sha256"]
     assert first["comparable_to_paper"] is False and first["data_source"].startswith("stand-in")
-    expected = {"bpb", "loss_nats", "tokens", "bytes", "texts", "data_source", "data_sha256", "comparable_to_paper",
-                "transfer_sha256", "device", "torch_version", "seconds"}
+    expected = {
+        "bpb",
+        "loss_nats",
+        "tokens",
+        "bytes",
+        "texts",
+        "data_source",
+        "data_sha256",
+        "comparable_to_paper",
+        "transfer_sha256",
+        "device",
+        "torch_version",
+        "seconds",
+    }
     assert expected <= set(first)
     assert first["texts"] == 2 and first["tokens"] > 0 and first["bytes"] > first["tokens"]
 
@@ -62,7 +74,10 @@ def test_transfer_returns_none(write_transfer):
 
 @slow
 def test_transfer_returns_a_different_architecture(write_transfer):
-    body = "from hybridlm.model import CONFIGS, HybridLM\n\ndef transfer(model, config):\n    return HybridLM(CONFIGS['small'])\n"
+    body = (
+        "from hybridlm.model import CONFIGS, HybridLM\n\n"
+        "def transfer(model, config):\n    return HybridLM(CONFIGS['small'])\n"
+    )
     assert "changed the model config" in error_of(eval_tiny(write_transfer(body)))
 
 

@@ -7,8 +7,8 @@ import pytest
 pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from hybridlm_helpers import BASELINE, eval_tiny, result_of  # noqa: E402
 from hybridlm import donors  # noqa: E402
+from hybridlm_helpers import BASELINE, eval_tiny, result_of  # noqa: E402
 
 
 @pytest.fixture

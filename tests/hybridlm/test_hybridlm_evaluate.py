@@ -9,8 +9,8 @@ torch = pytest.importorskip("torch")
 from hybridlm.build import check_returned_model, run_transfer  # noqa: E402
 from hybridlm.data import load_texts  # noqa: E402
 from hybridlm.errors import EvalError  # noqa: E402
-from hybridlm.score import score, windows  # noqa: E402
 from hybridlm.model import CONFIGS, HybridConfig, HybridLM  # noqa: E402
+from hybridlm.score import score, windows  # noqa: E402
 from hybridlm.tokenizer import END_OF_TEXT, encode_batch  # noqa: E402
 
 TINY = CONFIGS["tiny"]

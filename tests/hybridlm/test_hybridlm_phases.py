@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from hybridlm_helpers import (
     BASELINE,
     RECORDED_TINY,
@@ -64,8 +65,16 @@ def test_eval_and_transfer_then_score_give_the_recorded_bpb(tmp_path):
     built = transfer_tiny("transfer.py", artifact, cwd=work)
     assert built.returncode == 0, built.stderr
     manifest = json.loads((artifact / "manifest.json").read_text())
-    assert {"config", "transfer_sha256", "seed", "threads", "torch_version", "hybridlm_version",
-            "transfer_seconds", "model_sha256"} <= set(manifest) and manifest["seed"] == 42
+    assert {
+        "config",
+        "transfer_sha256",
+        "seed",
+        "threads",
+        "torch_version",
+        "hybridlm_version",
+        "transfer_seconds",
+        "model_sha256",
+    } <= set(manifest) and manifest["seed"] == 42
     assert sorted(p.name for p in artifact.iterdir()) == ["manifest.json", "model.safetensors"]
 
     split = result_of(score_tiny(artifact, cwd=elsewhere))
@@ -92,18 +101,23 @@ STAND_IN_TOPICS = "os.path.join(os.path.dirname(os.__file__), 'pydoc_data', 'top
 DATA_MODULE_SOURCE = "importlib.util.find_spec('hybridlm.data').origin"
 
 
-@pytest.mark.parametrize("attempt, reason", [
-    ("import hybridlm.data", "imported hybridlm.data"),
-    ("from hybridlm import data", "imported hybridlm.data"),
-    ("import pydoc_data.topics", "imported pydoc_data.topics"),
-    ("help('if')", "imported pydoc_data.topics"),
-    (f"open({STAND_IN_TOPICS}).read()", "opened the evaluation data file"),
-    (f"open({DATA_MODULE_SOURCE}).read()", "opened the evaluation data file"),
-])
+@pytest.mark.parametrize(
+    "attempt, reason",
+    [
+        ("import hybridlm.data", "imported hybridlm.data"),
+        ("from hybridlm import data", "imported hybridlm.data"),
+        ("import pydoc_data.topics", "imported pydoc_data.topics"),
+        ("help('if')", "imported pydoc_data.topics"),
+        (f"open({STAND_IN_TOPICS}).read()", "opened the evaluation data file"),
+        (f"open({DATA_MODULE_SOURCE}).read()", "opened the evaluation data file"),
+    ],
+)
 def test_transfer_cannot_reach_the_stand_in_texts(tmp_path, write_transfer, attempt, reason):
-    body = ("import importlib.util, os\n\ndef transfer(model, config):\n"
-            f"    try:\n        {attempt}\n    except Exception:\n        pass  # swallowing does not help\n"
-            "    return model\n")
+    body = (
+        "import importlib.util, os\n\ndef transfer(model, config):\n"
+        f"    try:\n        {attempt}\n    except Exception:\n        pass  # swallowing does not help\n"
+        "    return model\n"
+    )
     out = tmp_path / "artifact"
     out.mkdir()
     (out / "manifest.json").write_text("{}")  # an older artifact never survives a failed build
@@ -137,8 +151,10 @@ def test_score_without_an_artifact_is_a_one_line_error(tmp_path, contents):
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_stopping_eval_stops_the_build_process(tmp_path, write_transfer, signum):
     started = tmp_path / "started"
-    body = ("import os, time\n\ndef transfer(model, config):\n"
-            f"    open({str(started)!r}, 'w').write(str(os.getpid()))\n    time.sleep(120)\n    return model\n")
+    body = (
+        "import os, time\n\ndef transfer(model, config):\n"
+        f"    open({str(started)!r}, 'w').write(str(os.getpid()))\n    time.sleep(120)\n    return model\n"
+    )
     command = cli_command("eval", write_transfer(body), "--config", "tiny", "--texts", 2, "--threads", 1, "--json")
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env())
     child = int(_wait_for_file(started, proc))
@@ -153,9 +169,11 @@ def test_stopping_eval_stops_the_build_process(tmp_path, write_transfer, signum)
 @slow
 def test_processes_started_by_the_transfer_end_with_the_build(tmp_path, write_transfer):
     pid_file = tmp_path / "sleeper"
-    body = ("import subprocess\n\ndef transfer(model, config):\n"
-            "    sleeper = subprocess.Popen(['sleep', '300'])\n"
-            f"    open({str(pid_file)!r}, 'w').write(str(sleeper.pid))\n    return model\n")
+    body = (
+        "import subprocess\n\ndef transfer(model, config):\n"
+        "    sleeper = subprocess.Popen(['sleep', '300'])\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(sleeper.pid))\n    return model\n"
+    )
     result_of(eval_tiny(write_transfer(body)))
     assert _gone(int(pid_file.read_text()))
 
@@ -168,9 +186,11 @@ def test_failed_build_reports_one_line_and_writes_nothing(tmp_path, write_transf
 
 
 def test_build_step_never_loads_the_data_modules(tmp_path, write_transfer):
-    body = ("import sys\n\ndef transfer(model, config):\n"
-            "    assert not {'hybridlm.data', 'hybridlm.tokenizer', 'pydoc_data.topics'} & set(sys.modules)\n"
-            "    return model\n")
+    body = (
+        "import sys\n\ndef transfer(model, config):\n"
+        "    assert not {'hybridlm.data', 'hybridlm.tokenizer', 'pydoc_data.topics'} & set(sys.modules)\n"
+        "    return model\n"
+    )
     assert transfer_tiny(write_transfer(body), tmp_path / "artifact").returncode == 0
 
 

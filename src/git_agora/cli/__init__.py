@@ -44,7 +44,11 @@ def _module_exists(module: str) -> bool:
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--account", envvar="AGORA_ACCOUNT", help="Publish as this account (else AGORA_ACCOUNT or git config agora.account).")
+@click.option(
+    "--account",
+    envvar="AGORA_ACCOUNT",
+    help="Publish as this account (else AGORA_ACCOUNT or git config agora.account).",
+)
 @click.option("-C", "directory", type=click.Path(file_okay=False), help="Run as if started in this directory.")
 @click.version_option(package_name="git-agora")
 @click.pass_context

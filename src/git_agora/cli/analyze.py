@@ -11,7 +11,9 @@ from .common import emit_json, json_option, open_project
 @click.command("analyze")
 @click.option("--view", "views", multiple=True, type=click.Choice(VIEW_NAMES), help="Only this view (repeatable).")
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="Rows per view.")
-@click.option("--model", help="Sentence-transformers model name or path for descriptions ('hashing': the lexical fallback).")
+@click.option(
+    "--model", help="Sentence-transformers model name or path for descriptions ('hashing': the lexical fallback)."
+)
 @click.option("--summary", "summary_only", is_flag=True, help="Only the warning, the summary and the three slots.")
 @json_option
 @click.pass_context

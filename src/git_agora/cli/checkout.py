@@ -11,7 +11,9 @@ from .common import emit_json, json_option, open_project
 
 @click.command("checkout")
 @click.argument("sha")
-@click.option("--worktree", type=click.Path(file_okay=False, path_type=Path), help="Check out into a new work tree DIR.")
+@click.option(
+    "--worktree", type=click.Path(file_okay=False, path_type=Path), help="Check out into a new work tree DIR."
+)
 @json_option
 @click.pass_context
 def command(ctx, sha, worktree, as_json):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import click
 
@@ -50,8 +51,10 @@ def open_project(ctx: click.Context, account: str | None = None, remote: str | N
     from ..project import Project
 
     obj = ctx.find_root().obj or {}
-    feedback = Feedback(on_notice=lambda m: click.echo(f"git agora: note: {m}", err=True),
-                        on_progress=None if as_json or not sys.stderr.isatty() else _progress_bar)
+    feedback = Feedback(
+        on_notice=lambda m: click.echo(f"git agora: note: {m}", err=True),
+        on_progress=None if as_json or not sys.stderr.isatty() else _progress_bar,
+    )
     return Project.open(obj.get("directory", "."), account or obj.get("account"), remote, feedback)
 
 
@@ -66,7 +69,9 @@ def _progress_bar(what: str, total: int) -> Iterator[Callable[[int], None]]:
 
 
 def account_option(f: Callable) -> Callable:
-    return click.option("--account", help="Publish as this account (else AGORA_ACCOUNT or git config agora.account).")(f)
+    return click.option("--account", help="Publish as this account (else AGORA_ACCOUNT or git config agora.account).")(
+        f
+    )
 
 
 def json_option(f: Callable) -> Callable:
@@ -74,8 +79,13 @@ def json_option(f: Callable) -> Callable:
 
 
 def ref_option(f: Callable) -> Callable:
-    return click.option("--ref", "cross_refs", multiple=True, metavar="URL#SHA",
-                        help="Cite a commit of another Agora project (repeatable).")(f)
+    return click.option(
+        "--ref",
+        "cross_refs",
+        multiple=True,
+        metavar="URL#SHA",
+        help="Cite a commit of another Agora project (repeatable).",
+    )(f)
 
 
 def emit_json(data: Any) -> None:
@@ -118,6 +128,9 @@ def report_published(published, as_json: bool, what: str) -> int:
     elif outcome is PushOutcome.NO_REMOTE:
         click.echo(f"no remote configured: kept locally ({published.push.queued} queued)", err=True)
     elif outcome.queued:
-        click.echo(f"git agora: push failed ({published.push.detail or outcome.value}); "
-                   f"{published.push.queued} contribution(s) queued locally, `git agora sync` sends them", err=True)
+        click.echo(
+            f"git agora: push failed ({published.push.detail or outcome.value}); "
+            f"{published.push.queued} contribution(s) queued locally, `git agora sync` sends them",
+            err=True,
+        )
     return published.exit_code

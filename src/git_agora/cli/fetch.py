@@ -9,7 +9,9 @@ from .common import emit_json, json_option, open_project
 
 @click.command("fetch")
 @click.argument("remote", required=False)
-@click.option("--refs", "cross_refs", is_flag=True, help="Also fetch the commits cited from other projects (read-only).")
+@click.option(
+    "--refs", "cross_refs", is_flag=True, help="Also fetch the commits cited from other projects (read-only)."
+)
 @json_option
 @click.pass_context
 def command(ctx, remote, cross_refs, as_json):
@@ -26,8 +28,10 @@ def command(ctx, remote, cross_refs, as_json):
 
 def print_fetch(done) -> None:
     n = done.new_contributions
-    click.echo(f"fetched {n} new contribution{'s' if n != 1 else ''} from {done.remote}"
-               + (f" ({len(done.updated_logs)} account logs moved)" if done.updated_logs else ""))
+    click.echo(
+        f"fetched {n} new contribution{'s' if n != 1 else ''} from {done.remote}"
+        + (f" ({len(done.updated_logs)} account logs moved)" if done.updated_logs else "")
+    )
     for fetched in done.cross_refs:
         state = "fetched" if fetched.ok else f"not fetched ({fetched.detail})"
         click.echo(f"cross-project reference {fetched.ref.text}: {state}")

@@ -13,8 +13,12 @@ from .common import emit_json, json_option, open_project
 @click.command("index")
 @click.option("--rebuild", is_flag=True, help="Rebuild from scratch instead of updating.")
 @click.option("--check", is_flag=True, help="Rebuild into a temporary place and fail if it differs from the index.")
-@click.option("--export", "export_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Also write every table (edges, tags, accounts, verdicts too) as Parquet into DIR.")
+@click.option(
+    "--export",
+    "export_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write every table (edges, tags, accounts, verdicts too) as Parquet into DIR.",
+)
 @json_option
 @click.pass_context
 def command(ctx, rebuild, check, export_dir, as_json):
@@ -35,6 +39,8 @@ def command(ctx, rebuild, check, export_dir, as_json):
     if as_json:
         emit_json(summary.to_dict())
     else:
-        click.echo(f"{summary.contributions} commits indexed ({summary.valid} valid, "
-                   f"{summary.new_rows} new) in {summary.directory}")
+        click.echo(
+            f"{summary.contributions} commits indexed ({summary.valid} valid, "
+            f"{summary.new_rows} new) in {summary.directory}"
+        )
     return 0

@@ -13,9 +13,15 @@ from .common import account_option, json_option, open_project, report_published
 @click.option("--name", help="Project name (default: the directory name).")
 @click.option("--metric", help="Name of the primary metric, e.g. bpb.")
 @click.option("--direction", type=click.Choice(["min", "max"]), help="Whether the metric is minimised or maximised.")
-@click.option("--eval", "eval_command", help="Command that evaluates a checkout and prints a JSON object with the metric.")
+@click.option(
+    "--eval", "eval_command", help="Command that evaluates a checkout and prints a JSON object with the metric."
+)
 @click.option("--tolerance", type=float, help="Reproduction tolerance of the metric (differences below it are noise).")
-@click.option("--brief", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="File to publish as program.md, the brief.")
+@click.option(
+    "--brief",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File to publish as program.md, the brief.",
+)
 @click.option("--remote", help="Git remote to publish to (default: origin if it exists).")
 @account_option
 @json_option

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -20,37 +19,42 @@ from .common import account_option, open_project, parse_meta, parse_metrics, ref
 @click.option("--verdict", type=click.Choice([v.value for v in Verdict]), help="The verification verdict.")
 @click.option("--metric", "metrics", multiple=True, metavar="NAME=VALUE", help="A metric (repeatable).")
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Structured metadata (VALUE may be JSON).")
-@click.option("--json", "record", is_flag=False, flag_value="", default=None, metavar="[FILE]",
-              help="Print JSON; with FILE ('-': stdin), publish the minimal contribution record in it "
-                   "(agent_id, parent_hashes, tags, description, value with metric_value and free keys).")
+@click.option(
+    "--json",
+    "record",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[FILE]",
+    help="Print JSON; with FILE ('-': stdin), publish the minimal contribution record in it "
+    "(agent_id, parent_hashes, tags, description, value with metric_value and free keys).",
+)
 @ref_option
 @account_option
 @click.pass_context
 def command(ctx, description, tags, parents, targets, verdict, metrics, meta, record, cross_refs, account):
     """Publish an insight, hypothesis, verification or report on top of existing contributions
     (default: the checked-out one). `--json FILE` reads the paper's record from FILE (`-`: stdin)."""
-    from ..ops.publish import post, record_fields
+    from ..ops.publish import post, read_record, record_fields
 
     project = open_project(ctx, account, as_json=record is not None)
-    fields = record_fields(project, _read_record(record)) if record else {}
+    fields = record_fields(project, read_record(record, _text(record))) if record else {}
     description = description or fields.get("description")
     if not description or not description.strip():
         raise AgoraError("empty description: say what this contribution is (-m)")
     published = post(
-        project, description, tags or fields.get("tags", ()), parents or fields.get("parents", ()),
-        targets or fields.get("targets", ()), verdict or fields.get("verdict"),
-        {**fields.get("metrics", {}), **parse_metrics(metrics)}, {**fields.get("meta", {}), **parse_meta(meta)},
+        project,
+        description,
+        tags or fields.get("tags", ()),
+        parents or fields.get("parents", ()),
+        targets or fields.get("targets", ()),
+        verdict or fields.get("verdict"),
+        {**fields.get("metrics", {}), **parse_metrics(metrics)},
+        {**fields.get("meta", {}), **parse_meta(meta)},
         cross_refs,
     )
     return report_published(published, record is not None, "published")
 
 
-def _read_record(path: str) -> dict:
-    text = click.open_file(path).read() if path == "-" else Path(path).read_text()
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise AgoraError(f"{path} is not JSON: {exc.msg} at line {exc.lineno}") from None
-    if not isinstance(record, dict):
-        raise AgoraError(f"{path}: a contribution record is a JSON object")
-    return record
+def _text(path: str) -> str:
+    return click.open_file(path).read() if path == "-" else Path(path).read_text()

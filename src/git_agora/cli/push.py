@@ -8,12 +8,20 @@ from .common import account_option, json_option, open_project, parse_meta, parse
 
 
 @click.command("push")
-@click.option("-m", "--message", "description", required=True, help="What changed and why; the first line is the title.")
-@click.option("--tag", "tags", multiple=True, required=True, help="A tag (repeatable): result, insight, wip, or your own.")
-@click.option("--parent", "parents", multiple=True, metavar="SHA", help="A further contribution this builds on (repeatable).")
+@click.option(
+    "-m", "--message", "description", required=True, help="What changed and why; the first line is the title."
+)
+@click.option(
+    "--tag", "tags", multiple=True, required=True, help="A tag (repeatable): result, insight, wip, or your own."
+)
+@click.option(
+    "--parent", "parents", multiple=True, metavar="SHA", help="A further contribution this builds on (repeatable)."
+)
 @click.option("--metric", "metrics", multiple=True, metavar="NAME=VALUE", help="A measured metric (repeatable).")
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Structured metadata (VALUE may be JSON).")
-@click.option("--check", is_flag=True, help="Evaluate a clean export first; record the measured metric, refuse a wrong claim.")
+@click.option(
+    "--check", is_flag=True, help="Evaluate a clean export first; record the measured metric, refuse a wrong claim."
+)
 @ref_option
 @account_option
 @json_option
@@ -24,6 +32,14 @@ def command(ctx, description, tags, parents, metrics, meta, check, cross_refs, a
     from ..ops.publish import publish_worktree
 
     project = open_project(ctx, account, as_json=as_json)
-    published = publish_worktree(project, description, tags, parents, parse_metrics(metrics), parse_meta(meta),
-                                 check_claim=check, cross_refs=cross_refs)
+    published = publish_worktree(
+        project,
+        description,
+        tags,
+        parents,
+        parse_metrics(metrics),
+        parse_meta(meta),
+        check_claim=check,
+        cross_refs=cross_refs,
+    )
     return report_published(published, as_json, "published")

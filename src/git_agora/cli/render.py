@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 import click
 
 WIDTH = 100
@@ -52,7 +55,9 @@ def _render_slots(console, slots: dict) -> None:
     from rich.padding import Padding
     from rich.text import Text
 
-    console.print(f"[bold]Where to work next[/] (UCB, C = {slots['exploration_c']:.1f}, bunching {slots['bunching']:.2f})")
+    console.print(
+        f"[bold]Where to work next[/] (UCB, C = {slots['exploration_c']:.1f}, bunching {slots['bunching']:.2f})"
+    )
     for slot in slots["slots"]:
         suggestions = slot["suggestions"]
         head = f"  [bold cyan]{slot['name']:<14}[/] {slot['purpose']}"
@@ -76,11 +81,18 @@ def _render_view(console, view: dict) -> None:
         return
     columns = _columns(rows[0])
     wide = any(name == "title" for name, _ in columns)
-    table = Table(title=title, title_justify="left", title_style="bold", box=None, pad_edge=False,
-                  show_edge=False, width=WIDTH if wide else None, padding=(0, 1))
+    table = Table(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        box=None,
+        pad_edge=False,
+        show_edge=False,
+        width=WIDTH if wide else None,
+        padding=(0, 1),
+    )
     for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis",
-                         ratio=3 if name == "title" else None)
+        table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis", ratio=3 if name == "title" else None)
     for row in rows:
         table.add_row(*[_cell(row, name) for name, _ in columns])
     console.print(table)
@@ -89,9 +101,27 @@ def _render_view(console, view: dict) -> None:
     console.print()
 
 
-_PREFERRED = ("rank", "sha", "account", "metric", "score", "status", "follow_ons", "children", "descendants",
-              "quality", "contributions", "results", "best", "verifications_given", "verifications_received",
-              "tag", "count", "reasons", "title")
+_PREFERRED = (
+    "rank",
+    "sha",
+    "account",
+    "metric",
+    "score",
+    "status",
+    "follow_ons",
+    "children",
+    "descendants",
+    "quality",
+    "contributions",
+    "results",
+    "best",
+    "verifications_given",
+    "verifications_received",
+    "tag",
+    "count",
+    "reasons",
+    "title",
+)
 
 
 def _columns(row: dict) -> list[tuple[str, str]]:
@@ -146,28 +176,42 @@ def _fmt(value, spec: str) -> str:
 def print_stats(data: dict) -> None:
     """The graph figures of the paper's section 4.6, one topic a line."""
     share = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
-    click.echo(f"nodes {data['nodes']}  edges {data['edges']}  multi-parent {data['multi_parent_nodes']}  "
-               f"components {data['components']}, the largest holds {data['largest_component_share']:.1%}")
+    click.echo(
+        f"nodes {data['nodes']}  edges {data['edges']}  multi-parent {data['multi_parent_nodes']}  "
+        f"components {data['components']}, the largest holds {data['largest_component_share']:.1%}"
+    )
     click.echo("tags: " + ", ".join(f"{tag} {n}" for tag, n in data["tag_counts"].items()))
     best = data["best_value"]
-    click.echo(f"scored results {data['scored_results']}, new bests {data['new_bests_strict']} "
-               f"(every strict improvement) / {data['new_bests']} (beyond the tolerance)"
-               + (f", best {best:.6g}" if best is not None else ""))
-    click.echo(f"verifications {data['verifications']} of {data['verified_targets']} targets, "
-               f"{data['failed_verifications']} failed")
+    click.echo(
+        f"scored results {data['scored_results']}, new bests {data['new_bests_strict']} "
+        f"(every strict improvement) / {data['new_bests']} (beyond the tolerance)"
+        + (f", best {best:.6g}" if best is not None else "")
+    )
+    click.echo(
+        f"verifications {data['verifications']} of {data['verified_targets']} targets, "
+        f"{data['failed_verifications']} failed"
+    )
     gap = data["equal_score_median_gap"]
-    click.echo(f"equal scores from different accounts: {data['equal_score_pairs']} pairs"
-               + (f", median gap {gap:.0f} s, {share(data['equal_score_share_1h'])} within 1 h, "
-                  f"{share(data['equal_score_share_6h'])} within 6 h" if gap is not None else ""))
+    click.echo(
+        f"equal scores from different accounts: {data['equal_score_pairs']} pairs"
+        + (
+            f", median gap {gap:.0f} s, {share(data['equal_score_share_1h'])} within 1 h, "
+            f"{share(data['equal_score_share_6h'])} within 6 h"
+            if gap is not None
+            else ""
+        )
+    )
     for key, what in (("improvement_share_strict", "improvements"), ("improvement_share", "scored results")):
         shares = ", ".join(f"{k}: {s:.0%}" for k, s in data[key].items() if s is not None)
         if shares:
             click.echo(f"share of the total improvement made by the first k {what}: {shares}")
     if data.get("best_sha"):
-        click.echo(f"the best's ancestry: {data['best_ancestry_size']} commits by {data['best_ancestry_accounts']} "
-                   f"accounts, {data['best_ancestry_cross_account_edges']} of {data['best_ancestry_edges']} parent "
-                   f"edges across accounts; {data['best_reproduced_scored_ancestors']} of its "
-                   f"{data['best_scored_ancestors']} scored ancestors independently reproduced")
+        click.echo(
+            f"the best's ancestry: {data['best_ancestry_size']} commits by {data['best_ancestry_accounts']} "
+            f"accounts, {data['best_ancestry_cross_account_edges']} of {data['best_ancestry_edges']} parent "
+            f"edges across accounts; {data['best_reproduced_scored_ancestors']} of its "
+            f"{data['best_scored_ancestors']} scored ancestors independently reproduced"
+        )
 
 
 def print_lineage(result, titles: dict[str, str], metric: str | None) -> None:
@@ -181,6 +225,18 @@ def print_lineage(result, titles: dict[str, str], metric: str | None) -> None:
         click.echo(f"    {m.sha[:10]} {m.value:<10.6g} {m.account:<12} {titles.get(m.sha, '')[:60]}")
 
 
+@contextmanager
+def demo_progress(total: int) -> Iterator[Callable[[dict], None]]:
+    """A progress bar advanced by each worker event (one per round)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(highlight=False)) as progress:
+        task = progress.add_task("workers publishing", total=total)
+        yield lambda e: progress.update(task, advance=1, description=f"{e['account']:>4} {e['detail'][:48]}")
+
+
 def print_demo_summary(summary) -> None:
     click.echo()
     render_analysis({**summary.analysis.to_dict(), "views": {}}, with_diversity=False)
@@ -190,5 +246,9 @@ def print_demo_summary(summary) -> None:
         click.echo()
         print_lineage(summary.lineage, summary.titles, summary.metric)
     differences = summary.index_differences
-    verdict = "index ok: identical to a rebuild from scratch" if not differences else "differs in " + ", ".join(differences)
+    verdict = (
+        "index ok: identical to a rebuild from scratch" if not differences else "differs in " + ", ".join(differences)
+    )
     click.echo(f"\nindex check: {verdict}")
+    for problem in summary.problems:
+        click.secho(f"worker problem {problem}", fg="yellow")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import click
 
 from .common import emit_json, json_option, open_project
@@ -13,7 +15,7 @@ from .common import emit_json, json_option, open_project
 @click.pass_context
 def command(ctx, sha, as_json):
     """Show contribution SHA: account, tags, metrics, parents, evidence, metadata, description."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from ..contribution import encode_metadata
     from ..ops.history import show
@@ -23,16 +25,29 @@ def command(ctx, sha, as_json):
         emit_json(shown.to_dict())
         return 0
     c, ev = shown.contribution, shown.evidence
-    when = datetime.fromtimestamp(c.timestamp or 0, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    lines = [f"contribution {c.sha}", f"account      {c.account}", f"date         {when}", f"tags         {', '.join(c.tags)}"]
+    when = datetime.fromtimestamp(c.timestamp or 0, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    lines = [
+        f"contribution {c.sha}",
+        f"account      {c.account}",
+        f"date         {when}",
+        f"tags         {', '.join(c.tags)}",
+    ]
     lines += [f"metric       {name} = {value:g}" for name, value in c.metrics.items()]
     if c.target and c.verdict:
         lines.append(f"verifies     {c.target} ({c.verdict.value})")
-    lines += [f"parent       {p.sha[:12]} {p.account + ': ' + (p.title or '') if p.account else '(not a contribution)'}"
-              for p in shown.parents]
-    lines += [f"cites        {r.url}#{r.sha[:12]} {r.title or '(not fetched: git agora fetch --refs)'}" for r in shown.cross_refs]
+    lines += [
+        f"parent       {p.sha[:12]} {p.account + ': ' + (p.title or '') if p.account else '(not a contribution)'}"
+        for p in shown.parents
+    ]
+    lines += [
+        f"cites        {r.url}#{r.sha[:12]} {r.title or '(not fetched: git agora fetch --refs)'}"
+        for r in shown.cross_refs
+    ]
     if ev:
-        lines.append(f"evidence     score {ev['score']:g}, {ev['children']} children, {ev['descendants']} descendants, {ev['status']}")
+        lines.append(
+            f"evidence     score {ev['score']:g}, {ev['children']} children, {ev['descendants']} descendants, "
+            f"{ev['status']}"
+        )
     else:
         lines.append("evidence     none: this commit is rejected (see `git agora log --rejected`)")
     if c.metadata:

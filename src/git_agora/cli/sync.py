@@ -21,8 +21,11 @@ def command(ctx, account, as_json):
     if as_json:
         emit_json(done.to_dict())
     elif done.push.outcome.queued:
-        click.echo(f"git agora: push failed ({done.push.detail or done.push.outcome.value}); "
-                   f"{done.push.queued} contribution(s) still queued", err=True)
+        click.echo(
+            f"git agora: push failed ({done.push.detail or done.push.outcome.value}); "
+            f"{done.push.queued} contribution(s) still queued",
+            err=True,
+        )
     else:
         click.echo(f"push: {done.push.outcome.value}")
     if done.fetch and not as_json:

@@ -41,7 +41,9 @@ def write_choice(text: str, knob: str, value: object) -> str:
 
 def propose(values: dict[str, object], rng: random.Random) -> Change:
     """One small change to one knob, as a researcher would try next."""
-    knob = rng.choice(["ORDER", "ORDER", "ORDER", "METHOD", "METHOD", "DISCOUNT", "ADDITIVE_ALPHA", "INTERPOLATE", "LOWERCASE"])
+    knob = rng.choice(
+        ["ORDER", "ORDER", "ORDER", "METHOD", "METHOD", "DISCOUNT", "ADDITIVE_ALPHA", "INTERPOLATE", "LOWERCASE"]
+    )
     old = values[knob]
     if knob == "ORDER":
         new = min(7, max(0, int(old) + rng.choice([-1, 1, 1, 2])))

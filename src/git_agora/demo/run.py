@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -60,6 +61,13 @@ class DemoPlan:
     workers: int
     rounds: int
     seed: int
+
+    @classmethod
+    def create(cls, directory: Path | None, workers: int, rounds: int, seed: int) -> DemoPlan:
+        """A plan in `directory` (default: a new temporary one), made empty for the run."""
+        directory = (directory or default_directory()).resolve()
+        prepare_directory(directory)
+        return cls(directory, workers, rounds, seed)
 
 
 def prepare_directory(directory: Path) -> None:
@@ -118,11 +126,27 @@ def start_workers(plan: DemoPlan) -> list[subprocess.Popen]:
     for n in range(plan.workers):
         account = ACCOUNTS[n % len(ACCOUNTS)] + ("" if n < len(ACCOUNTS) else str(n // len(ACCOUNTS)))
         clone = make_clone(plan, f"worker-{account}", account)
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "git_agora.demo.worker", "--clone", str(clone), "--account", account,
-             "--rounds", str(plan.rounds), "--seed", str(plan.seed)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(),
-        ))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "git_agora.demo.worker",
+                    "--clone",
+                    str(clone),
+                    "--account",
+                    account,
+                    "--rounds",
+                    str(plan.rounds),
+                    "--seed",
+                    str(plan.seed),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=environment(),
+            )
+        )
     return procs
 
 
@@ -161,6 +185,8 @@ def default_directory() -> Path:
 class DemoSummary:
     """The founder's view at the end: the analysis, the statistics, the best's lineage, the index check."""
 
+    founder: Path
+    problems: list[str]
     analysis: Any
     stats: Any
     lineage: Any | None
@@ -169,12 +195,29 @@ class DemoSummary:
     index_differences: list[str]
 
 
-def summarize(founder: Path) -> DemoSummary:
+def run_demo(plan: DemoPlan, on_event: Callable[[dict], None]) -> DemoSummary:
+    """Found the project, run the workers to the end (each event goes to `on_event`), summarize."""
+    founder = found_project(plan)
+    events = follow(start_workers(plan), on_event)
+    problems = [f"{e['account']}: {e['detail']}" for e in events if e["event"] == "error"]
+    return summarize(founder, problems)
+
+
+def summarize(founder: Path, problems: list[str]) -> DemoSummary:
     from ..ops.history import titles
 
     project = agora.open_project(founder)
     agora.fetch(project)
     analysis = agora.analyze(project)
     best = analysis.summary.best
-    return DemoSummary(analysis, agora.stats(project), agora.lineage(project, best.sha) if best else None,
-                       titles(project), project.config.metric, agora.check_index(project))
+    lineage = agora.lineage(project, best.sha) if best else None
+    return DemoSummary(
+        founder,
+        problems,
+        analysis,
+        agora.stats(project),
+        lineage,
+        titles(project),
+        project.config.metric,
+        agora.check_index(project),
+    )

@@ -80,11 +80,19 @@ class Worker:
     def share_thought(self, change, parent_score, measured) -> None:
         if parent_score is not None and self.rng.random() < 0.6:
             effect = "helped" if measured < parent_score else "hurt"
-            agora.post(self.project(), f"Insight: {change.knob} change {change.describe()} {effect} "
-                       f"({_score(parent_score)} -> {measured:.4f})", ["insight"])
+            agora.post(
+                self.project(),
+                f"Insight: {change.knob} change {change.describe()} {effect} "
+                f"({_score(parent_score)} -> {measured:.4f})",
+                ["insight"],
+            )
         else:
-            agora.post(self.project(), f"Hypothesis: tuning {change.knob} further (beyond {change.new!r}) "
-                       f"should lower bpc below {measured:.3f}", ["hypothesis"])
+            agora.post(
+                self.project(),
+                f"Hypothesis: tuning {change.knob} further (beyond {change.new!r}) "
+                f"should lower bpc below {measured:.3f}",
+                ["hypothesis"],
+            )
 
     def verify_someone(self, analysis: dict) -> None:
         rows = analysis["views"].get("unverified", {}).get("rows", [])

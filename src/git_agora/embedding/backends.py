@@ -211,5 +211,3 @@ def _encode_numpy_hashing(texts: list[str]) -> np.ndarray:
         weights = np.log1p(counts.astype(np.float32))[:, None] * signs
         np.add.at(out[i], columns.ravel(), weights.ravel())
     return unit_rows(out)
-
-

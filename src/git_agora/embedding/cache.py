@@ -61,8 +61,14 @@ def write_embeddings(repo: Repository, table: pa.Table) -> None:
     lengths = pc.list_value_length(vectors).fill_null(0).to_numpy().astype(np.int64)
     starts = np.r_[0, np.cumsum(lengths)[:-1]] if len(lengths) else np.zeros(0, np.int64)
     flat = pc.list_flatten(vectors).to_numpy(zero_copy_only=False).astype("<f4", copy=False)
-    keys = pa.table({"sha": table["sha"], "model": table["model"],
-                     "start": pa.array(starts, pa.int64()), "dim": pa.array(lengths, pa.int32())})
+    keys = pa.table(
+        {
+            "sha": table["sha"],
+            "model": table["model"],
+            "start": pa.array(starts, pa.int64()),
+            "dim": pa.array(lengths, pa.int32()),
+        }
+    )
     with locked(directory, exclusive=True):
         tmp_vectors = directory / f".{VECTORS_FILE}.{os.getpid()}"
         flat.tofile(tmp_vectors)

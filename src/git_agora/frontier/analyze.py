@@ -66,7 +66,7 @@ class AnalyzeConfig:
     embedding_model: str | None = None
 
     @classmethod
-    def from_project(cls, project: Any, **overrides: Any) -> "AnalyzeConfig":
+    def from_project(cls, project: Any, **overrides: Any) -> AnalyzeConfig:
         """From a ``config.ProjectConfig``: metric, direction, tolerance, tag weights and ``[ucb]``."""
         sections = getattr(project, "sections", {}) or {}
         base = cls(

@@ -20,8 +20,9 @@ Rules:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -280,9 +281,13 @@ def diversity(
     coverage = covered / total if total else 0.0
     histogram = metric_histogram(frame, params.histogram_bins)
     if total == 0 or coverage < params.min_coverage:
-        why = "no contributions to cluster yet" if total == 0 else (
-            f"embeddings cover {coverage:.0%} of contributions (< {params.min_coverage:.0%}): "
-            "no clusters; run `git agora analyze` with embeddings enabled to compute them"
+        why = (
+            "no contributions to cluster yet"
+            if total == 0
+            else (
+                f"embeddings cover {coverage:.0%} of contributions (< {params.min_coverage:.0%}): "
+                "no clusters; run `git agora analyze` with embeddings enabled to compute them"
+            )
         )
         return _unavailable(why, model, coverage, params, histogram)
     nodes = np.flatnonzero(pool & has_vector)
@@ -315,8 +320,12 @@ def diversity(
     )
 
 
-def _unavailable(note: str, model: str | None, coverage: float, params: ClusterParams, histogram: Histogram | None) -> Diversity:
-    return Diversity(False, note, model, coverage, 0, params.threshold, 0, (), None, None, None, (), histogram, (), None)
+def _unavailable(
+    note: str, model: str | None, coverage: float, params: ClusterParams, histogram: Histogram | None
+) -> Diversity:
+    return Diversity(
+        False, note, model, coverage, 0, params.threshold, 0, (), None, None, None, (), histogram, (), None
+    )
 
 
 def _best_per_cluster(frame: Frame, clustering: Clustering, by_quality: bool) -> np.ndarray:
@@ -377,12 +386,20 @@ def _warning(
     message = (
         f"convergence: cluster {top.id} ('{top.label}') holds {top.share:.0%} of the "
         f"{len(clustering.nodes)} most recent contributions ({top.size}); "
-        + ("consider the alternatives from other clusters" if len(best) else "there is no other cluster yet: try something different")
+        + (
+            "consider the alternatives from other clusters"
+            if len(best)
+            else "there is no other cluster yet: try something different"
+        )
     )
-    return ConvergenceWarning(top.id, top.label, top.size, top.share, len(clustering.nodes), message, _node_rows(frame, best, clustering))
+    return ConvergenceWarning(
+        top.id, top.label, top.size, top.share, len(clustering.nodes), message, _node_rows(frame, best, clustering)
+    )
 
 
-def _promising_small(frame: Frame, clustering: Clustering, params: ClusterParams, limit: int) -> tuple[dict[str, Any], ...]:
+def _promising_small(
+    frame: Frame, clustering: Clustering, params: ClusterParams, limit: int
+) -> tuple[dict[str, Any], ...]:
     nodes = clustering.nodes
     size = clustering.sizes[clustering.labels]
     q = frame.q_inherited[nodes]

@@ -19,7 +19,8 @@ from git_agora.index.schema import EMBEDDINGS
 class QueryEncoder(Protocol):
     """What search needs of an encoder: the model id its vectors are cached under, and `encode`."""
 
-    model: str
+    @property
+    def model(self) -> str: ...
 
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
@@ -49,7 +50,6 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     return (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
-
 def empty_cache() -> pa.Table:
     return EMBEDDINGS.empty_table()
 
@@ -59,9 +59,9 @@ def rows_table(shas: Sequence[str], model: str, vectors: np.ndarray) -> pa.Table
     flat = pa.array(vectors.reshape(-1), type=pa.float32())
     offsets = pa.array(np.arange(0, (n + 1) * dim, dim, dtype=np.int32))
     column = pa.ListArray.from_arrays(offsets, flat)
-    return pa.table({"sha": pa.array(shas, pa.string()), "model": pa.array([model] * n, pa.string()), "vector": column}).cast(
-        EMBEDDINGS
-    )
+    return pa.table(
+        {"sha": pa.array(shas, pa.string()), "model": pa.array([model] * n, pa.string()), "vector": column}
+    ).cast(EMBEDDINGS)
 
 
 def embeddings_table(vectors: Mapping[str, Sequence[float]], model: str) -> pa.Table:

@@ -70,9 +70,7 @@ class Lineage:
         return data
 
 
-def lineage(
-    contributions: pa.Table, sha: str, *, direction: str = "min", tolerance: float = 0.0
-) -> Lineage:
+def lineage(contributions: pa.Table, sha: str, *, direction: str = "min", tolerance: float = 0.0) -> Lineage:
     """The lineage of the contribution `sha`; raises KeyError when it is not a valid contribution."""
     graph = build_graph(contributions)
     start = int(graph.lookup(pa.array([sha], pa.string()))[0])

@@ -77,9 +77,7 @@ def new_best_mask(values: np.ndarray, direction: str, tolerance: float = 0.0) ->
     return mask
 
 
-def new_best_nodes(
-    table: pa.Table, scored: np.ndarray, direction: str, tolerance: float = 0.0
-) -> np.ndarray:
+def new_best_nodes(table: pa.Table, scored: np.ndarray, direction: str, tolerance: float = 0.0) -> np.ndarray:
     """The scored rows that set a new best, in time order (tolerance 0: strict new bests)."""
     order = in_time(table, np.flatnonzero(scored))
     return order[new_best_mask(primary_metric(table)[order], direction, tolerance)]

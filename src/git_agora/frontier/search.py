@@ -77,7 +77,9 @@ def search(
     table = valid_rows(contributions)
     text = None if isinstance(query, np.ndarray) else str(query)
     if text is None:
-        return _by_vector(np.asarray(query, dtype=np.float32), table, embeddings, k, pick_model(embeddings, model), None)
+        return _by_vector(
+            np.asarray(query, dtype=np.float32), table, embeddings, k, pick_model(embeddings, model), None
+        )
     if backend is not None and embeddings is not None and embeddings.num_rows:
         if pc.any(pc.equal(embeddings["model"], backend.model)).as_py():
             vector = backend.encode([text])[0]

@@ -210,9 +210,7 @@ def improvement_share(values: np.ndarray, direction: str) -> Shares:
     gains = signed(values, direction)
     reached = np.maximum.accumulate(gains) - gains[0]
     total = reached[-1]
-    return tuple(
-        (k, float(reached[k - 1] / total) if total > 0 else None) for k in IMPROVEMENT_KS if k <= len(values)
-    )
+    return tuple((k, float(reached[k - 1] / total) if total > 0 else None) for k in IMPROVEMENT_KS if k <= len(values))
 
 
 def step_shares(records: np.ndarray, direction: str) -> Shares:
@@ -255,13 +253,17 @@ def equal_score_gaps(scored: pa.Table) -> np.ndarray:
 
     Each account is taken at its first (earliest) posting of the value.
     """
-    firsts = pa.table(
-        {
-            "value": scored["primary_metric"],
-            "account": pc.fill_null(scored["account"], ""),
-            "timestamp": scored["timestamp"],
-        }
-    ).group_by(["value", "account"]).aggregate([("timestamp", "min")])
+    firsts = (
+        pa.table(
+            {
+                "value": scored["primary_metric"],
+                "account": pc.fill_null(scored["account"], ""),
+                "timestamp": scored["timestamp"],
+            }
+        )
+        .group_by(["value", "account"])
+        .aggregate([("timestamp", "min")])
+    )
     firsts = firsts.sort_by([("value", "ascending"), ("timestamp_min", "ascending")])
     values = firsts["value"].to_numpy()
     times = firsts["timestamp_min"].to_numpy()

@@ -59,7 +59,7 @@ class UcbParams:
     per_slot: int = 3
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any] | None) -> "UcbParams":
+    def from_mapping(cls, values: Mapping[str, Any] | None) -> UcbParams:
         """Build from an ``[ucb]`` table; unknown keys raise ValueError (typos should not pass silently)."""
         values = dict(values or {})
         names = {f.name: f.type for f in fields(cls)}
@@ -255,7 +255,8 @@ def _explore_known(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray
     if ctx.clustering is None:
         pool = np.flatnonzero(promising & (f.follow_ons <= p.few_follow_ons))
         note = _join(
-            f"no clusters (too few embeddings): thin means at most {p.few_follow_ons} follow-on(s) instead of a small cluster",
+            f"no clusters (too few embeddings): thin means at most {p.few_follow_ons} follow-on(s) "
+            "instead of a small cluster",
             metric_note,
         )
         return _fill(ctx, "explore_known", purpose, pool, note)
@@ -291,7 +292,8 @@ def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
     size = int(ctx.size[node]) if cluster is not None else None
     duplicates = rho if rho >= 0 else None
     parts = [
-        f"quality p{round(100 * q)}" + {"own": "", "inherited": " (inherited from its first-parent line)", "none": " (no metric)"}[source],
+        f"quality p{round(100 * q)}"
+        + {"own": "", "inherited": " (inherited from its first-parent line)", "none": " (no metric)"}[source],
         f"{int(f.follow_ons[node])} follow-on(s)",
     ]
     if row["metric"] is not None:
@@ -304,8 +306,19 @@ def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
         parts.append(f"verification: {f.status[node]}")
     reason = ", ".join(parts) + f"; U = {ucb:.1f}"
     return Suggestion(
-        row["sha"], row["title"], row["account"], row["metric"], str(f.status[node]), ucb, q, source,
-        int(f.follow_ons[node]), cluster, size, duplicates, reason,
+        row["sha"],
+        row["title"],
+        row["account"],
+        row["metric"],
+        str(f.status[node]),
+        ucb,
+        q,
+        source,
+        int(f.follow_ons[node]),
+        cluster,
+        size,
+        duplicates,
+        reason,
     )
 
 

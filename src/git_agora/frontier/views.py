@@ -30,8 +30,20 @@ from .graph import combined
 from .scored import best_node, new_best_nodes
 
 __all__ = [  # build_frame, Frame and the quality functions live in ``frame``; re-exported for old imports
-    "REGISTRY", "VIEW_NAMES", "Best", "Frame", "View", "ViewParams", "best", "build_frame", "compute_views",
-    "inherit_quality", "new_bests", "noise_aware_ranks", "quality", "ranked_by_metric",
+    "REGISTRY",
+    "VIEW_NAMES",
+    "Best",
+    "Frame",
+    "View",
+    "ViewParams",
+    "best",
+    "build_frame",
+    "compute_views",
+    "inherit_quality",
+    "new_bests",
+    "noise_aware_ranks",
+    "quality",
+    "ranked_by_metric",
 ]
 
 
@@ -119,7 +131,9 @@ def best(frame: Frame) -> Best | None:
     loss = frame.loss()
     ties = int((np.abs(loss[frame.scored] - loss[node]) <= frame.tolerance).sum()) - 1
     row = frame.rows([node])[0]
-    return Best(row["sha"], row["title"], row["account"], row["metric"], row["timestamp"], str(frame.status[node]), ties)
+    return Best(
+        row["sha"], row["title"], row["account"], row["metric"], row["timestamp"], str(frame.status[node]), ties
+    )
 
 
 def ranked_by_metric(frame: Frame, nodes: np.ndarray) -> np.ndarray:
@@ -169,8 +183,13 @@ def built_on(frame: Frame, limit: int, params: ViewParams) -> Listing:
     nodes = np.flatnonzero(frame.children > 0)
     nodes = nodes[np.lexsort((-frame.follow_ons[nodes], -frame.score[nodes]))]
     top = nodes[:limit]
-    rows = frame.rows(top, score=frame.score[top], children=frame.children[top],
-                      descendants=frame.follow_ons[top], status=frame.status[top])
+    rows = frame.rows(
+        top,
+        score=frame.score[top],
+        children=frame.children[top],
+        descendants=frame.follow_ons[top],
+        status=frame.status[top],
+    )
     return Listing(rows, len(nodes))
 
 
@@ -225,7 +244,9 @@ def recent(frame: Frame, limit: int, params: ViewParams) -> Listing:
     nodes = _newest_first(frame, np.arange(frame.n))
     top = nodes[:limit]
     part = frame.table.take(pa.array(top, type=pa.int64()))
-    rows = frame.rows(top, status=frame.status[top], verdict=part["verdict"].to_pylist(), target=part["target"].to_pylist())
+    rows = frame.rows(
+        top, status=frame.status[top], verdict=part["verdict"].to_pylist(), target=part["target"].to_pylist()
+    )
     return Listing(rows, frame.n)
 
 

@@ -6,13 +6,13 @@ index updated after many fetches equals one rebuilt from scratch, byte for byte.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import Contribution, encode_metadata, graph_problems, intrinsic_problems
+from ..contribution import encode_metadata, graph_problems, intrinsic_problems
 from .reader import ParsedCommit
 from .schema import ACCOUNTS, CONTRIBUTIONS, CROSS_REFS, EDGES, TAGS, VERDICTS
 
@@ -81,18 +81,34 @@ class _Stub:
 
 def _not_a_contribution(raw, problem: str) -> dict:
     return {
-        "sha": raw.sha, "account": None, "timestamp": raw.timestamp, "log_seq": None,
-        "title": raw.message.split("\n", 1)[0], "description": raw.message.strip(), "tags": [],
-        "metrics": [], "primary_metric": None, "metadata": "{}", "parents": list(raw.parents),
-        "tree": raw.tree, "code_bearing": False, "target": None, "verdict": None, "valid": False,
-        "reasons": [problem], "_refs": [],
+        "sha": raw.sha,
+        "account": None,
+        "timestamp": raw.timestamp,
+        "log_seq": None,
+        "title": raw.message.split("\n", 1)[0],
+        "description": raw.message.strip(),
+        "tags": [],
+        "metrics": [],
+        "primary_metric": None,
+        "metadata": "{}",
+        "parents": list(raw.parents),
+        "tree": raw.tree,
+        "code_bearing": False,
+        "target": None,
+        "verdict": None,
+        "valid": False,
+        "reasons": [problem],
+        "_refs": [],
     }
 
 
 def rows_to_table(rows: list[dict]) -> tuple[pa.Table, pa.Table]:
     """The contributions table and the cross-project references of these rows."""
-    refs = [{"sha": r["sha"], "url": u.split("#", 1)[0], "target": u.split("#", 1)[1] if "#" in u else None}
-            for r in rows for u in r.pop("_refs")]
+    refs = [
+        {"sha": r["sha"], "url": u.split("#", 1)[0], "target": u.split("#", 1)[1] if "#" in u else None}
+        for r in rows
+        for u in r.pop("_refs")
+    ]
     return pa.Table.from_pylist(rows, schema=CONTRIBUTIONS), pa.Table.from_pylist(refs, schema=CROSS_REFS)
 
 
@@ -108,7 +124,9 @@ def finalize(contributions: pa.Table, root: str | None = None, presorted: bool =
 
     table = contributions if presorted else contributions.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
     tags = table.column("tags").combine_chunks()
-    setup_rows = np.unique(pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), "setup").to_numpy(zero_copy_only=False)])
+    setup_rows = np.unique(
+        pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), "setup").to_numpy(zero_copy_only=False)]
+    )
     column = table.column("reasons")
     before = {int(i): column[int(i)].as_py() for i in setup_rows}
     shas = table.column("sha")
@@ -129,7 +147,9 @@ def finalize(contributions: pa.Table, root: str | None = None, presorted: bool =
         table = table.set_column(table.schema.get_field_index("reasons"), "reasons", reasons_array)
         valid = pc.equal(pc.list_value_length(reasons_array), 0)
         table = table.set_column(table.schema.get_field_index("valid"), "valid", valid)
-    return table.set_column(table.schema.get_field_index("log_seq"), "log_seq", _account_positions(table.column("account")))
+    return table.set_column(
+        table.schema.get_field_index("log_seq"), "log_seq", _account_positions(table.column("account"))
+    )
 
 
 def _account_positions(accounts: pa.ChunkedArray) -> pa.Array:
@@ -171,9 +191,7 @@ def _edges(c: pa.Table) -> pa.Table:
     account_of = dict(zip(c.column("sha").to_pylist(), c.column("account").to_pylist()))
     parent_account = pa.array([account_of.get(p) for p in parent.to_pylist()], pa.string())
     cross = pc.fill_null(pc.not_equal(child_account, parent_account), False)
-    return pa.table(
-        [child, parent, pa.array(position, pa.int32()), child_account, parent_account, cross], schema=EDGES
-    )
+    return pa.table([child, parent, pa.array(position, pa.int32()), child_account, parent_account, cross], schema=EDGES)
 
 
 def _tags(c: pa.Table) -> pa.Table:
@@ -186,9 +204,7 @@ def _tags(c: pa.Table) -> pa.Table:
 
 def _accounts(c: pa.Table) -> pa.Table:
     named = c.filter(pc.is_valid(c.column("account")))
-    grouped = named.group_by("account").aggregate(
-        [("sha", "count"), ("timestamp", "min"), ("timestamp", "max")]
-    )
+    grouped = named.group_by("account").aggregate([("sha", "count"), ("timestamp", "min"), ("timestamp", "max")])
     table = pa.table(
         [grouped["account"], grouped["sha_count"], grouped["timestamp_min"], grouped["timestamp_max"]],
         schema=ACCOUNTS,

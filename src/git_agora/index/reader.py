@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ..contribution import Contribution, ContributionError, NewerFormat
 from ..refs.store import LOG_ENTRY_KEY, LOG_FORMAT_TRAILER

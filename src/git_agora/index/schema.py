@@ -68,9 +68,7 @@ VERDICTS = pa.schema(
 
 CROSS_REFS = pa.schema([("sha", pa.string()), ("url", pa.string()), ("target", pa.string())])
 
-EMBEDDINGS = pa.schema(
-    [("sha", pa.string()), ("model", pa.string()), ("vector", pa.list_(pa.float32()))]
-)
+EMBEDDINGS = pa.schema([("sha", pa.string()), ("model", pa.string()), ("vector", pa.list_(pa.float32()))])
 
 TABLES: dict[str, pa.Schema] = {
     "contributions": CONTRIBUTIONS,

@@ -11,11 +11,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -112,9 +112,13 @@ def _write(directory: Path, tables: dict[str, pa.Table], state: dict) -> None:
         tmp = directory / f".{name}.parquet.{os.getpid()}"
         # one chunk: the bytes must not depend on how many updates built the table
         # uncompressed: the index is a local cache, and the update after every fetch rewrites it
-        pq.write_table(table.combine_chunks(), tmp, compression="none",
-                       use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
-                       write_statistics=False)
+        pq.write_table(
+            table.combine_chunks(),
+            tmp,
+            compression="none",
+            use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
+            write_statistics=False,
+        )
         os.replace(tmp, directory / f"{name}.parquet")
     tmp = directory / f".{STATE_FILE}.{os.getpid()}"
     tmp.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
@@ -159,10 +163,15 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
     old_refs = stored["cross_refs"] if stored else CROSS_REFS.empty_table()
     known = _known_parents(old, parsed)
     new_rows, new_refs = build.rows_to_table(build.contribution_rows(parsed, known, rules.primary_metric))
-    contributions = build.finalize(pa.concat_tables([old, new_rows]), rules.root, presorted=_appends_in_order(old, new_rows))
+    contributions = build.finalize(
+        pa.concat_tables([old, new_rows]), rules.root, presorted=_appends_in_order(old, new_rows)
+    )
     cross_refs = pa.concat_tables([old_refs, new_refs]).sort_by([("sha", "ascending"), ("url", "ascending")])
-    _write(directory, {"contributions": contributions, "cross_refs": cross_refs},
-           {"format_version": FORMAT_VERSION, "tips": tips})
+    _write(
+        directory,
+        {"contributions": contributions, "cross_refs": cross_refs},
+        {"format_version": FORMAT_VERSION, "tips": tips},
+    )
     return UpdateReport(new_rows.num_rows, stored is None, tuple(warnings))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..errors import AgoraError
 from ..project import Project
@@ -17,10 +17,13 @@ def analyze(project: Project, views: Iterable[str] = (), limit: int = 10, model:
     from .indexing import load
 
     index = load(project)
-    embeddings, model_id = cached_embeddings(project.repo, index.contributions, _model(project, model), project.feedback)
+    embeddings, model_id = cached_embeddings(
+        project.repo, index.contributions, _model(project, model), project.feedback
+    )
     try:
-        config = AnalyzeConfig.from_project(project.config, limit=limit, views=tuple(views) or None,
-                                            embedding_model=model_id)
+        config = AnalyzeConfig.from_project(
+            project.config, limit=limit, views=tuple(views) or None, embedding_model=model_id
+        )
     except ValueError as exc:
         raise AgoraError(f"agora.toml {exc}") from None
     return compute(index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs)
@@ -37,7 +40,9 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     if not query.strip():
         raise AgoraError("empty query: say what you are looking for")
     index = load(project)
-    embeddings, model_id = cached_embeddings(project.repo, index.contributions, _model(project, model), project.feedback)
+    embeddings, model_id = cached_embeddings(
+        project.repo, index.contributions, _model(project, model), project.feedback
+    )
     backend = backend_for(HASHING if model_id.startswith(HASHING) else model_id)
     return nearest(query, index.contributions, embeddings, k=limit, backend=backend, model=model_id)
 

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from ..contribution import Contribution
 from ..errors import AgoraError
@@ -34,11 +35,20 @@ class Shown:
     def to_dict(self) -> dict:
         c = self.contribution
         return {
-            "sha": c.sha, "account": c.account, "timestamp": c.timestamp, "title": c.title,
-            "description": c.description, "tags": list(c.tags), "metrics": dict(c.metrics),
-            "metadata": dict(c.metadata), "parents": list(c.parents), "target": c.target,
-            "verdict": c.verdict.value if c.verdict else None, "tree": c.tree,
-            "cross_refs": list(c.cross_refs), "cross_ref_titles": [r.to_dict() for r in self.cross_refs],
+            "sha": c.sha,
+            "account": c.account,
+            "timestamp": c.timestamp,
+            "title": c.title,
+            "description": c.description,
+            "tags": list(c.tags),
+            "metrics": dict(c.metrics),
+            "metadata": dict(c.metadata),
+            "parents": list(c.parents),
+            "target": c.target,
+            "verdict": c.verdict.value if c.verdict else None,
+            "tree": c.tree,
+            "cross_refs": list(c.cross_refs),
+            "cross_ref_titles": [r.to_dict() for r in self.cross_refs],
             "evidence": self.evidence,
         }
 
@@ -104,8 +114,18 @@ def log(
     table = table.sort_by([("timestamp", "descending"), ("sha", "descending")]).slice(0, limit)
     columns = ["sha", "account", "timestamp", "title", "tags", "metrics", "parents", "target", "verdict", "reasons"]
     return [
-        LogEntry(r["sha"], r["account"], r["timestamp"], r["title"], tuple(r["tags"]), dict(r["metrics"] or []),
-                 tuple(r["parents"]), r["target"], r["verdict"], tuple(r["reasons"]))
+        LogEntry(
+            r["sha"],
+            r["account"],
+            r["timestamp"],
+            r["title"],
+            tuple(r["tags"]),
+            dict(r["metrics"] or []),
+            tuple(r["parents"]),
+            r["target"],
+            r["verdict"],
+            tuple(r["reasons"]),
+        )
         for r in table.select(columns).to_pylist()
     ]
 
@@ -116,7 +136,7 @@ def lineage(project: Project, rev: str):
     from ..frontier.lineage import lineage as ancestry
     from .indexing import load
 
-    target = project.contribution(rev).sha
+    target = project.contribution_sha(rev)
     config = project.config
     try:
         return ancestry(load(project).contributions, target, direction=config.direction, tolerance=config.tolerance)

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..project import Project
-from ..refs.quarantine import quarantine_rewritten_logs
 from ..refs.names import ROOT
+from ..refs.quarantine import quarantine_rewritten_logs
 
 
 @dataclass(frozen=True)
@@ -23,9 +23,15 @@ class IndexSummary:
     warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"directory": str(self.directory), "exported": [str(p) for p in self.exported],
-                "new_rows": self.new_rows, "rebuilt": self.rebuilt, "contributions": self.contributions,
-                "valid": self.valid, "warnings": list(self.warnings)}
+        return {
+            "directory": str(self.directory),
+            "exported": [str(p) for p in self.exported],
+            "new_rows": self.new_rows,
+            "rebuilt": self.rebuilt,
+            "contributions": self.contributions,
+            "valid": self.valid,
+            "warnings": list(self.warnings),
+        }
 
 
 def refresh(project: Project, rebuild: bool = False):
@@ -34,7 +40,9 @@ def refresh(project: Project, rebuild: bool = False):
     from ..index.store import update_index as update
 
     state = read_state(index_dir(project.repo)) or {}
-    for rewritten in quarantine_rewritten_logs(project.repo, state.get("tips", {}), project.repo.git.for_each_ref(ROOT)):
+    for rewritten in quarantine_rewritten_logs(
+        project.repo, state.get("tips", {}), project.repo.git.for_each_ref(ROOT)
+    ):
         project.feedback.notice(rewritten.describe())
     report = update(project.repo, _rules(project), rebuild=rebuild)
     for warning in report.warnings:
@@ -69,8 +77,15 @@ def update_index(project: Project, rebuild: bool = False, export_to: Path | None
     index = load_index(project.repo, _rules(project), update=False)
     exported = export_index(index, export_to) if export_to else ()
     valid = int(sum(index.contributions["valid"].to_pylist()))
-    return IndexSummary(index_dir(project.repo), index.contributions.num_rows, valid, report.new_rows,
-                        report.rebuilt, exported, report.warnings)
+    return IndexSummary(
+        index_dir(project.repo),
+        index.contributions.num_rows,
+        valid,
+        report.new_rows,
+        report.rebuilt,
+        exported,
+        report.warnings,
+    )
 
 
 def check_index(project: Project) -> list[str]:

@@ -34,8 +34,9 @@ def init_project(
         raise AgoraError(f"this repository already has an Agora project (setup {existing[:12]})")
     account = project.account
     _ = project.remote  # validate before writing anything
-    config = _config(repo.worktree, name=name, metric=metric, direction=direction, eval_command=eval_command,
-                     tolerance=tolerance)
+    config = _config(
+        repo.worktree, name=name, metric=metric, direction=direction, eval_command=eval_command, tolerance=tolerance
+    )
     (repo.worktree / CONFIG_FILE).write_text(config.dump())
     brief_path = repo.worktree / BRIEF_FILE
     if brief:
@@ -48,7 +49,9 @@ def init_project(
     with snapshot(repo) as snap:
         check_size(repo, snap.tree, config.max_file_bytes)
         setup = Contribution(
-            account=account, tags=("setup",), description=f"Setup: {config.name}\n\n" + _summary(config),
+            account=account,
+            tags=("setup",),
+            description=f"Setup: {config.name}\n\n" + _summary(config),
             metadata={"metric": config.metric, "direction": config.direction, "tolerance": config.tolerance},
         )
         published = publish(project, setup, snap.tree)

@@ -7,8 +7,9 @@ publishes a light one on top of existing contributions (insight, hypothesis, rep
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..contribution import Contribution, ContributionError, Verdict, check, parse_cross_ref
 from ..errors import AgoraError, ExitCode
@@ -35,8 +36,13 @@ class Published:
         return ExitCode.QUEUED if outcome.queued and outcome is not PushOutcome.NO_REMOTE else ExitCode.OK
 
     def to_dict(self) -> dict:
-        return {"sha": self.sha, "parents": list(self.parents), "push": self.push.outcome.value,
-                "queued": self.push.queued, "detail": self.push.detail}
+        return {
+            "sha": self.sha,
+            "parents": list(self.parents),
+            "push": self.push.outcome.value,
+            "queued": self.push.queued,
+            "detail": self.push.detail,
+        }
 
 
 def publish(project: Project, contribution: Contribution, tree: str) -> Published:
@@ -53,7 +59,7 @@ def publish(project: Project, contribution: Contribution, tree: str) -> Publishe
 
 def resolve_parents(project: Project, revs: Iterable[str]) -> tuple[str, ...]:
     """Full shas of the named contributions, in order, without repeats."""
-    return tuple(dict.fromkeys(project.contribution(rev).sha or "" for rev in revs))
+    return tuple(dict.fromkeys(project.contribution_sha(rev) for rev in revs))
 
 
 def publish_worktree(
@@ -83,8 +89,13 @@ def publish_worktree(
             measured, run_meta = evaluate_claim(project, snap.tree, measured)
             metadata["check"] = run_meta
         contribution = Contribution(
-            account=project.account, tags=tuple(dict.fromkeys(tags)), description=description,
-            parents=parent_shas, metrics=measured, metadata=metadata, cross_refs=_cross_refs(cross_refs),
+            account=project.account,
+            tags=tuple(dict.fromkeys(tags)),
+            description=description,
+            parents=parent_shas,
+            metrics=measured,
+            metadata=metadata,
+            cross_refs=_cross_refs(cross_refs),
         )
         published = publish(project, contribution, snap.tree)
         advance_head(project.repo, base, published.sha, snap)
@@ -106,16 +117,22 @@ def post(
     """Publish a light contribution (the first parent's tree) on top of `parents` (default: the
     checked-out contribution). A target or verdict makes it a verification of that target."""
     tag_list = list(dict.fromkeys(tags))
-    target_shas = tuple(project.contribution(rev).sha or "" for rev in targets)
+    target_shas = tuple(project.contribution_sha(rev) for rev in targets)
     if (target_shas or verdict) and "verification" not in tag_list:
         tag_list.insert(0, "verification")
     target = target_shas[0] if target_shas else None
     parent_shas = resolve_parents(project, [*parents, *target_shas[:1]] or [project.base])
     try:
         contribution = Contribution(
-            account=project.account, tags=tuple(tag_list), description=description, parents=parent_shas,
-            metrics=dict(metrics or {}), metadata=dict(meta or {}), target=target,
-            extra_targets=target_shas[1:], verdict=Verdict(verdict) if verdict else None,
+            account=project.account,
+            tags=tuple(tag_list),
+            description=description,
+            parents=parent_shas,
+            metrics=dict(metrics or {}),
+            metadata=dict(meta or {}),
+            target=target,
+            extra_targets=target_shas[1:],
+            verdict=Verdict(verdict) if verdict else None,
             cross_refs=_cross_refs(cross_refs),
         )
     except ValueError as exc:
@@ -123,6 +140,17 @@ def post(
     first = project.repo.commit_info(parent_shas[0])
     assert first is not None
     return publish(project, contribution, first.tree)
+
+
+def read_record(source: str, text: str) -> dict[str, Any]:
+    """The JSON object of a contribution record read from `source` (for the error message)."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AgoraError(f"{source} is not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(record, dict):
+        raise AgoraError(f"{source}: a contribution record is a JSON object")
+    return record
 
 
 def record_fields(project: Project, record: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,8 +36,12 @@ class Synced:
     fetch: Fetched | None  # None when the push failed (nothing was fetched)
 
     def to_dict(self) -> dict:
-        return {"push": self.push.outcome.value, "queued": self.push.queued, "detail": self.push.detail,
-                "fetch": self.fetch.to_dict() if self.fetch else None}
+        return {
+            "push": self.push.outcome.value,
+            "queued": self.push.queued,
+            "detail": self.push.detail,
+            "fetch": self.fetch.to_dict() if self.fetch else None,
+        }
 
 
 def fetch(project: Project, cross_refs: bool = False) -> Fetched:

@@ -29,7 +29,11 @@ class Verification:
 
 
 def verify(
-    project: Project, rev: str, tolerance: float | None = None, timeout: float | None = None, publish_verdict: bool = True
+    project: Project,
+    rev: str,
+    tolerance: float | None = None,
+    timeout: float | None = None,
+    publish_verdict: bool = True,
 ) -> Verification:
     """Run the project's evaluation on a clean export of `rev`'s tree, compare with its claim, and
     publish a verification (confirmed, partial or failed) whose parent and target is `rev`."""
@@ -64,14 +68,29 @@ def verify(
         return Verification(target.sha, judgement, metadata, None)
     primary = config.metric if config.metric in judgement.reproduced else None
     metrics = {primary: judgement.reproduced[primary]} if primary else {}
-    verification = _verification(project.account, target, Verdict(judgement.verdict), judgement.reason, metadata, metrics)
+    verification = _verification(
+        project.account, target, Verdict(judgement.verdict), judgement.reason, metadata, metrics
+    )
     return Verification(target.sha, judgement, metadata, publish(project, verification, target.tree))
 
 
-def _verification(account: str, target: Contribution, verdict: Verdict, reason: str,
-                  metadata: dict[str, Any], metrics: dict[str, float]) -> Contribution:
+def _verification(
+    account: str,
+    target: Contribution,
+    verdict: Verdict,
+    reason: str,
+    metadata: dict[str, Any],
+    metrics: dict[str, float],
+) -> Contribution:
     assert target.sha is not None
-    description = (f"Verification of {target.sha[:12]} ({target.account}: {target.title}): {verdict.value}\n\n"
-                   f"{reason}.")
-    return Contribution(account=account, tags=("verification",), description=description, parents=(target.sha,),
-                        target=target.sha, verdict=verdict, metadata=metadata, metrics=metrics)
+    description = f"Verification of {target.sha[:12]} ({target.account}: {target.title}): {verdict.value}\n\n{reason}."
+    return Contribution(
+        account=account,
+        tags=("verification",),
+        description=description,
+        parents=(target.sha,),
+        target=target.sha,
+        verdict=verdict,
+        metadata=metadata,
+        metrics=metrics,
+    )

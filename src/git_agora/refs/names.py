@@ -22,9 +22,7 @@ class RefNameError(ValueError):
 
 def check_account(account: str) -> str:
     if not ACCOUNT_PATTERN.match(account) or account.endswith(".lock") or ".." in account:
-        raise RefNameError(
-            f"account {account!r} is not valid: use letters, digits, '.', '_' and '-' (at most 64)"
-        )
+        raise RefNameError(f"account {account!r} is not valid: use letters, digits, '.', '_' and '-' (at most 64)")
     return account
 
 
@@ -54,11 +52,11 @@ class LogRef:
         return RefName(f"{QUARANTINE_PREFIX}{check_remote(remote)}/{self.account}/{old_tip}")
 
     @classmethod
-    def from_tracking(cls, ref: str, remote: str) -> "LogRef":
+    def from_tracking(cls, ref: str, remote: str) -> LogRef:
         prefix = f"{REMOTES_PREFIX}{remote}/log/"
         if not ref.startswith(prefix):
             raise RefNameError(f"{ref} is not a log of remote {remote}")
-        return cls(ref[len(prefix):])
+        return cls(ref[len(prefix) :])
 
 
 def fetch_refspec(remote: str) -> str:

@@ -7,8 +7,8 @@ to tips moved by a plain `git fetch` since the last update.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from .names import REMOTES_PREFIX, LogRef
 from .store import Repository
@@ -38,7 +38,7 @@ def quarantine_rewritten_logs(
             continue
         if repo.commit_info(old_tip) is None or repo.git.is_ancestor(old_tip, new_tip):
             continue
-        remote, _, account = ref[len(REMOTES_PREFIX):].partition("/log/")
+        remote, _, account = ref[len(REMOTES_PREFIX) :].partition("/log/")
         quarantine = LogRef(account).quarantine(remote, old_tip)
         if repo.ref(quarantine) is None:
             repo.set_ref(quarantine, old_tip)

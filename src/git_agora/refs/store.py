@@ -49,12 +49,14 @@ class Repository:
         self.git = Git(worktree)
 
     @classmethod
-    def discover(cls, start: Path | str = ".") -> "Repository":
+    def discover(cls, start: Path | str = ".") -> Repository:
         start = Path(start)
         try:
-            out = Git(start).run(
-                "rev-parse", "--path-format=absolute", "--is-bare-repository", "--git-dir", "--git-common-dir"
-            ).splitlines()
+            out = (
+                Git(start)
+                .run("rev-parse", "--path-format=absolute", "--is-bare-repository", "--git-dir", "--git-common-dir")
+                .splitlines()
+            )
         except (GitError, FileNotFoundError, NotADirectoryError):
             raise NotARepository(f"not a Git repository: {start.resolve()}") from None
         bare = out[0] == "true"
@@ -117,7 +119,9 @@ class Repository:
         out = self.git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False).strip()
         return out or None
 
-    def write_commit(self, tree: str, parents: list[str], message: str, account: str, timestamp: int | None = None) -> str:
+    def write_commit(
+        self, tree: str, parents: list[str], message: str, account: str, timestamp: int | None = None
+    ) -> str:
         from dulwich.objects import Commit
 
         commit = Commit()

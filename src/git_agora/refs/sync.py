@@ -77,7 +77,9 @@ def push_log(repo: Repository, account: str, remote: str | None) -> PushResult:
             return PushResult(PushOutcome.NOTHING, 0)
         if repo.ref(log.tracking(remote)) == tip:
             return PushResult(PushOutcome.UP_TO_DATE, 0)
-        proc = repo.git.attempt("push", "--porcelain", "--no-verify", remote, f"{tip}:{log.local}", timeout=NETWORK_TIMEOUT_S)
+        proc = repo.git.attempt(
+            "push", "--porcelain", "--no-verify", remote, f"{tip}:{log.local}", timeout=NETWORK_TIMEOUT_S
+        )
         if proc.returncode == 0:
             repo.set_ref(log.tracking(remote), tip)
             return PushResult(PushOutcome.PUSHED, 0)
@@ -105,7 +107,14 @@ def _last_line(report: str) -> str:
 
 
 def _fetch_account(repo: Repository, remote: str, log: LogRef) -> bool:
-    proc = repo.git.attempt("fetch", "--no-tags", "--no-write-fetch-head", remote, f"+{log.local}:{log.tracking(remote)}", timeout=NETWORK_TIMEOUT_S)
+    proc = repo.git.attempt(
+        "fetch",
+        "--no-tags",
+        "--no-write-fetch-head",
+        remote,
+        f"+{log.local}:{log.tracking(remote)}",
+        timeout=NETWORK_TIMEOUT_S,
+    )
     return proc.returncode == 0
 
 
@@ -126,8 +135,16 @@ def fetch(repo: Repository, remote: str) -> FetchResult:
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
     before = repo.git.for_each_ref(prefix)
     # a current commit-graph keeps the negotiation walk short when new work has deep parents
-    proc = repo.git.attempt("-c", "fetch.writeCommitGraph=true", "fetch", "--no-tags", "--no-write-fetch-head",
-                            remote, fetch_refspec(remote), timeout=NETWORK_TIMEOUT_S)
+    proc = repo.git.attempt(
+        "-c",
+        "fetch.writeCommitGraph=true",
+        "fetch",
+        "--no-tags",
+        "--no-write-fetch-head",
+        remote,
+        fetch_refspec(remote),
+        timeout=NETWORK_TIMEOUT_S,
+    )
     if proc.returncode != 0:
         raise RemoteError(f"could not fetch from {remote}: {_last_line(proc.stderr)}")
     after = repo.git.for_each_ref(prefix)
@@ -147,7 +164,12 @@ def _count_new_entries(repo: Repository, new_tips: list[str], old_tips: list[str
         return 0
     local_logs = list(repo.git.for_each_ref("refs/agora/log/").values())
     out = repo.git.run(
-        "log", "--first-parent", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)",
-        *new_tips, "--not", *old_tips, *local_logs,
+        "log",
+        "--first-parent",
+        f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)",
+        *new_tips,
+        "--not",
+        *old_tips,
+        *local_logs,
     )
     return len({line.strip() for line in out.splitlines() if line.strip()})

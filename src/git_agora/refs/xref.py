@@ -4,8 +4,8 @@ cited commits never enter this project's graph or index."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ..contribution import CrossRef
 from .store import Repository
@@ -29,8 +29,14 @@ def fetch_cross_refs(repo: Repository, refs: Iterable[CrossRef]) -> list[CrossRe
             repo.set_ref(XREF_PREFIX + ref.sha, ref.sha)
             results.append(CrossRefFetch(ref, True, "already here"))
             continue
-        proc = repo.git.attempt("fetch", "--no-tags", "--no-write-fetch-head", ref.url,
-                                f"{ref.sha}:{XREF_PREFIX}{ref.sha}", timeout=NETWORK_TIMEOUT_S)
+        proc = repo.git.attempt(
+            "fetch",
+            "--no-tags",
+            "--no-write-fetch-head",
+            ref.url,
+            f"{ref.sha}:{XREF_PREFIX}{ref.sha}",
+            timeout=NETWORK_TIMEOUT_S,
+        )
         detail = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
         results.append(CrossRefFetch(ref, proc.returncode == 0, "" if proc.returncode == 0 else detail))
     return results

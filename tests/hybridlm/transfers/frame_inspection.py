@@ -28,8 +28,13 @@ def _is_text_list(obj):
 
 
 def _is_token_lists(obj):
-    return (isinstance(obj, list) and obj and isinstance(obj[0], list) and len(obj[0]) >= 100
-            and all(isinstance(t, int) and 0 <= t < 50257 for t in obj[0][:100]))
+    return (
+        isinstance(obj, list)
+        and obj
+        and isinstance(obj[0], list)
+        and len(obj[0]) >= 100
+        and all(isinstance(t, int) and 0 <= t < 50257 for t in obj[0][:100])
+    )
 
 
 def _find():

@@ -7,7 +7,6 @@ Prints one JSON line: {"bpc": ..., "train_chars": ..., "test_chars": ...}. Deter
 import json
 import math
 from collections import defaultdict
-
 from pydoc_data.topics import topics
 
 import choices
@@ -36,7 +35,7 @@ class NGram:
             for k in range(order + 1):
                 if i - k < 0:
                     break
-                self.counts[k][text[i - k:i]][ch] += 1
+                self.counts[k][text[i - k : i]][ch] += 1
 
     def prob(self, context, ch, k=None):
         k = self.order if k is None else k
@@ -72,7 +71,7 @@ def main():
     folded = fold(test)
     bits = 0.0
     for i, ch in enumerate(folded):
-        p = model.prob(folded[max(0, i - model.order):i], ch if ch in model.counts[0][""] else "\0")
+        p = model.prob(folded[max(0, i - model.order) : i], ch if ch in model.counts[0][""] else "\0")
         bits -= math.log2(max(p, 1e-12))
     print(json.dumps({"bpc": round(bits / len(test), 6), "train_chars": len(train), "test_chars": len(test)}))
 

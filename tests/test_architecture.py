@@ -1,0 +1,117 @@
+"""The rooms of docs/architecture.md: each rule's home exists, and the import rules hold."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).parents[1] / "src" / "git_agora"
+ARCHITECTURE = Path(__file__).parents[1] / "docs" / "architecture.md"
+
+
+def rule_homes() -> list[str]:
+    section = ARCHITECTURE.read_text().split("## One home per rule", 1)[1].split("\n## ", 1)[0]
+    return [m.group(1) for m in re.finditer(r"^\| [^|]+ \| `([\w.]+)`", section, re.M)]
+
+
+@pytest.mark.parametrize("home", rule_homes())
+def test_every_rule_home_named_in_the_docs_exists(home):
+    parts = home.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module("git_agora." + ".".join(parts[:split]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[split:]:
+            target = getattr(target, name)
+        assert target is not None, home
+        return
+    pytest.fail(f"{home} names no module of git_agora")
+
+
+def imports_of(path: Path) -> set[str]:
+    """Absolute names of every module a file imports (relative imports resolved)."""
+    package = ".".join(("git_agora", *path.relative_to(SRC).parent.parts))
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(p for p in (base, node.module or "") if p)
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def files(room: str) -> list[Path]:
+    return sorted((SRC / room).glob("*.py"))
+
+
+FRONTIER_MAY_NOT = (
+    "subprocess",
+    "os",
+    "pathlib",
+    "dulwich",
+    "git_agora.refs",
+    "git_agora.ops",
+    "git_agora.cli",
+    "git_agora.project",
+    "git_agora.embedding",
+    "git_agora.index.store",
+    "git_agora.index.reader",
+    "git_agora.index.state",
+    "git_agora.workspace",
+    "git_agora.evaluate",
+)
+
+
+@pytest.mark.parametrize("path", files("frontier"), ids=lambda p: p.name)
+def test_frontier_is_pure(path):
+    bad = sorted(n for n in imports_of(path) if any(n == f or n.startswith(f + ".") for f in FRONTIER_MAY_NOT))
+    assert not bad, f"frontier/{path.name} imports {bad}: the frontier is tables in, tables out"
+    assert "print(" not in path.read_text()
+
+
+CLI_MAY_USE = (
+    "git_agora.ops",
+    "git_agora.cli",
+    "git_agora.errors",
+    "git_agora.feedback",
+    "git_agora.project",
+    "git_agora.contribution",
+    "git_agora.config",
+    "git_agora.refs.git.GitError",
+    "git_agora.refs.names.RefNameError",
+    "git_agora.refs.store.RefBusy",
+    "git_agora.refs.sync.PushOutcome",
+    "git_agora.frontier.views.VIEW_NAMES",
+    "git_agora.demo.run",
+)
+
+
+@pytest.mark.parametrize("path", files("cli"), ids=lambda p: p.name)
+def test_cli_only_parses_and_renders(path):
+    ours = {n for n in imports_of(path) if n.startswith("git_agora.")}
+    modules = {n.rsplit(".", 1)[0] for n in ours}
+    bad = sorted(n for n in ours if n not in modules and not any(n == a or n.startswith(a + ".") for a in CLI_MAY_USE))
+    assert not bad, f"cli/{path.name} reaches past the library: {bad}"
+
+
+COMMAND_MODULES = [p for p in files("cli") if p.name not in ("__init__.py", "common.py", "render.py")]
+
+
+@pytest.mark.parametrize("path", COMMAND_MODULES, ids=lambda p: p.name)
+def test_command_modules_are_short(path):
+    assert len(path.read_text().splitlines()) <= 65, f"cli/{path.name}: move the work into git_agora.ops"
+
+
+@pytest.mark.parametrize("path", files("index"), ids=lambda p: p.name)
+def test_index_never_writes_refs_or_prints(path):
+    text = path.read_text()
+    for forbidden in ("set_ref(", "compare_and_swap(", "update-ref", "print(", "click"):
+        assert forbidden not in text, f"index/{path.name} uses {forbidden}"
