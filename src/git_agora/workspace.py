@@ -26,7 +26,9 @@ def snapshot(repo: Repository) -> Iterator[Snapshot]:
     """The current work tree as a Git tree: tracked changes and untracked, non-ignored files.
 
     Built in a temporary index (a copy of the real one, so unchanged files are not re-hashed); the
-    user's own index, HEAD and branches are not touched.
+    user's own index, HEAD and branches are not touched. Every copy of an index keeps its modification
+    time (`copy2`): Git trusts an entry's stat data only when the file is older than the index, so a
+    copy stamped "now" would make a same-size edit made in the index's second look clean ("racy git").
     """
     if repo.bare:
         raise AgoraError("a bare repository has no work tree to publish")
@@ -34,7 +36,7 @@ def snapshot(repo: Repository) -> Iterator[Snapshot]:
     with tempfile.TemporaryDirectory(prefix="agora-index-", dir=repo.git_dir) as tmp:
         index_file = Path(tmp) / "index"
         if real_index.exists():
-            shutil.copyfile(real_index, index_file)
+            shutil.copy2(real_index, index_file)
         env = {"GIT_INDEX_FILE": str(index_file)}
         try:
             repo.git.run("add", "--all", "--", ":/", env=env)
@@ -79,7 +81,7 @@ def advance_head(repo: Repository, old: str, new: str, snap: Snapshot) -> bool:
     repo.git.run("update-ref", "--no-deref", "HEAD", new, old)
     real_index = Path(repo.git.run("rev-parse", "--path-format=absolute", "--git-path", "index").strip())
     tmp = real_index.with_name(f"index.agora.{os.getpid()}")
-    shutil.copyfile(snap.index_file, tmp)
+    shutil.copy2(snap.index_file, tmp)
     tmp.replace(real_index)
     return True
 
@@ -116,5 +118,5 @@ def adopt_if_unborn(repo: Repository, sha: str, snap: Snapshot) -> bool:
         return False
     repo.git.run("update-ref", "--no-deref", "HEAD", sha)
     real_index = Path(repo.git.run("rev-parse", "--path-format=absolute", "--git-path", "index").strip())
-    shutil.copyfile(snap.index_file, real_index)
+    shutil.copy2(snap.index_file, real_index)
     return True
