@@ -15,7 +15,6 @@ import subprocess
 from pathlib import Path
 
 from _common import WORK_DIR, ratio, sample, sh, stats, write_json
-
 from git_agora.refs.store import Repository
 from git_agora.workspace import snapshot
 
