@@ -93,7 +93,11 @@ def test_meta_values_keep_json_types():
             ),
             "exactly one target, found 2",
         ),
-        (dict(tags=("verification",), target=SHA_B, verdict=Verdict.CONFIRMED), "not among its parents"),
+        (dict(tags=("verification",), target=SHA_B, verdict=Verdict.CONFIRMED), "exactly one parent, its target"),
+        (
+            dict(tags=("verification",), target=SHA_A, verdict=Verdict.FAILED, parents=(SHA_A, SHA_B)),
+            "exactly one parent, its target",
+        ),
         (dict(tags=("verification",), target=SHA_A), "needs a verdict"),
         (dict(description="  "), "empty description"),
         (dict(tags=()), "no tags"),

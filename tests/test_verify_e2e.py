@@ -6,17 +6,20 @@ from importlib.resources import files
 import pytest
 
 from agora_testing import agora, git, make_clone
+from git_agora.demo.run import AGORA_TOML, TASK_FILES
 
 TASK = files("git_agora") / "demo" / "task"
 
 
 @pytest.fixture
 def task_project(tmp_path, remote):
+    """The demo's task (build: train.py writes the model; score: the fixed score.py reads it)."""
     a = make_clone(tmp_path, "a", str(remote), "alice")
-    for name in ("choices.py", "ngram.py"):
+    for name in TASK_FILES:
         shutil.copyfile(TASK / name, a / name)
     (a / ".gitignore").write_text("__pycache__/\n")
-    agora(a, "init", "--metric", "bpc", "--direction", "min", "--tolerance", "0.000001", "--eval", "python3 ngram.py")
+    (a / "agora.toml").write_text(AGORA_TOML)
+    agora(a, "init")
     b = make_clone(tmp_path, "b", str(remote), "bob")
     agora(b, "fetch")
     return a, b
@@ -42,7 +45,9 @@ def test_honest_result_is_confirmed_and_edited_claim_failed(task_project):
     ok = agora(b, "verify", honest["sha"], "--json").json()
     assert ok["verdict"] == "confirmed" and ok["push"] == "pushed"
     assert ok["reproduced"]["bpc"] == claimed
-    assert ok["evaluator"]["command"] == "python3 ngram.py" and len(ok["evaluator"]["sha256"]) == 64
+    assert ok["evaluator"]["commands"]["score"] == "python3 score.py {artifact}"
+    assert set(ok["evaluator"]["files"]) == {"score.py", "corpus.py"} and len(ok["evaluator"]["sha256"]) == 64
+    assert ok["same_evaluator"] is True
     assert ok["hardware"]["cpus"] >= 1 and ok["duration_s"] > 0
     bad = agora(b, "verify", edited["sha"], "--json").json()
     assert bad["verdict"] == "failed"
@@ -104,17 +109,17 @@ def test_run_evaluates_exactly_what_push_publishes(task_project):
 @pytest.mark.parametrize(
     "script, reason",
     [
-        ("print('no json here')", "printed no JSON"),
-        ("print('{garbage')", "printed no JSON"),
-        ("import json; print(json.dumps({'other': 1}))", "no finite 'bpc'"),
-        ("raise SystemExit(3)", "exited 3"),
+        ("print('no model written')", "did not create the artifact directory"),
+        ("import os, sys; os.makedirs(sys.argv[2]); open(sys.argv[2] + '/model.json', 'w').write('{garbage')",
+         "score step: the evaluation exited 1"),
+        ("raise SystemExit(3)", "build step: the evaluation exited 3"),
         ("import time; time.sleep(30)", "timed out"),
     ],
 )
-def test_broken_evaluators_give_failed_verdicts(task_project, script, reason):
+def test_broken_builds_give_failed_verdicts(task_project, script, reason):
     a, b = task_project
-    (a / "ngram.py").write_text(script + "\n")
-    bad = agora(a, "push", "-m", "broken evaluator", "--tag", "result", "--metric", "bpc=2.0", "--json").json()
+    (a / "train.py").write_text(script + "\n")
+    bad = agora(a, "push", "-m", "broken build", "--tag", "result", "--metric", "bpc=2.0", "--json").json()
     agora(b, "fetch")
     before = git(b, "for-each-ref", "refs/agora/")
     out = agora(b, "verify", bad["sha"], "--no-publish", "--timeout", "2", "--json").json()
@@ -148,7 +153,7 @@ def test_verify_refuses_bad_requests(tmp_path, task_project, remote):
     d = make_clone(tmp_path, "d", str(other), "dave")
     agora(d, "fetch")
     r = agora(d, "verify", result["sha"], check=False)
-    assert r.returncode == 1 and "no evaluation command" in r.stderr
+    assert r.returncode == 1 and "no evaluation" in r.stderr
 
 
 def test_the_weight_transfer_kit_initialises_a_working_project(tmp_path, remote):
@@ -164,4 +169,4 @@ def test_the_weight_transfer_kit_initialises_a_working_project(tmp_path, remote)
     assert {"agora.toml", "program.md", "transfer.py"} <= files
     summary = agora(work, "analyze", "--json", "--model", "hashing").json()["summary"]
     assert (summary["metric"], summary["direction"], summary["tolerance"]) == ("bpb", "min", 0.0013)
-    assert "hybridlm eval transfer.py" in git(work, "show", f"{setup}:agora.toml")
+    assert "hybridlm score {artifact}" in git(work, "show", f"{setup}:agora.toml")

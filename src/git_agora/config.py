@@ -31,14 +31,101 @@ class ConfigError(ValueError):
     pass
 
 
+ARTIFACT = "{artifact}"
+
+
+@dataclass(frozen=True)
+class EvalSpec:
+    """The `[eval]` section: how a tree is evaluated, and which files the evaluator is made of.
+
+    Two forms:
+    - one command (`command`): runs in a clean export of the contribution's tree, with the evaluator
+      files replaced by the policy's. It pins the evaluator files, nothing more: contribution code that
+      runs in the same process can still influence the result.
+    - two phases (`build` then `score`): `build` runs contribution code in the export and writes an
+      artifact directory (`{artifact}` in the command); `score` runs in a fresh directory holding only
+      the policy's evaluator files, reads the artifact, and prints the metric.
+    `files`: paths or globs of the evaluator files, frozen by the setup (and its policy amendments);
+    `scorer`: installed packages that evaluate (their version and files' hashes enter the evaluator
+    identity); `quick`: extra arguments for a quick, not comparable run (`git agora run --quick`).
+    """
+
+    command: str | None = None
+    build: str | None = None
+    score: str | None = None
+    files: tuple[str, ...] = ()
+    scorer: tuple[str, ...] = ()
+    timeout: float = 3600.0
+    quick: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.build is None) != (self.score is None):
+            raise ConfigError("[eval] build and score go together: the build writes the artifact the score reads")
+        if self.build is not None and self.command is not None:
+            raise ConfigError("[eval] has both command and build/score: choose one form")
+        for name, cmd in (("build", self.build), ("score", self.score)):
+            if cmd is not None and ARTIFACT not in cmd:
+                raise ConfigError(f"[eval] {name} must name the artifact directory as {ARTIFACT}")
+        if not self.timeout > 0:
+            raise ConfigError("[eval] timeout must be a positive number of seconds")
+
+    @property
+    def configured(self) -> bool:
+        return self.command is not None or self.build is not None
+
+    @property
+    def two_phase(self) -> bool:
+        return self.build is not None
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any]) -> EvalSpec:
+        return cls(
+            command=_optional_str(values, "command"),
+            build=_optional_str(values, "build"),
+            score=_optional_str(values, "score"),
+            files=_str_list(values, "files"),
+            scorer=_str_list(values, "scorer"),
+            timeout=float(values.get("timeout", 3600.0)),
+            quick=_optional_str(values, "quick"),
+        )
+
+    def dump(self) -> list[str]:
+        if not self.configured:
+            return []
+        lines = ["[eval]"]
+        lines += [
+            f"{k} = {_toml(v)}"
+            for k, v in (("command", self.command), ("build", self.build), ("score", self.score), ("quick", self.quick))
+            if v is not None
+        ]
+        lines.append(f"files = [{', '.join(_toml(f) for f in self.files)}]  # evaluator files, frozen by the setup")
+        if self.scorer:
+            lines.append(f"scorer = [{', '.join(_toml(p) for p in self.scorer)}]  # installed packages that score")
+        return lines + [f"timeout = {_toml(self.timeout)}", ""]
+
+
+def _optional_str(values: Mapping[str, Any], key: str) -> str | None:
+    value = values.get(key)
+    if value is not None and not (isinstance(value, str) and value.strip()):
+        raise ConfigError(f"[eval] {key} must be a non-empty string")
+    return value
+
+
+def _str_list(values: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = values.get(key, [])
+    value = [value] if isinstance(value, str) else value
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"[eval] {key} must be a list of non-empty strings")
+    return tuple(value)
+
+
 @dataclass(frozen=True)
 class ProjectConfig:
     name: str = "agora-project"
     metric: str | None = None
     direction: str = "min"  # "min" or "max"
     tolerance: float = 0.0
-    eval_command: str | None = None
-    eval_timeout: float = 3600.0
+    evaluation: EvalSpec = field(default_factory=EvalSpec)
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     tag_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TAG_WEIGHTS))
     sections: Mapping[str, Any] = field(default_factory=dict)  # everything else, e.g. [ucb]
@@ -68,8 +155,7 @@ class ProjectConfig:
                 metric=metric.get("name"),
                 direction=str(metric.get("direction", "min")),
                 tolerance=float(metric.get("tolerance", 0.0)),
-                eval_command=evaluation.get("command"),
-                eval_timeout=float(evaluation.get("timeout", 3600.0)),
+                evaluation=EvalSpec.parse(evaluation),
                 max_file_bytes=int(policy.get("max_file_bytes", DEFAULT_MAX_FILE_BYTES)),
                 tag_weights=weights,
                 sections=data,
@@ -82,8 +168,7 @@ class ProjectConfig:
         if self.metric:
             lines += ["[metric]", f"name = {_toml(self.metric)}", f"direction = {_toml(self.direction)}"]
             lines += [f"tolerance = {_toml(self.tolerance)}", ""]
-        if self.eval_command:
-            lines += ["[eval]", f"command = {_toml(self.eval_command)}", f"timeout = {_toml(self.eval_timeout)}", ""]
+        lines += self.evaluation.dump()
         lines += ["[policy]", f"max_file_bytes = {self.max_file_bytes}", ""]
         lines += ["[tags]  # evidence weight of a child from another account, per tag"]
         lines += [f"{tag} = {_toml(weight)}" for tag, weight in self.tag_weights.items()]

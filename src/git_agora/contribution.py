@@ -40,6 +40,7 @@ DEFAULT_TAG_WEIGHTS: dict[str, float] = {
 }
 VERDICT_WEIGHTS: dict[str, float] = {"confirmed": 20.0, "partial": 10.0, "failed": -20.0}
 NON_PROPAGATING_TAGS = frozenset({"wip", "endorsed"})
+POLICY_TAG = "policy"  # a policy amendment, when the setup's account publishes it
 
 ACCOUNT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._:+-]{0,63}$")
@@ -314,8 +315,8 @@ def _verification_problems(c: Contribution) -> list[str]:
     targets = ([c.target] if c.target else []) + list(c.extra_targets)
     if len(targets) != 1:
         problems.append(f"a verification has exactly one target, found {len(targets)}")
-    elif c.target not in c.parents:
-        problems.append("the verification target is not among its parents")
+    elif tuple(c.parents) != (c.target,):
+        problems.append("a verification has exactly one parent, its target")
     if c.verdict is None:
         problems.append("a verification needs a verdict (confirmed, partial or failed)")
     if "verification" not in c.tags:

@@ -1,28 +1,34 @@
-"""Running the project's evaluation command on a clean copy of a tree, and judging a claim by it.
+"""Evaluating a tree with the policy's evaluator, and judging a claim by it.
 
-The evaluation command (agora.toml `[eval] command`) runs in a fresh export of exactly the tree being
-published or verified, never in the user's dirty work tree, and prints a JSON object with the metric.
+The evaluation runs on a fresh export of exactly the tree being published or verified (never the
+user's dirty work tree), with the evaluator files of the policy in force put in place of the tree's
+own. In the two-phase form the contribution's code only builds an artifact; the score step runs the
+evaluator files alone, in a directory where the contribution's code is not importable.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
 import math
 import os
 import platform
+import shlex
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .config import ProjectConfig
+from .config import ARTIFACT
 from .errors import AgoraError
+from .feedback import Feedback
+from .policy import Policy, evaluator_identity
 from .refs.store import Repository
 
 PARTIAL_FACTOR = 5.0  # a difference within 5x the tolerance is a partial reproduction
@@ -34,6 +40,7 @@ class EvalRun:
     metrics: Mapping[str, float]
     duration_s: float
     error: str | None = None  # why the run produced no metrics (crash, timeout, no JSON)
+    output: Mapping[str, object] | None = None  # the evaluator's whole JSON object
 
     def to_dict(self) -> dict:
         return {
@@ -54,20 +61,42 @@ class Judgement:
 
 
 @contextmanager
-def exported_tree(repo: Repository, tree: str) -> Iterator[Path]:
-    """A temporary directory holding exactly the files of `tree`."""
+def exported_tree(repo: Repository, tree: str, policy: Policy | None = None) -> Iterator[Path]:
+    """A temporary directory holding exactly the files of `tree`, with the policy's evaluator files
+    (and agora.toml) in place of the tree's own: the one home of exporting a tree for evaluation."""
     with tempfile.TemporaryDirectory(prefix="agora-eval-") as tmp:
         dest = Path(tmp) / "work"
-        dest.mkdir()
-        index = Path(tmp) / "index"
-        env = {"GIT_INDEX_FILE": str(index)}
-        repo.git.run("read-tree", tree, env=env)
-        repo.git.run("checkout-index", "--all", f"--prefix={dest}/", env=env)
+        _checkout(repo, Path(tmp) / "index", dest, tree, policy)
         yield dest
 
 
-def run_command(command: str, cwd: Path, timeout: float, metric: str | None) -> EvalRun:
-    """Run the evaluation; its last stdout line that is a JSON object carries the metrics."""
+def _checkout(repo: Repository, index: Path, dest: Path, tree: str | None, policy: Policy | None) -> None:
+    """Write `tree` (None: nothing) plus the policy's protected files into `dest` through a scratch index."""
+    dest.mkdir(parents=True)
+    env = {"GIT_INDEX_FILE": str(index)}
+    repo.git.run("read-tree", *([tree] if tree else ["--empty"]), env=env)
+    if policy is not None:
+        paths = list(policy.protected)
+        repo.git.run("rm", "--cached", "-r", "-q", "--ignore-unmatch", "--", *paths, env=env)
+        entries = repo.git.run_bytes("ls-tree", "-r", "-z", policy.tree, "--", *paths)
+        repo.git.run_bytes("update-index", "-z", "--index-info", input=entries, env=env)
+    repo.git.run("checkout-index", "--all", f"--prefix={dest}/", env=env)
+
+
+def run_command(
+    command: str,
+    cwd: Path,
+    timeout: float,
+    metric: str | None,
+    feedback: Feedback | None = None,
+    expect_json: bool = True,
+) -> EvalRun:
+    """Run one evaluation step; its last stdout line that is a JSON object carries the metrics.
+
+    The step runs in its own process group; its stderr goes to `feedback.output` as it comes; SIGINT
+    and SIGTERM sent to this process are passed to the whole group, which is waited for, so a stopped
+    `git agora run` leaves no evaluator behind.
+    """
     start = time.monotonic()
     proc = subprocess.Popen(
         ["bash", "-c", command],
@@ -75,19 +104,24 @@ def run_command(command: str, cwd: Path, timeout: float, metric: str | None) -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        errors="replace",
         start_new_session=True,
         env={**os.environ, "PYTHONHASHSEED": "0"},
     )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        return EvalRun(False, {}, time.monotonic() - start, f"timed out after {timeout:g} s")
+    stdout, stderr = _pump(proc.stdout), _pump(proc.stderr, feedback.output if feedback else None)
+    with _forwarding_signals(proc):
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return EvalRun(False, {}, time.monotonic() - start, f"timed out after {timeout:g} s")
     duration = time.monotonic() - start
+    out, err = stdout.text(), stderr.text()
     if proc.returncode != 0:
-        last = (err or "").strip().splitlines()[-1:] or [""]
+        last = err.strip().splitlines()[-1:] or [""]
         return EvalRun(False, {}, duration, f"the evaluation exited {proc.returncode}: {last[0][:200]}")
+    if not expect_json:
+        return EvalRun(True, {}, duration)
     payload = _last_json_object(out)
     if payload is None:
         return EvalRun(False, {}, duration, "the evaluation printed no JSON object")
@@ -97,8 +131,62 @@ def run_command(command: str, cwd: Path, timeout: float, metric: str | None) -> 
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
     }
     if metric and metric not in metrics:
-        return EvalRun(False, metrics, duration, f"the evaluation's JSON has no finite {metric!r}")
-    return EvalRun(True, metrics, duration)
+        return EvalRun(False, metrics, duration, f"the evaluation's JSON has no finite {metric!r}", payload)
+    return EvalRun(True, metrics, duration, None, payload)
+
+
+class _Pump(threading.Thread):
+    """Reads one stream to its end (so the child never blocks on a full pipe), line by line."""
+
+    def __init__(self, stream, on_line):
+        super().__init__(daemon=True)
+        self.stream, self.on_line, self.lines = stream, on_line, []
+        self.start()
+
+    def run(self) -> None:
+        for line in self.stream:
+            self.lines.append(line)
+            if self.on_line is not None:
+                self.on_line(line.rstrip("\n"))
+
+    def text(self) -> str:
+        self.join()
+        return "".join(self.lines)
+
+
+def _pump(stream, on_line=None) -> _Pump:
+    return _Pump(stream, on_line)
+
+
+@contextmanager
+def _forwarding_signals(proc: subprocess.Popen) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def forward(signum, frame):
+        _kill_group(proc, signum)
+        raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _kill_group(proc: subprocess.Popen, signum: int = signal.SIGKILL, grace: float = 10.0) -> None:
+    """Send `signum` to the step's process group, wait for it, and kill whatever is left after `grace`."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signum)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 def _last_json_object(text: str) -> dict | None:
@@ -118,11 +206,68 @@ def _last_json_object(text: str) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def evaluate_tree(repo: Repository, config: ProjectConfig, tree: str, timeout: float | None = None) -> EvalRun:
-    if not config.eval_command:
-        raise AgoraError("the project has no evaluation command ([eval] command in agora.toml)")
-    with exported_tree(repo, tree) as work:
-        return run_command(config.eval_command, work, timeout or config.eval_timeout, config.metric)
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluation of a tree under a policy: the run, and the evaluator identity it ran under."""
+
+    run: EvalRun
+    identity: dict
+    quick: bool = False
+
+
+def evaluate_tree(
+    repo: Repository,
+    policy: Policy,
+    tree: str,
+    timeout: float | None = None,
+    feedback: Feedback | None = None,
+    quick: bool = False,
+) -> Evaluation:
+    """Evaluate `tree` with the policy's evaluator: one command in the export, or build there then
+    score in a directory that holds only the evaluator files. `quick` appends `[eval] quick`."""
+    spec = policy.config.evaluation
+    if not spec.configured:
+        raise AgoraError("the project has no evaluation ([eval] command, or build and score, in agora.toml)")
+    if quick and not spec.quick:
+        raise AgoraError("the project declares no quick evaluation ([eval] quick in agora.toml)")
+    limit = timeout or spec.timeout
+    metric = policy.config.metric
+    extra = f" {spec.quick}" if quick else ""
+    identity = evaluator_identity(policy)
+    with exported_tree(repo, tree, policy) as work:
+        if not spec.two_phase:
+            _say(feedback, f"evaluating {work} with `{spec.command}{extra}` (timeout {limit:g} s)")
+            return Evaluation(run_command(f"{spec.command}{extra}", work, limit, metric, feedback), identity, quick)
+        artifact = work.parent / "artifact"
+        build = spec.build.replace(ARTIFACT, shlex.quote(str(artifact)))
+        _say(feedback, f"build: `{build}` in {work} (timeout {limit:g} s)")
+        built = run_command(build, work, limit, None, feedback, expect_json=False)
+        if not built.ok:
+            return Evaluation(replace(built, error=f"build step: {built.error}"), identity, quick)
+        if not artifact.is_dir():
+            return Evaluation(
+                EvalRun(
+                    False, {}, built.duration_s, "the build step did not create the artifact directory ({artifact})"
+                ),
+                identity,
+                quick,
+            )
+        scorer = work.parent / "scorer"
+        _checkout(repo, work.parent / "scorer-index", scorer, None, policy)
+        score = spec.score.replace(ARTIFACT, shlex.quote(str(artifact))) + extra
+        _say(feedback, f"score: `{score}` in {scorer}, the evaluator files only")
+        scored = run_command(score, scorer, max(limit - built.duration_s, 1.0), metric, feedback)
+        total = replace(scored, duration_s=built.duration_s + scored.duration_s)
+        if scored.error == "the evaluation printed no JSON object":
+            total = replace(total, error="the score step printed no metric (a JSON object)")
+        elif scored.error:
+            total = replace(total, error=f"score step: {scored.error}")
+        return Evaluation(total, identity, quick)
+
+
+def _say(feedback: Feedback | None, message: str) -> None:
+    if feedback is not None:
+        feedback.notice(message)
 
 
 def judge(claimed: Mapping[str, float], run: EvalRun, tolerance: float, primary: str | None) -> Judgement:
@@ -150,29 +295,6 @@ def judge(claimed: Mapping[str, float], run: EvalRun, tolerance: float, primary:
     )
 
 
-def check_claim(project, tree: str, claimed: Mapping[str, float]) -> tuple[dict[str, float], dict]:
-    """For `push --check`: evaluate the tree; fill in the metric; refuse a claim the run contradicts."""
-    config = project.config
-    run = evaluate_tree(project.repo, config, tree)
-    if not run.ok:
-        raise AgoraError(f"push --check: {run.error}; nothing published")
-    metric = config.metric
-    measured = run.metrics[metric] if metric else None
-    if metric in claimed and abs(claimed[metric] - measured) > config.tolerance + 1e-12:
-        raise AgoraError(
-            f"push --check: you claim {metric}={claimed[metric]:.6g} but a clean run measured {measured:.6g} "
-            f"(tolerance {config.tolerance:g}); nothing published"
-        )
-    metrics = dict(claimed)
-    if metric:
-        metrics[metric] = measured
-    return metrics, {
-        "command": config.eval_command,
-        "measured": dict(run.metrics),
-        "duration_s": round(run.duration_s, 3),
-    }
-
-
 def hardware() -> dict:
     info = {
         "machine": platform.machine(),
@@ -186,7 +308,3 @@ def hardware() -> dict:
         if out.returncode == 0:
             info["gpus"] = out.stdout.strip().splitlines()
     return info
-
-
-def command_hash(command: str) -> str:
-    return hashlib.sha256(command.encode()).hexdigest()

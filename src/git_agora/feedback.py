@@ -18,6 +18,11 @@ class Feedback:
     notices: list[str] = field(default_factory=list)
     on_notice: Callable[[str], None] | None = None
     on_progress: Callable[[str, int], AbstractContextManager[Advance]] | None = None
+    on_output: Callable[[str], None] | None = None  # a running evaluator's stderr, line by line
+
+    def output(self, line: str) -> None:
+        if self.on_output is not None:
+            self.on_output(line)
 
     def notice(self, message: str) -> None:
         self.notices.append(message)

@@ -109,6 +109,16 @@ class Project:
         except ConfigError as exc:
             raise AgoraError(f"the setup {self.setup[:12]}: {exc}") from None
 
+    def policy(self, sha: str):
+        """The policy in force for contribution `sha` (`policy.Policy`): the setup's agora.toml and
+        evaluator files, or those of the nearest amendment on its first-parent line."""
+        from .policy import load_policy, policy_sha_for
+
+        try:
+            return load_policy(self.repo, policy_sha_for(self.repo, sha, self.setup))
+        except ConfigError as exc:
+            raise AgoraError(f"the policy of {sha[:12]}: {exc}") from None
+
     # --- the contribution the next push builds on (per work tree) ----------------------------
 
     @property

@@ -72,6 +72,7 @@ def table(rows: Sequence[Row]) -> pa.Table:
             "verdict": row.verdict,
             "valid": row.valid,
             "reasons": [] if row.valid else ["test"],
+            "policy": None,
         }
         for name in CONTRIBUTIONS.names:
             columns[name].append(values[name])

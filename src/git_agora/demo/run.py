@@ -26,7 +26,7 @@ from ..errors import AgoraError
 
 MARKER = ".agora-demo"
 ACCOUNTS = ("ada", "ben", "cyd", "dee", "eli", "fay", "gus", "hal", "ivy", "jon", "kim", "lou")
-TASK_FILES = ("choices.py", "ngram.py")
+TASK_FILES = ("choices.py", "train.py", "corpus.py", "score.py")
 AGORA_TOML = """[project]
 name = "char-ngram-demo"
 
@@ -36,7 +36,9 @@ direction = "min"
 tolerance = 1e-06
 
 [eval]
-command = "python3 ngram.py"
+build = "python3 train.py --out {artifact}"  # the contribution's code: writes the model
+score = "python3 score.py {artifact}"  # the evaluator alone: scores the held-out text as written
+files = ["score.py", "corpus.py"]  # the evaluator files: fixed by this setup
 timeout = 60
 
 [embeddings]
@@ -45,12 +47,14 @@ model = "hashing"  # fast lexical embeddings keep the demo quick; remove to use 
 BRIEF = """# Character n-gram demo
 
 Minimise `bpc`, the bits per character of a character n-gram language model on held-out English text
-(Python's own help topics, `pydoc_data`). The only file to change is `choices.py`: context order,
-smoothing method, discount, pseudo-count, interpolation, case folding. `python3 ngram.py` evaluates a
-checkout and prints `{"bpc": ...}`; it is deterministic, so every claim can be verified exactly.
+(Python's own help topics, `pydoc_data`). Change `choices.py` (context order, smoothing method,
+discount, pseudo-count, interpolation, case folding) or `train.py`, which builds the model. Evaluation
+has two steps: `python3 train.py --out DIR` (your code) writes the model, then the project's own
+`score.py` scores the held-out text as written; `score.py` and `corpus.py` are fixed by the setup, and a
+contribution that changes them is invalid. Deterministic, so every claim can be verified exactly.
 
 The loop: `git agora analyze`, pick a slot, `git agora checkout SHA`, change one knob, `git agora run`,
-`git agora push -m "change, parent score, prediction, measured" --tag result --metric bpc=...`.
+`git agora push --check -m "change, parent score, prediction, measured" --tag result`.
 Share insights and hypotheses with `git agora post`; verify others with `git agora verify SHA`.
 """
 

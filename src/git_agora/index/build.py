@@ -7,12 +7,12 @@ index updated after many fetches equals one rebuilt from scratch, byte for byte.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import encode_metadata, graph_problems, intrinsic_problems
+from ..contribution import POLICY_TAG, encode_metadata, graph_problems, intrinsic_problems
 from .reader import ParsedCommit
 from .schema import ACCOUNTS, CONTRIBUTIONS, CROSS_REFS, EDGES, TAGS, VERDICTS
 
@@ -25,17 +25,26 @@ class Known:
 
     account: str | None  # None: the commit is not a contribution
     tree: str
+    policy: str | None = None  # the setup or amendment whose policy judges it
 
 
 def contribution_rows(
-    parsed: Iterable[ParsedCommit], known: Mapping[str, Known], primary_metric: str | None
+    parsed: Iterable[ParsedCommit], known: Mapping[str, Known], primary_metric: str | None, root: str | None = None
 ) -> list[dict]:
-    """Rows for new commits, validated against the known ones and each other (parents first)."""
+    """Rows for new commits, validated against the known ones and each other (parents first).
+
+    Each row's `policy` is the setup or policy amendment in force on its first-parent line (an
+    amendment: tagged `policy` by the root setup's account); checking trees against it needs Git and is
+    done by the caller (`needs_evaluator_check`).
+    """
     batch = sorted(parsed, key=lambda p: (p.raw.timestamp, p.raw.sha))
     lookup = dict(known)
     for p in batch:
         c = p.contribution
         lookup[p.raw.sha] = Known(c.account if c else None, p.raw.tree)
+    policies = _policies(batch, lookup, root)
+    for p in batch:
+        lookup[p.raw.sha] = replace(lookup[p.raw.sha], policy=policies.get(p.raw.sha))
 
     def find(sha: str):
         k = lookup.get(sha)
@@ -68,10 +77,38 @@ def contribution_rows(
                 "verdict": c.verdict.value if c.verdict else None,
                 "valid": not reasons,
                 "reasons": reasons,
+                "policy": policies.get(raw.sha),
                 "_refs": list(c.cross_refs),
             }
         )
     return rows
+
+
+def _policies(batch: list[ParsedCommit], lookup: Mapping[str, Known], root: str | None) -> dict[str, str | None]:
+    """The policy in force for each new contribution: itself for a setup or an amendment, else that of
+    its first parent (walked iteratively, so deep chains and any arrival order work)."""
+    new = {p.raw.sha: p.contribution for p in batch if p.contribution is not None}
+    root_known = lookup.get(root) if root else None
+    root_account = root_known.account if root_known else None
+    found: dict[str, str | None] = {}
+    for sha in new:
+        chain, current = [], sha
+        while current in new and current not in found:
+            chain.append(current)
+            parents = new[current].parents
+            current = parents[0] if parents else None
+        base = found.get(current) if current in found else (lookup[current].policy if current in lookup else None)
+        for link in reversed(chain):
+            c = new[link]
+            if c.is_setup or (POLICY_TAG in c.tags and root_account is not None and c.account == root_account):
+                base = link
+            found[link] = base
+    return found
+
+
+def needs_evaluator_check(row: dict) -> bool:
+    """Code-bearing work judged by a policy: its tree must keep the policy's protected files."""
+    return bool(row["valid"] and row["code_bearing"] and row["policy"] not in (None, row["sha"]))
 
 
 @dataclass(frozen=True)
@@ -98,6 +135,7 @@ def _not_a_contribution(raw, problem: str) -> dict:
         "verdict": None,
         "valid": False,
         "reasons": [problem],
+        "policy": None,
         "_refs": [],
     }
 
@@ -221,11 +259,5 @@ def _verdicts(c: pa.Table) -> pa.Table:
 
 
 def known_from_table(contributions: pa.Table) -> dict[str, Known]:
-    return {
-        sha: Known(account, tree)
-        for sha, account, tree in zip(
-            contributions.column("sha").to_pylist(),
-            contributions.column("account").to_pylist(),
-            contributions.column("tree").to_pylist(),
-        )
-    }
+    columns = [contributions.column(name).to_pylist() for name in ("sha", "account", "tree", "policy")]
+    return {sha: Known(account, tree, policy) for sha, account, tree, policy in zip(*columns)}

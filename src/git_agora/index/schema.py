@@ -1,14 +1,15 @@
 """The Parquet index: table schemas and the format version.
 
-One row per commit, keyed by commit SHA. Commits never change, so rows never need invalidating;
-an update only appends rows for commits not reachable from the previously indexed ref tips.
+One row per commit, keyed by commit SHA. Commits never change, so a row's own fields never change;
+an update adds rows for commits not reachable from the previously indexed ref tips and re-applies
+the rules that depend on the whole set (the setup root, log_seq) to all rows.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 CONTRIBUTIONS = pa.schema(
     [
@@ -29,6 +30,7 @@ CONTRIBUTIONS = pa.schema(
         ("verdict", pa.string()),  # confirmed | partial | failed, null otherwise
         ("valid", pa.bool_()),
         ("reasons", pa.list_(pa.string())),  # why invalid; empty when valid
+        ("policy", pa.string()),  # the setup or policy amendment in force on the first-parent line
     ]
 )
 

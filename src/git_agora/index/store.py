@@ -148,6 +148,11 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
     tips = current_tips(repo)
     state = None if rebuild else _read_state(directory)
     stored = None
+    if state is not None and state.get("format_version", 0) < FORMAT_VERSION:
+        warnings.append(
+            f"the index format changed ({state.get('format_version', 0)} -> {FORMAT_VERSION}); rebuilt it from Git"
+        )
+        state = None
     if state is not None:
         if state.get("tips") == tips:
             return UpdateReport(0, False)
@@ -162,7 +167,9 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
     old = stored["contributions"] if stored else CONTRIBUTIONS.empty_table()
     old_refs = stored["cross_refs"] if stored else CROSS_REFS.empty_table()
     known = _known_parents(old, parsed)
-    new_rows, new_refs = build.rows_to_table(build.contribution_rows(parsed, known, rules.primary_metric))
+    rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root)
+    _apply_evaluator_policy(repo, rows, rules.root)
+    new_rows, new_refs = build.rows_to_table(rows)
     contributions = build.finalize(
         pa.concat_tables([old, new_rows]), rules.root, presorted=_appends_in_order(old, new_rows)
     )
@@ -173,6 +180,24 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
         {"format_version": FORMAT_VERSION, "tips": tips},
     )
     return UpdateReport(new_rows.num_rows, stored is None, tuple(warnings))
+
+
+def _apply_evaluator_policy(repo: Repository, rows: list[dict], root: str | None) -> None:
+    """Mark invalid the code-bearing rows whose tree changes a file their policy fixes, and the
+    amendments whose policy is broken (`policy.evaluator_violations`: one git process)."""
+    from ..policy import evaluator_violations
+
+    todo = [
+        (r["sha"], r["tree"], r["policy"])
+        for r in rows
+        if build.needs_evaluator_check(r)
+        or (r["valid"] and r["policy"] == r["sha"] and r["sha"] != root and "setup" not in r["tags"])
+    ]
+    problems = evaluator_violations(repo, todo, root) if todo else {}
+    for row in rows:
+        if row["sha"] in problems:
+            row["reasons"] = row["reasons"] + problems[row["sha"]]
+            row["valid"] = False
 
 
 def _appends_in_order(old: pa.Table, new: pa.Table) -> bool:

@@ -24,6 +24,7 @@ def init_project(
 ) -> Published:
     """Write agora.toml (from the one in the work tree, if any, with these overrides) and program.md,
     then publish the work tree as the project's setup."""
+    from ..policy import protected_entries
     from ..workspace import adopt_if_unborn, check_size, snapshot
 
     repo = project.repo
@@ -34,9 +35,7 @@ def init_project(
         raise AgoraError(f"this repository already has an Agora project (setup {existing[:12]})")
     account = project.account
     _ = project.remote  # validate before writing anything
-    config = _config(
-        repo.worktree, name=name, metric=metric, direction=direction, eval_command=eval_command, tolerance=tolerance
-    )
+    config = _config(repo.worktree, eval_command, name=name, metric=metric, direction=direction, tolerance=tolerance)
     (repo.worktree / CONFIG_FILE).write_text(config.dump())
     brief_path = repo.worktree / BRIEF_FILE
     if brief:
@@ -48,6 +47,10 @@ def init_project(
     repo.git.config_set("agora.account", account)
     with snapshot(repo) as snap:
         check_size(repo, snap.tree, config.max_file_bytes)
+        try:
+            protected_entries(repo, snap.tree, config.evaluation.files)
+        except ConfigError as exc:
+            raise AgoraError(str(exc)) from None
         setup = Contribution(
             account=account,
             tags=("setup",),
@@ -61,11 +64,15 @@ def init_project(
     return published
 
 
-def _config(root: Path, **overrides) -> ProjectConfig:
+def _config(root: Path, eval_command: str | None, **overrides) -> ProjectConfig:
     path = root / CONFIG_FILE
     try:
         base = ProjectConfig.parse(path.read_text()) if path.exists() else ProjectConfig(name=root.name)
         config = replace(base, **{k: v for k, v in overrides.items() if v is not None})
+        evaluation = replace(config.evaluation, command=eval_command) if eval_command else config.evaluation
+        if evaluation.configured and not evaluation.files:
+            evaluation = replace(evaluation, files=_files_named_by(evaluation.score or evaluation.command or "", root))
+        config = replace(config, evaluation=evaluation)
     except ConfigError as exc:
         raise AgoraError(str(exc)) from None
     if "ucb" in config.sections:
@@ -75,13 +82,30 @@ def _config(root: Path, **overrides) -> ProjectConfig:
     return replace(config, sections={**config.sections, "ucb": UcbParams().to_dict()})
 
 
+def _files_named_by(command: str, root: Path) -> tuple[str, ...]:
+    """The evaluator files a command names (`python3 score.py` -> score.py): frozen by default."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return ()
+    inside = [w for w in words if not w.startswith("-") and not Path(w).is_absolute() and ".." not in Path(w).parts]
+    return tuple(dict.fromkeys(w for w in inside if (root / w).is_file()))
+
+
 def _summary(config: ProjectConfig) -> str:
     if not config.metric:
         return "No primary metric."
     arrow = "lower" if config.direction == "min" else "higher"
     line = f"Primary metric: {config.metric} ({arrow} is better, tolerance {config.tolerance:g})."
-    if config.eval_command:
-        line += f"\nEvaluation: {config.eval_command}"
+    spec = config.evaluation
+    if spec.two_phase:
+        line += f"\nEvaluation: build `{spec.build}`, then score `{spec.score}`"
+    elif spec.command:
+        line += f"\nEvaluation: {spec.command}"
+    if spec.files:
+        line += f"\nEvaluator files (fixed by this setup): {', '.join(spec.files)}"
     return line
 
 

@@ -80,17 +80,16 @@ def publish_worktree(
     _ = project.account  # who publishes is the first thing to know
     base = project.base
     parent_shas = resolve_parents(project, [base, *parents])
+    tags = tuple(dict.fromkeys(tags))
     measured, metadata = dict(metrics or {}), dict(meta or {})
     with snapshot(project.repo) as snap:
         check_size(project.repo, snap.tree, project.config.max_file_bytes)
+        policy = _policy_for_new_tree(project, base, snap.tree, tags)
         if check_claim:
-            from ..evaluate import check_claim as evaluate_claim
-
-            measured, run_meta = evaluate_claim(project, snap.tree, measured)
-            metadata["check"] = run_meta
+            measured, metadata["check"] = _checked_claim(project, policy, snap.tree, measured)
         contribution = Contribution(
             account=project.account,
-            tags=tuple(dict.fromkeys(tags)),
+            tags=tags,
             description=description,
             parents=parent_shas,
             metrics=measured,
@@ -101,6 +100,58 @@ def publish_worktree(
         advance_head(project.repo, base, published.sha, snap)
     project.set_base(published.sha)
     return published
+
+
+def _policy_for_new_tree(project: Project, base: str, tree: str, tags: tuple[str, ...]):
+    """The policy that judges a new tree built on `base`; refuses a tree that changes agora.toml or an
+    evaluator file, unless this is a policy amendment by the setup's account (then its own policy)."""
+    from ..config import ConfigError
+    from ..policy import POLICY_TAG, changed_protected_files, load_policy_of_tree
+
+    policy = project.policy(base)
+    changed = changed_protected_files(project.repo, tree, policy)
+    setup_account = project.contribution(project.setup).account
+    if POLICY_TAG in tags:
+        if project.account != setup_account:
+            raise AgoraError(f"only the setup's account ({setup_account}) may publish a policy amendment")
+        try:
+            return load_policy_of_tree(project.repo, tree)
+        except ConfigError as exc:
+            raise AgoraError(f"the amended policy: {exc}") from None
+    if changed:
+        raise AgoraError(
+            f"this tree changes {', '.join(changed)}, which the project's policy fixes: restore "
+            f"{'it' if len(changed) == 1 else 'them'} (git checkout {base[:12]} -- {' '.join(changed)}), or ask "
+            f"{setup_account} for a policy amendment"
+        )
+    return policy
+
+
+def _checked_claim(project: Project, policy, tree: str, claimed: dict[str, float]) -> tuple[dict[str, float], dict]:
+    """Evaluate the tree; fill in the metric; refuse a claim the run contradicts. Returns the metrics and
+    what to record: the evaluator identity, the evaluator's whole JSON output, the duration."""
+    from ..evaluate import evaluate_tree
+
+    evaluation = evaluate_tree(project.repo, policy, tree, feedback=project.feedback)
+    run, config = evaluation.run, policy.config
+    if not run.ok:
+        raise AgoraError(f"push --check: {run.error}; nothing published")
+    metrics = dict(claimed)
+    if config.metric:
+        measured = run.metrics[config.metric]
+        if config.metric in claimed and abs(claimed[config.metric] - measured) > config.tolerance + 1e-12:
+            raise AgoraError(
+                f"push --check: you claim {config.metric}={claimed[config.metric]:.6g} but a clean run measured "
+                f"{measured:.6g} (tolerance {config.tolerance:g}); nothing published"
+            )
+        metrics[config.metric] = measured
+    record = {
+        "evaluator": evaluation.identity,
+        "output": dict(run.output or {}),
+        "measured": dict(run.metrics),
+        "duration_s": round(run.duration_s, 3),
+    }
+    return metrics, record
 
 
 def post(

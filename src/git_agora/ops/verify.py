@@ -35,35 +35,47 @@ def verify(
     timeout: float | None = None,
     publish_verdict: bool = True,
 ) -> Verification:
-    """Run the project's evaluation on a clean export of `rev`'s tree, compare with its claim, and
-    publish a verification (confirmed, partial or failed) whose parent and target is `rev`."""
-    from ..evaluate import command_hash, evaluate_tree, hardware, judge
+    """Evaluate a clean export of `rev`'s tree with the evaluator of the policy in force for it (never
+    the contribution's own evaluator files), compare with its claim, and publish a verification
+    (confirmed, partial or failed) whose only parent and target is `rev`.
+
+    The build step (or the one command) runs the contribution's code on this machine."""
+    from ..evaluate import evaluate_tree, hardware, judge
 
     target = project.contribution(rev)
     assert target.sha is not None and target.tree is not None
-    config = project.config
     draft = _verification(project.account, target, Verdict.CONFIRMED, "draft", {}, {})
     try:
         check(draft, project.repo.contribution)  # the rules of a verification, before spending compute
     except ContributionError as exc:
         raise AgoraError(str(exc)) from None
-    if not config.eval_command:
-        raise AgoraError("the project has no evaluation command ([eval] command in agora.toml)")
     if not target.metrics:
         raise AgoraError(f"{target.sha[:12]} claims no metric: there is nothing to reproduce")
+    policy = project.policy(target.sha)
+    config = policy.config
     tolerance = config.tolerance if tolerance is None else tolerance
-    run = evaluate_tree(project.repo, config, target.tree, timeout)
+    evaluation = evaluate_tree(project.repo, policy, target.tree, timeout, project.feedback)
+    run = evaluation.run
     judgement = judge(dict(target.metrics), run, tolerance, config.metric)
+    claimed_under = _claimed_evaluator(target)
     metadata = {
         "claimed": dict(judgement.claimed),
         "reproduced": dict(judgement.reproduced),
         "difference": {k: round(v, 12) for k, v in judgement.differences.items()},
         "tolerance": tolerance,
         "reason": judgement.reason,
-        "evaluator": {"command": config.eval_command, "sha256": command_hash(config.eval_command)},
+        "evaluator": evaluation.identity,
+        "claimed_under_evaluator": claimed_under,
+        "same_evaluator": claimed_under == evaluation.identity["sha256"] if claimed_under else None,
+        "output": dict(run.output or {}),
         "hardware": hardware(),
         "duration_s": round(run.duration_s, 3),
     }
+    if claimed_under and claimed_under != evaluation.identity["sha256"]:
+        project.feedback.notice(
+            f"{target.sha[:12]} was claimed under another evaluator identity "
+            f"({claimed_under[:12]}; now {str(evaluation.identity['sha256'])[:12]})"
+        )
     if not publish_verdict:
         return Verification(target.sha, judgement, metadata, None)
     primary = config.metric if config.metric in judgement.reproduced else None
@@ -72,6 +84,14 @@ def verify(
         project.account, target, Verdict(judgement.verdict), judgement.reason, metadata, metrics
     )
     return Verification(target.sha, judgement, metadata, publish(project, verification, target.tree))
+
+
+def _claimed_evaluator(target: Contribution) -> str | None:
+    """The evaluator identity a claim recorded (`push --check`), when it did."""
+    check = target.metadata.get("check")
+    evaluator = check.get("evaluator") if isinstance(check, dict) else None
+    digest = evaluator.get("sha256") if isinstance(evaluator, dict) else None
+    return digest if isinstance(digest, str) else None
 
 
 def _verification(

@@ -1,0 +1,189 @@
+"""The policy in force: which agora.toml and which evaluator files judge a contribution.
+
+The setup fixes the project's policy: its `agora.toml` and the evaluator files that `[eval] files`
+names in its tree. A *policy amendment* (a contribution tagged `policy` by the setup's account) may
+change them; every contribution is judged by the policy in force on its first-parent line. A
+contribution whose tree changes a protected file (agora.toml or an evaluator file) is invalid unless it
+is itself an amendment, and `run`, `push --check` and `verify` always evaluate with the policy's files.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from .config import CONFIG_FILE, ConfigError, ProjectConfig
+from .contribution import POLICY_TAG, Contribution
+from .refs.store import Repository
+
+_GLOB = set("*?[")
+
+
+@dataclass(frozen=True)
+class Policy:
+    sha: str  # the setup, or the amendment in force
+    tree: str
+    config: ProjectConfig
+    protected: Mapping[str, str]  # path -> object id in the policy's tree: agora.toml and the evaluator files
+
+    @cached_property
+    def evaluator_files(self) -> dict[str, str]:
+        return {path: oid for path, oid in self.protected.items() if path != CONFIG_FILE}
+
+
+def is_amendment(contribution: Contribution, root_account: str | None) -> bool:
+    return POLICY_TAG in contribution.tags and contribution.account == root_account
+
+
+def load_policy(repo: Repository, sha: str) -> Policy:
+    """The policy a setup or amendment commit declares (its agora.toml and evaluator files)."""
+    info = repo.commit_info(sha)
+    assert info is not None, sha
+    return load_policy_of_tree(repo, info.tree, sha)
+
+
+def load_policy_of_tree(repo: Repository, tree: str, sha: str = "") -> Policy:
+    """The policy a tree declares; raises ConfigError for a broken agora.toml or unmatched files."""
+    text = repo.git.run("cat-file", "-p", f"{tree}:{CONFIG_FILE}", check=False)
+    config = ProjectConfig.parse(text) if text else ProjectConfig()
+    return Policy(sha, tree, config, protected_entries(repo, tree, config.evaluation.files))
+
+
+def protected_entries(repo: Repository, tree: str, patterns: Iterable[str]) -> dict[str, str]:
+    """agora.toml and every evaluator file (a path, a directory, or a glob over the tree's files) with
+    its object id; a pattern that matches nothing in the tree is a ConfigError."""
+    entries = dict(_object_ids(repo, tree, [CONFIG_FILE]))
+    listing: list[str] | None = None
+    for pattern in patterns:
+        pattern = pattern.strip("/")
+        if _GLOB.intersection(pattern):
+            if listing is None:
+                listing = repo.git.run("ls-tree", "-r", "--name-only", "-z", tree).split("\0")
+            matched = [path for path in listing if path and fnmatch.fnmatchcase(path, pattern)]
+        else:
+            matched = [pattern]
+        found = _object_ids(repo, tree, matched)
+        if not found:
+            raise ConfigError(f"[eval] files: {pattern!r} matches nothing in the setup's tree")
+        entries.update(found)
+    return entries
+
+
+def _object_ids(repo: Repository, tree: str, paths: list[str]) -> dict[str, str]:
+    ids = lookup_paths(repo, [(tree, path) for path in paths])
+    return {path: oid for path, oid in zip(paths, ids) if oid is not None}
+
+
+def lookup_paths(repo: Repository, queries: list[tuple[str, str]]) -> list[str | None]:
+    """Object id at `tree:path` for each query (None when absent), through one `git cat-file` process."""
+    if not queries:
+        return []
+    text = "".join(f"{tree}:{path}\n" for tree, path in queries)
+    out = subprocess.run(
+        ["git", "cat-file", "--batch-check=%(objectname)"],
+        cwd=repo.worktree,
+        input=text,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    return [None if line.endswith(" missing") or " " in line else line for line in out]
+
+
+def changed_protected_files(repo: Repository, tree: str, policy: Policy) -> list[str]:
+    """Protected paths whose content in `tree` differs from the policy's (changed, removed or replaced)."""
+    paths = list(policy.protected)
+    ids = lookup_paths(repo, [(tree, path) for path in paths])
+    return [path for path, oid in zip(paths, ids) if oid != policy.protected[path]]
+
+
+def policy_sha_for(repo: Repository, sha: str, root: str) -> str:
+    """The policy in force for `sha`: the nearest amendment by the setup's account on its first-parent
+    line (itself included), else the setup. Amendments are rare: git finds the candidates."""
+    root_account = _account(repo, root)
+    out = repo.git.run("log", "--first-parent", "--format=%H", "-E", f"--grep=^Agora-Tag: {POLICY_TAG}$", sha)
+    for candidate in out.split():
+        contribution = repo.contribution(candidate)
+        if contribution is not None and is_amendment(contribution, root_account):
+            return candidate
+    return root
+
+
+def _account(repo: Repository, sha: str) -> str | None:
+    contribution = repo.contribution(sha)
+    return contribution.account if contribution else None
+
+
+def evaluator_identity(policy: Policy) -> dict[str, object]:
+    """What a score depends on besides the contribution: the commands, the evaluator files' object ids,
+    the scorer packages' versions and file hashes; `sha256` digests all of it."""
+    spec = policy.config.evaluation
+    commands = {k: v for k, v in (("command", spec.command), ("build", spec.build), ("score", spec.score)) if v}
+    identity: dict[str, object] = {
+        "commands": commands,
+        "files": dict(sorted(policy.evaluator_files.items())),
+        "scorer": {name: package_identity(name) for name in spec.scorer},
+    }
+    identity["sha256"] = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+    return identity
+
+
+def package_identity(name: str) -> dict[str, str | None]:
+    """An installed package's version and a digest of its Python files (None when not installed).
+    The files are found through the import system, so editable installs are covered too."""
+    import importlib.util
+    from importlib import metadata
+    from pathlib import Path
+
+    module = name.replace("-", "_")
+    distribution = (metadata.packages_distributions().get(module) or [name])[0]
+    try:
+        version: str | None = metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        version = None
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        return {"version": version, "sha256": None}
+    roots = [Path(p) for p in spec.submodule_search_locations or []] or [Path(spec.origin or "")]
+    digest = hashlib.sha256()
+    for root in roots:
+        for file in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
+            digest.update(str(file.relative_to(root.parent)).encode() + b"\0" + file.read_bytes())
+    return {"version": version, "sha256": digest.hexdigest()}
+
+
+def evaluator_violations(repo: Repository, rows: list[tuple[str, str, str]], root: str | None) -> dict[str, list[str]]:
+    """Problems of (sha, tree, policy sha) rows for the index: a tree that changes a file its policy fixes;
+    an amendment (policy sha == sha) whose own policy is broken. One `git cat-file` process for all."""
+    policies: dict[str, Policy | str] = {}
+    for _, _, policy_sha in rows:
+        if policy_sha not in policies:
+            try:
+                policies[policy_sha] = load_policy(repo, policy_sha)
+            except ConfigError as exc:
+                policies[policy_sha] = str(exc)
+    problems: dict[str, list[str]] = {}
+    checked = []
+    for sha, tree, policy_sha in rows:
+        policy = policies[policy_sha]
+        if isinstance(policy, str):
+            what = "the amended policy" if policy_sha == sha else f"its policy {policy_sha[:12]}"
+            problems.setdefault(sha, []).append(f"{what} is broken: {policy}")
+        elif policy_sha != sha:
+            checked.append((sha, tree, policy))
+    queries = [(tree, path) for _, tree, policy in checked for path in policy.protected]
+    ids = iter(lookup_paths(repo, queries))
+    owner = _account(repo, root) if root else None
+    for sha, _, policy in checked:
+        changed = [path for path, expected in policy.protected.items() if next(ids) != expected]
+        if changed:
+            problems.setdefault(sha, []).append(
+                f"changes {', '.join(changed)}, which the policy fixes (only a policy amendment by "
+                f"{owner or 'the setup account'} may)"
+            )
+    return problems
