@@ -51,3 +51,35 @@ def make_clone(parent: Path, name: str, url: str, account: str) -> Path:
     git(path, "remote", "add", "origin", url)
     git(path, "config", "agora.account", account)
     return path
+
+
+def forge(clone, message, parents, tree=None):
+    """A commit written by hand, as a buggy or malicious client would."""
+    tree = tree or git(clone, "rev-parse", f"{parents[0]}^{{tree}}").strip()
+    args = ["commit-tree", tree] + [x for p in parents for x in ("-p", p)]
+    return subprocess.run(
+        ["git", *args], cwd=clone, input=message, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def publish_forged_log(clone, account, entries):
+    """Append forged entries to a log the way git-agora does, and push it."""
+    tip = None
+    empty = subprocess.run(["git", "mktree"], cwd=clone, input="", capture_output=True, text=True).stdout.strip()
+    for entry in entries:
+        msg = f"agora log: {account}\n\nAgora-Log-Format: 1\nAgora-Log-Entry: {entry}\n"
+        tip = forge(clone, msg, [tip, entry] if tip else [entry], tree=empty)
+    git(clone, "update-ref", f"refs/agora/log/{account}", tip)
+    git(clone, "push", "-q", "origin", f"refs/agora/log/{account}")
+
+
+def forge_root(clone, message, tree):
+    return subprocess.run(
+        ["git", "commit-tree", tree], cwd=clone, input=message, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def worktree_tree(clone: Path) -> str:
+    """The tree of the work tree as it is now (tracked and untracked files), without committing."""
+    git(clone, "add", "--all")
+    return git(clone, "write-tree").strip()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from agora_testing import agora
+from agora_testing import agora, git
 from git_agora.demo.choices import propose, read_choices, write_choice
 
 
@@ -40,3 +40,25 @@ def test_demo_small_run(tmp_path):
 
     refused = agora(tmp_path, "demo", "--dir", str(tmp_path), check=False)
     assert refused.returncode == 1 and "not empty and not an earlier demo" in refused.stderr
+
+
+@pytest.mark.slow
+def test_demo_at_default_size_publishes_only_real_changes_that_verify(tmp_path):
+    directory = tmp_path / "demo"
+    result = agora(tmp_path, "demo", "--dir", str(directory), timeout=600)
+    assert "every scored result holds" in result.stdout
+    founder, worker = directory / "founder", directory / "worker-ada"
+    rows = agora(founder, "log", "--tag", "result", "--limit", "1000", "--json").json()
+    for row in rows:
+        parent_tree = git(founder, "rev-parse", f"{row['parents'][0]}^{{tree}}")
+        reruns = agora(founder, "show", row["sha"], "--json").json()["metadata"].get("rerun") is True
+        assert reruns or git(founder, "rev-parse", f"{row['sha']}^{{tree}}") != parent_tree, row["title"]
+    analysis = agora(founder, "analyze", "--json").json()
+    stats = agora(founder, "stats", "--json").json()
+    assert stats["scored_results"] == analysis["summary"]["results"] == len(rows)
+    assert stats["best_sha"] == analysis["summary"]["best"]["sha"]
+    agora(worker, "fetch")
+    for row in rows:
+        verifier = founder if row["account"] != "founder" else worker
+        verdict = agora(verifier, "verify", row["sha"], "--no-publish", "--json").json()
+        assert verdict["verdict"] == "confirmed", (row["title"], verdict["reason"])

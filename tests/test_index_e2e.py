@@ -6,28 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.parquet as pq
 
-from agora_testing import agora, git, make_clone
+from agora_testing import agora, forge, forge_root, git, make_clone, publish_forged_log
 from git_agora.contribution import Contribution, Verdict
-
-
-def forge(clone, message, parents, tree=None):
-    """A commit written by hand, as a buggy or malicious client would."""
-    tree = tree or git(clone, "rev-parse", f"{parents[0]}^{{tree}}").strip()
-    args = ["commit-tree", tree] + [x for p in parents for x in ("-p", p)]
-    return subprocess.run(
-        ["git", *args], cwd=clone, input=message, capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-
-def publish_forged_log(clone, account, entries):
-    """Append forged entries to a log the way git-agora does, and push it."""
-    tip = None
-    empty = subprocess.run(["git", "mktree"], cwd=clone, input="", capture_output=True, text=True).stdout.strip()
-    for entry in entries:
-        msg = f"agora log: {account}\n\nAgora-Log-Format: 1\nAgora-Log-Entry: {entry}\n"
-        tip = forge(clone, msg, [tip, entry] if tip else [entry], tree=empty)
-    git(clone, "update-ref", f"refs/agora/log/{account}", tip)
-    git(clone, "push", "-q", "origin", f"refs/agora/log/{account}")
 
 
 def test_invalid_commits_are_indexed_with_reasons(tmp_path, remote, project):
@@ -70,12 +50,6 @@ def test_invalid_commits_are_indexed_with_reasons(tmp_path, remote, project):
     text = agora(project, "log", "--rejected").stdout
     assert "rejected: a verification of one's own work" in text
     agora(project, "index", "--check")
-
-
-def forge_root(clone, message, tree):
-    return subprocess.run(
-        ["git", "commit-tree", tree], cwd=clone, input=message, capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 def test_a_plain_git_fetch_is_noticed(tmp_path, remote, project):

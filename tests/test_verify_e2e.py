@@ -110,8 +110,10 @@ def test_run_evaluates_exactly_what_push_publishes(task_project):
     "script, reason",
     [
         ("print('no model written')", "did not create the artifact directory"),
-        ("import os, sys; os.makedirs(sys.argv[2]); open(sys.argv[2] + '/model.json', 'w').write('{garbage')",
-         "score step: the evaluation exited 1"),
+        (
+            "import os, sys; os.makedirs(sys.argv[2]); open(sys.argv[2] + '/model.json', 'w').write('{garbage')",
+            "score step: the evaluation exited 1",
+        ),
         ("raise SystemExit(3)", "build step: the evaluation exited 3"),
         ("import time; time.sleep(30)", "timed out"),
     ],
@@ -149,7 +151,7 @@ def test_verify_refuses_bad_requests(tmp_path, task_project, remote):
     c = make_clone(tmp_path, "c", str(other), "carol")
     (c / "x.txt").write_text("x\n")
     agora(c, "init", "--metric", "bpc")
-    result = agora(c, "push", "-m", "x", "--tag", "result", "--metric", "bpc=1", "--json").json()
+    result = agora(c, "push", "--rerun", "-m", "x", "--tag", "result", "--metric", "bpc=1", "--json").json()
     d = make_clone(tmp_path, "d", str(other), "dave")
     agora(d, "fetch")
     r = agora(d, "verify", result["sha"], check=False)

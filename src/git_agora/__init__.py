@@ -43,6 +43,8 @@ _EXPORTS = {
     "Evaluated": "ops.evaluate",
     "verify": "ops.verify",
     "Verification": "ops.verify",
+    "reproduce": "ops.verify",
+    "Reproduction": "ops.verify",
     "analyze": "ops.analyze",
     "search": "ops.analyze",
     "show": "ops.history",
@@ -88,5 +90,5 @@ if TYPE_CHECKING:
     from .ops.publish import Published, post, publish, publish_worktree, record_fields
     from .ops.status import Identity, whoami
     from .ops.sync import Fetched, Synced, fetch, sync
-    from .ops.verify import Verification, verify
+    from .ops.verify import Reproduction, Verification, reproduce, verify
     from .project import Project

@@ -123,6 +123,8 @@ def report_published(published, as_json: bool, what: str) -> int:
         emit_json(published.to_dict())
         return published.exit_code
     click.echo(f"{what} {published.sha}")
+    for parent in published.parents:
+        click.echo(f"  on {parent}")
     if outcome in (PushOutcome.PUSHED, PushOutcome.UP_TO_DATE):
         click.echo("pushed")
     elif outcome is PushOutcome.NO_REMOTE:

@@ -45,4 +45,4 @@ def command(workers, rounds, directory, keep, seed):
     else:
         shutil.rmtree(plan.directory, ignore_errors=True)
         click.echo("(the project was deleted: run with --keep or --dir DIR to look around)")
-    return 0 if not summary.index_differences else 1
+    return 0 if not summary.index_differences and summary.holds.all_hold else 1

@@ -22,11 +22,12 @@ from .common import account_option, json_option, open_project, parse_meta, parse
 @click.option(
     "--check", is_flag=True, help="Evaluate a clean export first; record the measured metric, refuse a wrong claim."
 )
+@click.option("--rerun", is_flag=True, help="This result re-measures its parent: the tree is unchanged on purpose.")
 @ref_option
 @account_option
 @json_option
 @click.pass_context
-def command(ctx, description, tags, parents, metrics, meta, check, cross_refs, account, as_json):
+def command(ctx, description, tags, parents, metrics, meta, check, rerun, cross_refs, account, as_json):
     """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
     contribution, then move HEAD to it when HEAD was detached there."""
     from ..ops.publish import publish_worktree
@@ -41,5 +42,6 @@ def command(ctx, description, tags, parents, metrics, meta, check, cross_refs, a
         parse_meta(meta),
         check_claim=check,
         cross_refs=cross_refs,
+        rerun=rerun,
     )
     return report_published(published, as_json, "published")

@@ -245,6 +245,18 @@ def print_demo_summary(summary) -> None:
     if summary.lineage is not None:
         click.echo()
         print_lineage(summary.lineage, summary.titles, summary.metric)
+    holds = summary.holds
+    if holds.all_hold:
+        click.echo(
+            f"\nevery scored result holds: {holds.scored} scored, {holds.confirmed} confirmed by another "
+            f"account, {holds.reproduced_now} reproduced now with the project's evaluator"
+        )
+    else:
+        click.secho(
+            f"\n{len(holds.not_reproduced)} of {holds.scored} scored results do not reproduce: "
+            + ", ".join(sha[:10] for sha in holds.not_reproduced),
+            fg="red",
+        )
     differences = summary.index_differences
     verdict = (
         "index ok: identical to a rebuild from scratch" if not differences else "differs in " + ", ".join(differences)

@@ -116,7 +116,7 @@ def found_project(plan: DemoPlan) -> Path:
     _with_tools_on_path()
     project = agora.open_project(founder, account="founder")
     agora.init_project(project)
-    agora.publish_worktree(project, "Baseline: order-2 additive smoothing", ["result"], check_claim=True)
+    agora.publish_worktree(project, "Baseline: order-2 additive smoothing", ["result"], check_claim=True, rerun=True)
     return founder
 
 
@@ -197,6 +197,32 @@ class DemoSummary:
     titles: dict[str, str]
     metric: str | None
     index_differences: list[str]
+    holds: ScoredResultsHold
+
+
+@dataclass(frozen=True)
+class ScoredResultsHold:
+    """Whether every scored result holds up: confirmed by another account, or reproduced now."""
+
+    scored: int
+    confirmed: int
+    reproduced_now: int
+    not_reproduced: tuple[str, ...]
+
+    @property
+    def all_hold(self) -> bool:
+        return not self.not_reproduced
+
+
+def check_scored_results(project, analysis) -> ScoredResultsHold:
+    """Re-evaluate every scored result that no other account confirmed, with the project's evaluator."""
+    frame = analysis.frame
+    shas = frame.table["sha"].to_pylist()
+    scored = [i for i in range(frame.n) if frame.scored[i]]
+    confirmed = [i for i in scored if frame.status[i] == "confirmed"]
+    others = [shas[i] for i in scored if frame.status[i] != "confirmed"]
+    failed = tuple(sha for sha in others if agora.reproduce(project, sha).judgement.verdict != "confirmed")
+    return ScoredResultsHold(len(scored), len(confirmed), len(others) - len(failed), failed)
 
 
 def run_demo(plan: DemoPlan, on_event: Callable[[dict], None]) -> DemoSummary:
@@ -224,4 +250,5 @@ def summarize(founder: Path, problems: list[str]) -> DemoSummary:
         titles(project),
         project.config.metric,
         agora.check_index(project),
+        check_scored_results(project, analysis),
     )

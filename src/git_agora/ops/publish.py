@@ -48,13 +48,17 @@ class Published:
 def publish(project: Project, contribution: Contribution, tree: str) -> Published:
     """Write the canonical commit and append it to the account log before any network I/O,
     so a failed or interrupted push loses nothing: the log is pushed now or by the next sync."""
+    _validate(project, contribution)
+    sha = project.repo.write_contribution(contribution, tree)
+    project.repo.append_to_log(contribution.account, [sha])
+    return Published(sha, push_log(project.repo, contribution.account, project.remote), contribution.parents)
+
+
+def _validate(project: Project, contribution: Contribution) -> None:
     try:
         check(contribution, project.repo.contribution)
     except ContributionError as exc:
         raise AgoraError(str(exc)) from None
-    sha = project.repo.write_contribution(contribution, tree)
-    project.repo.append_to_log(contribution.account, [sha])
-    return Published(sha, push_log(project.repo, contribution.account, project.remote), contribution.parents)
 
 
 def resolve_parents(project: Project, revs: Iterable[str]) -> tuple[str, ...]:
@@ -71,10 +75,12 @@ def publish_worktree(
     meta: Mapping[str, Any] | None = None,
     check_claim: bool = False,
     cross_refs: Iterable[str] = (),
+    rerun: bool = False,
 ) -> Published:
     """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
     contribution and `parents`. With `check_claim`, evaluate a clean export first and record the
-    measured metric (a claim the run contradicts is refused)."""
+    measured metric (a claim the run contradicts is refused). A result must change the tree of the
+    contribution it builds on, unless `rerun` says it re-measures it (recorded as `rerun: true`)."""
     from ..workspace import advance_head, check_size, snapshot
 
     _ = project.account  # who publishes is the first thing to know
@@ -82,9 +88,22 @@ def publish_worktree(
     parent_shas = resolve_parents(project, [base, *parents])
     tags = tuple(dict.fromkeys(tags))
     measured, metadata = dict(metrics or {}), dict(meta or {})
+    draft = Contribution(
+        account=project.account,
+        tags=tags,
+        description=description,
+        parents=parent_shas,
+        metrics=measured,
+        metadata=metadata,
+        cross_refs=_cross_refs(cross_refs),
+    )
+    _validate(project, draft)  # the protocol's rules, before any work
     with snapshot(project.repo) as snap:
         check_size(project.repo, snap.tree, project.config.max_file_bytes)
         policy = _policy_for_new_tree(project, base, snap.tree, tags)
+        _check_rerun(project, parent_shas[0], snap.tree, tags, rerun)
+        if rerun:
+            metadata["rerun"] = True
         if check_claim:
             measured, metadata["check"] = _checked_claim(project, policy, snap.tree, measured)
         contribution = Contribution(
@@ -125,6 +144,17 @@ def _policy_for_new_tree(project: Project, base: str, tree: str, tags: tuple[str
             f"{setup_account} for a policy amendment"
         )
     return policy
+
+
+def _check_rerun(project: Project, parent: str, tree: str, tags: tuple[str, ...], rerun: bool) -> None:
+    info = project.repo.commit_info(parent)
+    assert info is not None
+    if rerun and info.tree != tree:
+        raise AgoraError(f"--rerun, but the work tree differs from {parent[:12]}'s: publish it as a change instead")
+    if not rerun and "result" in tags and info.tree == tree:
+        raise AgoraError(
+            f"nothing changed: the work tree equals {parent[:12]}'s; pass --rerun if this result re-measures it"
+        )
 
 
 def _checked_claim(project: Project, policy, tree: str, claimed: dict[str, float]) -> tuple[dict[str, float], dict]:

@@ -28,27 +28,23 @@ class Verification:
         return {**self.published.to_dict(), **report} if self.published else report
 
 
-def verify(
-    project: Project,
-    rev: str,
-    tolerance: float | None = None,
-    timeout: float | None = None,
-    publish_verdict: bool = True,
-) -> Verification:
-    """Evaluate a clean export of `rev`'s tree with the evaluator of the policy in force for it (never
-    the contribution's own evaluator files), compare with its claim, and publish a verification
-    (confirmed, partial or failed) whose only parent and target is `rev`.
+@dataclass(frozen=True)
+class Reproduction:
+    """A claim re-evaluated here: the judgement and what a verification records about it."""
 
-    The build step (or the one command) runs the contribution's code on this machine."""
+    target: Contribution
+    judgement: Judgement
+    metadata: dict[str, Any]
+
+
+def reproduce(project: Project, rev: str, tolerance: float | None = None, timeout: float | None = None) -> Reproduction:
+    """Evaluate a clean export of `rev`'s tree with the evaluator of the policy in force for it (never
+    the contribution's own evaluator files) and judge its claim. Publishes nothing; anyone may ask,
+    the author too. The build step (or the one command) runs the contribution's code on this machine."""
     from ..evaluate import evaluate_tree, hardware, judge
 
     target = project.contribution(rev)
     assert target.sha is not None and target.tree is not None
-    draft = _verification(project.account, target, Verdict.CONFIRMED, "draft", {}, {})
-    try:
-        check(draft, project.repo.contribution)  # the rules of a verification, before spending compute
-    except ContributionError as exc:
-        raise AgoraError(str(exc)) from None
     if not target.metrics:
         raise AgoraError(f"{target.sha[:12]} claims no metric: there is nothing to reproduce")
     policy = project.policy(target.sha)
@@ -58,6 +54,11 @@ def verify(
     run = evaluation.run
     judgement = judge(dict(target.metrics), run, tolerance, config.metric)
     claimed_under = _claimed_evaluator(target)
+    if claimed_under and claimed_under != evaluation.identity["sha256"]:
+        project.feedback.notice(
+            f"{target.sha[:12]} was claimed under another evaluator identity "
+            f"({claimed_under[:12]}; now {str(evaluation.identity['sha256'])[:12]})"
+        )
     metadata = {
         "claimed": dict(judgement.claimed),
         "reproduced": dict(judgement.reproduced),
@@ -71,18 +72,34 @@ def verify(
         "hardware": hardware(),
         "duration_s": round(run.duration_s, 3),
     }
-    if claimed_under and claimed_under != evaluation.identity["sha256"]:
-        project.feedback.notice(
-            f"{target.sha[:12]} was claimed under another evaluator identity "
-            f"({claimed_under[:12]}; now {str(evaluation.identity['sha256'])[:12]})"
-        )
+    return Reproduction(target, judgement, metadata)
+
+
+def verify(
+    project: Project,
+    rev: str,
+    tolerance: float | None = None,
+    timeout: float | None = None,
+    publish_verdict: bool = True,
+) -> Verification:
+    """Reproduce `rev` (see `reproduce`) and publish the verdict as a verification (confirmed, partial
+    or failed) whose only parent and target is `rev`."""
+    target = project.contribution(rev)
+    draft = _verification(project.account, target, Verdict.CONFIRMED, "draft", {}, {})
+    try:
+        check(draft, project.repo.contribution)  # the rules of a verification, before spending compute
+    except ContributionError as exc:
+        raise AgoraError(str(exc)) from None
+    done = reproduce(project, rev, tolerance, timeout)
+    judgement, metadata = done.judgement, done.metadata
+    assert target.sha is not None and target.tree is not None
     if not publish_verdict:
         return Verification(target.sha, judgement, metadata, None)
-    primary = config.metric if config.metric in judgement.reproduced else None
+    metric = project.policy(target.sha).config.metric
+    primary = metric if metric in judgement.reproduced else None
     metrics = {primary: judgement.reproduced[primary]} if primary else {}
-    verification = _verification(
-        project.account, target, Verdict(judgement.verdict), judgement.reason, metadata, metrics
-    )
+    verdict = Verdict(judgement.verdict)
+    verification = _verification(project.account, target, verdict, judgement.reason, metadata, metrics)
     return Verification(target.sha, judgement, metadata, publish(project, verification, target.tree))
 
 
