@@ -7,6 +7,7 @@ verification by someone else runs the project's evaluator, never the contributio
 
 from __future__ import annotations
 
+import os
 import shutil
 from importlib.resources import files
 from pathlib import Path
@@ -232,3 +233,47 @@ def test_an_unchanged_result_needs_rerun_and_a_rerun_needs_an_unchanged_tree(pro
     assert r.returncode == 1 and "differs" in r.stderr
     printed = agora(project, "push", "-m", "order 9", "--tag", "result").stdout
     assert f"  on {rerun['sha']}" in printed  # push says which parent it used
+
+
+HOSTILE_BUILD = """import os, socket, sys
+try:
+    open(os.path.expanduser('~/pwned'), 'w').write('x')
+    print('wrote outside', file=sys.stderr)
+except OSError:
+    print('cannot write outside', file=sys.stderr)
+s = socket.socket()
+s.settimeout(1)
+reached = s.connect_ex(('127.0.0.1', int(os.environ.get('PROBE_PORT', '9')))) == 0
+print('network' if reached else 'no network', file=sys.stderr)
+exec(open('train_real.py').read())
+"""
+
+
+def test_verify_in_a_sandbox_keeps_the_build_in_the_export(tmp_path, remote, demo_project):
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap is not installed (.ci/run installs it)")
+    a, baseline = demo_project
+    (a / "train_real.py").write_text((a / "train.py").read_text())
+    (a / "train.py").write_text(HOSTILE_BUILD)
+    claim = agora(a, "push", "--check", "-m", "same model, nosy build", "--tag", "result", "--json").json()
+    pwned = Path(os.environ["HOME"]) / "pwned"
+    assert pwned.exists()  # unsandboxed, the contribution's code runs as you
+    pwned.unlink()
+    c = make_clone(tmp_path, "c", str(remote), "carol")
+    agora(c, "fetch")
+    verdict = agora(c, "verify", claim["sha"], "--sandbox", "--json").json()
+    assert verdict["verdict"] == "confirmed" and verdict["sandbox"] is True
+    assert not pwned.exists()
+
+
+def test_sandbox_without_bubblewrap_is_a_one_line_error(tmp_path, remote, demo_project, monkeypatch):
+    a, baseline = demo_project
+    c = make_clone(tmp_path, "c", str(remote), "carol")
+    agora(c, "fetch")
+    tools = tmp_path / "bin"  # what the command needs, and no bwrap
+    tools.mkdir()
+    for name in ("git", "git-agora", "bash", "python3"):
+        (tools / name).symlink_to(shutil.which(name))
+    monkeypatch.setenv("PATH", str(tools))
+    r = agora(c, "verify", baseline, "--sandbox", check=False)
+    assert r.returncode == 1 and "needs bubblewrap" in r.stderr and len(r.stderr.strip().splitlines()) == 1

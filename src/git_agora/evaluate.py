@@ -83,6 +83,34 @@ def _checkout(repo: Repository, index: Path, dest: Path, tree: str | None, polic
     repo.git.run("checkout-index", "--all", f"--prefix={dest}/", env=env)
 
 
+def sandbox_argv(command: str, writable: Path) -> list[str]:
+    """`command` under bubblewrap: no network, the whole file system read-only except `writable` (the
+    export and the artifact) and a private /tmp."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise AgoraError("--sandbox needs bubblewrap (bwrap), which is not installed here (apt-get install bubblewrap)")
+    return [
+        bwrap,
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        str(writable),
+        str(writable),
+        "--unshare-net",
+        "--die-with-parent",
+        "bash",
+        "-c",
+        command,
+    ]
+
+
 def run_command(
     command: str,
     cwd: Path,
@@ -90,6 +118,7 @@ def run_command(
     metric: str | None,
     feedback: Feedback | None = None,
     expect_json: bool = True,
+    sandbox: Path | None = None,
 ) -> EvalRun:
     """Run one evaluation step; its last stdout line that is a JSON object carries the metrics.
 
@@ -99,7 +128,7 @@ def run_command(
     """
     start = time.monotonic()
     proc = subprocess.Popen(
-        ["bash", "-c", command],
+        sandbox_argv(command, sandbox) if sandbox is not None else ["bash", "-c", command],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -222,9 +251,11 @@ def evaluate_tree(
     timeout: float | None = None,
     feedback: Feedback | None = None,
     quick: bool = False,
+    sandbox: bool = False,
 ) -> Evaluation:
     """Evaluate `tree` with the policy's evaluator: one command in the export, or build there then
-    score in a directory that holds only the evaluator files. `quick` appends `[eval] quick`."""
+    score in a directory that holds only the evaluator files. `quick` appends `[eval] quick`;
+    `sandbox` runs every step under bubblewrap (`sandbox_argv`)."""
     spec = policy.config.evaluation
     if not spec.configured:
         raise AgoraError("the project has no evaluation ([eval] command, or build and score, in agora.toml)")
@@ -234,14 +265,18 @@ def evaluate_tree(
     metric = policy.config.metric
     extra = f" {spec.quick}" if quick else ""
     identity = evaluator_identity(policy)
+    if sandbox:
+        sandbox_argv("true", Path("/"))  # a missing bwrap is a one-line error before any work
     with exported_tree(repo, tree, policy) as work:
+        jail = work.parent if sandbox else None
         if not spec.two_phase:
             _say(feedback, f"evaluating {work} with `{spec.command}{extra}` (timeout {limit:g} s)")
-            return Evaluation(run_command(f"{spec.command}{extra}", work, limit, metric, feedback), identity, quick)
+            run = run_command(f"{spec.command}{extra}", work, limit, metric, feedback, sandbox=jail)
+            return Evaluation(run, identity, quick)
         artifact = work.parent / "artifact"
         build = spec.build.replace(ARTIFACT, shlex.quote(str(artifact)))
         _say(feedback, f"build: `{build}` in {work} (timeout {limit:g} s)")
-        built = run_command(build, work, limit, None, feedback, expect_json=False)
+        built = run_command(build, work, limit, None, feedback, expect_json=False, sandbox=jail)
         if not built.ok:
             return Evaluation(replace(built, error=f"build step: {built.error}"), identity, quick)
         if not artifact.is_dir():
@@ -256,7 +291,7 @@ def evaluate_tree(
         _checkout(repo, work.parent / "scorer-index", scorer, None, policy)
         score = spec.score.replace(ARTIFACT, shlex.quote(str(artifact))) + extra
         _say(feedback, f"score: `{score}` in {scorer}, the evaluator files only")
-        scored = run_command(score, scorer, max(limit - built.duration_s, 1.0), metric, feedback)
+        scored = run_command(score, scorer, max(limit - built.duration_s, 1.0), metric, feedback, sandbox=jail)
         total = replace(scored, duration_s=built.duration_s + scored.duration_s)
         if scored.error == "the evaluation printed no JSON object":
             total = replace(total, error="the score step printed no metric (a JSON object)")

@@ -12,15 +12,23 @@ from .common import account_option, emit_json, json_option, open_project, report
 @click.option("--tolerance", type=float, help="Reproduction tolerance (default: the project's).")
 @click.option("--timeout", type=float, help="Seconds before the evaluation counts as failed (default: the project's).")
 @click.option("--no-publish", is_flag=True, help="Only report the verdict; publish nothing.")
+@click.option(
+    "--sandbox", is_flag=True, help="Run every step under bubblewrap: no network, read-only outside the export."
+)
 @account_option
 @json_option
 @click.pass_context
-def command(ctx, sha, tolerance, timeout, no_publish, account, as_json):
-    """Run the project's evaluation on a clean export of SHA, compare with its claim, and publish a
-    verification (confirmed, partial or failed) whose parent and target is SHA."""
+def command(ctx, sha, tolerance, timeout, no_publish, sandbox, account, as_json):
+    """Run the project's evaluation (the setup's evaluator, never SHA's own) on a clean export of SHA,
+    compare with its claim, and publish a verification (confirmed, partial or failed) whose only parent
+    and target is SHA.
+
+    The build step (or the one command) runs SHA's code on this machine, as you: use --sandbox
+    (bubblewrap) to cut its network and keep it from writing outside the export."""
     from ..ops.verify import verify
 
-    done = verify(open_project(ctx, account, as_json=as_json), sha, tolerance, timeout, publish_verdict=not no_publish)
+    project = open_project(ctx, account, as_json=as_json)
+    done = verify(project, sha, tolerance, timeout, publish_verdict=not no_publish, sandbox=sandbox)
     if as_json:
         emit_json(done.to_dict())
         return done.published.exit_code if done.published else 0

@@ -37,7 +37,13 @@ class Reproduction:
     metadata: dict[str, Any]
 
 
-def reproduce(project: Project, rev: str, tolerance: float | None = None, timeout: float | None = None) -> Reproduction:
+def reproduce(
+    project: Project,
+    rev: str,
+    tolerance: float | None = None,
+    timeout: float | None = None,
+    sandbox: bool = False,
+) -> Reproduction:
     """Evaluate a clean export of `rev`'s tree with the evaluator of the policy in force for it (never
     the contribution's own evaluator files) and judge its claim. Publishes nothing; anyone may ask,
     the author too. The build step (or the one command) runs the contribution's code on this machine."""
@@ -50,7 +56,7 @@ def reproduce(project: Project, rev: str, tolerance: float | None = None, timeou
     policy = project.policy(target.sha)
     config = policy.config
     tolerance = config.tolerance if tolerance is None else tolerance
-    evaluation = evaluate_tree(project.repo, policy, target.tree, timeout, project.feedback)
+    evaluation = evaluate_tree(project.repo, policy, target.tree, timeout, project.feedback, sandbox=sandbox)
     run = evaluation.run
     judgement = judge(dict(target.metrics), run, tolerance, config.metric)
     claimed_under = _claimed_evaluator(target)
@@ -81,6 +87,7 @@ def verify(
     tolerance: float | None = None,
     timeout: float | None = None,
     publish_verdict: bool = True,
+    sandbox: bool = False,
 ) -> Verification:
     """Reproduce `rev` (see `reproduce`) and publish the verdict as a verification (confirmed, partial
     or failed) whose only parent and target is `rev`."""
@@ -90,8 +97,8 @@ def verify(
         check(draft, project.repo.contribution)  # the rules of a verification, before spending compute
     except ContributionError as exc:
         raise AgoraError(str(exc)) from None
-    done = reproduce(project, rev, tolerance, timeout)
-    judgement, metadata = done.judgement, done.metadata
+    done = reproduce(project, rev, tolerance, timeout, sandbox)
+    judgement, metadata = done.judgement, {**done.metadata, "sandbox": sandbox}
     assert target.sha is not None and target.tree is not None
     if not publish_verdict:
         return Verification(target.sha, judgement, metadata, None)
