@@ -31,6 +31,7 @@ class Shown:
     evidence: dict[str, Any] | None  # None: the commit is rejected
     parents: tuple[Reference, ...]
     cross_refs: tuple[Reference, ...] = field(default=())
+    evaluator_note: str | None = None  # set when the claim was made under another evaluator identity
 
     def to_dict(self) -> dict:
         c = self.contribution
@@ -50,6 +51,7 @@ class Shown:
             "cross_refs": list(c.cross_refs),
             "cross_ref_titles": [r.to_dict() for r in self.cross_refs],
             "evidence": self.evidence,
+            "evaluator_note": self.evaluator_note,
         }
 
 
@@ -67,7 +69,21 @@ def show(project: Project, rev: str) -> Shown:
     score = {k: v for k, v in rows[0].items() if k != "sha"} if rows else None
     parents = tuple(_reference(project, sha) for sha in c.parents)
     cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
-    return Shown(c, score, parents, cited)
+    return Shown(c, score, parents, cited, _evaluator_note(project, c))
+
+
+def _evaluator_note(project: Project, c: Contribution) -> str | None:
+    """Whether the claim's recorded evaluator identity differs from the one its policy gives today."""
+    from ..policy import evaluator_identity
+    from .verify import claimed_evaluator
+
+    claimed = claimed_evaluator(c)
+    if claimed is None or c.sha is None:
+        return None
+    now = str(evaluator_identity(project.policy(c.sha))["sha256"])
+    if claimed == now:
+        return None
+    return f"claimed under evaluator {claimed[:12]}, the project's evaluator is now {now[:12]}: verify before comparing"
 
 
 def _reference(project: Project, sha: str, url: str | None = None) -> Reference:

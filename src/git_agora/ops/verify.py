@@ -59,7 +59,7 @@ def reproduce(
     evaluation = evaluate_tree(project.repo, policy, target.tree, timeout, project.feedback, sandbox=sandbox)
     run = evaluation.run
     judgement = judge(dict(target.metrics), run, tolerance, config.metric)
-    claimed_under = _claimed_evaluator(target)
+    claimed_under = claimed_evaluator(target)
     if claimed_under and claimed_under != evaluation.identity["sha256"]:
         project.feedback.notice(
             f"{target.sha[:12]} was claimed under another evaluator identity "
@@ -110,7 +110,7 @@ def verify(
     return Verification(target.sha, judgement, metadata, publish(project, verification, target.tree))
 
 
-def _claimed_evaluator(target: Contribution) -> str | None:
+def claimed_evaluator(target: Contribution) -> str | None:
     """The evaluator identity a claim recorded (`push --check`), when it did."""
     check = target.metadata.get("check")
     evaluator = check.get("evaluator") if isinstance(check, dict) else None
