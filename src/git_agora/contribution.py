@@ -47,7 +47,27 @@ TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._:+-]{0,63}$")
 METRIC_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 _TRAILER_LINE = re.compile(r"^([A-Za-z0-9-]+):(.*)$", re.MULTILINE)
-_PATCH_DIVIDER = re.compile(r"^(\\*)---([ \t\v\f\r]|$)")  # Git's isspace, ASCII only
+_PATCH_DIVIDER = re.compile(r"^---([ \t\v\f\r]|$)")  # Git's isspace, ASCII only
+_CUT_LINE = "------------------------ >8 ------------------------"  # Git's scissors, after "# "
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Sizes the protocol allows: writers refuse more, readers mark a commit over them invalid."""
+
+    description_bytes: int = 64 * 1024
+    tags: int = 32
+    metrics: int = 64
+    parents: int = 64
+    cross_refs: int = 16
+    meta_bytes: int = 16 * 1024
+    meta_depth: int = 16
+    earliest_time: int = 946_684_800  # 2000-01-01T00:00:00Z
+    future_slack_s: int = 86_400  # a commit dated more than a day ahead of the reader's clock is pending
+
+
+LIMITS = Limits()
+PENDING_FUTURE = "dated in the future"  # the start of the pending reason: re-checked on later reads
 
 
 class ContributionError(ValueError):
@@ -188,20 +208,26 @@ def normalize_description(text: str) -> str:
     return "\n".join(lines).strip("\n")
 
 
+def _escaped_by_git(line: str) -> bool:
+    """A line Git's trailer parser would stop at: a patch divider or the scissors line. Checked on the
+    line without its leading backslashes, so escaping (one more backslash) round-trips."""
+    rest = line.lstrip("\\")
+    return bool(_PATCH_DIVIDER.match(rest)) or _CUT_LINE in rest
+
+
 def encode_description(text: str) -> str:
-    """Normalise, and escape lines Git would read as a patch divider by adding one backslash."""
+    """Normalise, and escape lines Git would read as a patch divider or scissors by adding one backslash."""
     text = normalize_description(text)
     if "---" not in text:
         return text
-    lines = text.split("\n")
-    return "\n".join("\\" + line if _PATCH_DIVIDER.match(line) else line for line in lines)
+    return "\n".join("\\" + line if _escaped_by_git(line) else line for line in text.split("\n"))
 
 
 def decode_description(text: str) -> str:
     if "---" not in text:
         return text
     lines = text.split("\n")
-    return "\n".join(line[1:] if _PATCH_DIVIDER.match(line) and line.startswith("\\") else line for line in lines)
+    return "\n".join(line[1:] if line.startswith("\\") and _escaped_by_git(line) else line for line in lines)
 
 
 def split_trailers(message: str) -> tuple[str, list[tuple[str, str]]]:
@@ -263,13 +289,51 @@ def encode_metadata(metadata: Mapping[str, object]) -> str:
 
 
 def decode_metadata(text: str) -> dict[str, object]:
+    """The Agora-Meta object; size and nesting are checked before parsing (so no input can exhaust the
+    parser's recursion)."""
+    if len(text.encode("utf-8", "surrogatepass")) > LIMITS.meta_bytes:
+        raise ContributionError(f"Agora-Meta is over {LIMITS.meta_bytes // 1024} KiB")
+    if json_depth(text) > LIMITS.meta_depth:
+        raise ContributionError(f"Agora-Meta nests deeper than {LIMITS.meta_depth}")
     try:
         value = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         raise ContributionError("Agora-Meta is not JSON") from None
     if not isinstance(value, dict):
         raise ContributionError("Agora-Meta is not a JSON object")
     return value
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of [ and { in JSON text, outside strings (a linear scan, no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def time_problems(timestamp: int, now: int) -> list[str]:
+    """The committer time must lie between 2000-01-01 and a day ahead of the reader's clock; a later one
+    is *pending*: shown, not counted, and re-checked on later reads."""
+    if timestamp < LIMITS.earliest_time:
+        return [f"committer time {timestamp} is before 2000-01-01"]
+    if timestamp > now + LIMITS.future_slack_s:
+        return [f"{PENDING_FUTURE} (committer time {timestamp}): pending until the reader's clock reaches it"]
+    return []
 
 
 # --- validation --------------------------------------------------------------------------------
@@ -277,7 +341,7 @@ def decode_metadata(text: str) -> dict[str, object]:
 
 def intrinsic_problems(c: Contribution) -> list[str]:
     """Rules a contribution can break on its own, without looking at the rest of the graph."""
-    problems = []
+    problems = _size_problems(c)
     if not ACCOUNT_PATTERN.match(c.account):
         problems.append(f"account {c.account!r} is not a valid name")
     if not c.description.strip():
@@ -297,6 +361,26 @@ def intrinsic_problems(c: Contribution) -> list[str]:
         problems.append("a hypothesis carries no metric")
     if c.is_verification:
         problems += _verification_problems(c)
+    return problems
+
+
+def _size_problems(c: Contribution) -> list[str]:
+    limits, problems = LIMITS, []
+    if len(c.description.encode("utf-8", "surrogatepass")) > limits.description_bytes:
+        problems.append(f"the description is over {limits.description_bytes // 1024} KiB")
+    for what, count, limit in (
+        ("tags", len(c.tags), limits.tags),
+        ("metrics", len(c.metrics), limits.metrics),
+        ("parents", len(c.parents), limits.parents),
+        ("cross-project references", len(c.cross_refs), limits.cross_refs),
+    ):
+        if count > limit:
+            problems.append(f"{count} {what}, more than the {limit} allowed")
+    if c.metadata and c.meta_text is None:  # being written: check what would be encoded
+        try:
+            decode_metadata(encode_metadata(c.metadata))
+        except (ContributionError, ValueError, RecursionError) as exc:
+            problems.append(str(exc) if isinstance(exc, ContributionError) else "Agora-Meta cannot be encoded")
     return problems
 
 
@@ -355,6 +439,8 @@ def parse_meta_option(items: Iterable[str]) -> dict[str, object]:
         key, eq, raw = item.partition("=")
         if not eq or not key.strip():
             raise ContributionError(f"--meta {item!r} is not KEY=VALUE")
+        if json_depth(raw) >= LIMITS.meta_depth:
+            raise ContributionError(f"--meta {key}: Agora-Meta nests deeper than {LIMITS.meta_depth}")
         try:
             value = json.loads(raw)
             if isinstance(value, float) and not math.isfinite(value):

@@ -25,7 +25,10 @@ def command(ctx, sha, as_json):
         emit_json(shown.to_dict())
         return 0
     c, ev = shown.contribution, shown.evidence
-    when = datetime.fromtimestamp(c.timestamp or 0, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        when = datetime.fromtimestamp(c.timestamp or 0, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, ValueError, OSError):
+        when = f"{c.timestamp} (not a date)"
     lines = [
         f"contribution {c.sha}",
         f"account      {c.account}",

@@ -6,13 +6,22 @@ index updated after many fetches equals one rebuilt from scratch, byte for byte.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import POLICY_TAG, encode_metadata, graph_problems, intrinsic_problems
+from ..contribution import (
+    LIMITS,
+    PENDING_FUTURE,
+    POLICY_TAG,
+    encode_metadata,
+    graph_problems,
+    intrinsic_problems,
+    time_problems,
+)
 from .reader import ParsedCommit
 from .schema import ACCOUNTS, CONTRIBUTIONS, CROSS_REFS, EDGES, TAGS, VERDICTS
 
@@ -29,7 +38,11 @@ class Known:
 
 
 def contribution_rows(
-    parsed: Iterable[ParsedCommit], known: Mapping[str, Known], primary_metric: str | None, root: str | None = None
+    parsed: Iterable[ParsedCommit],
+    known: Mapping[str, Known],
+    primary_metric: str | None,
+    root: str | None = None,
+    now: int | None = None,
 ) -> list[dict]:
     """Rows for new commits, validated against the known ones and each other (parents first).
 
@@ -45,6 +58,7 @@ def contribution_rows(
     policies = _policies(batch, lookup, root)
     for p in batch:
         lookup[p.raw.sha] = replace(lookup[p.raw.sha], policy=policies.get(p.raw.sha))
+    now = int(time.time()) if now is None else now
 
     def find(sha: str):
         k = lookup.get(sha)
@@ -52,36 +66,57 @@ def contribution_rows(
 
     rows = []
     for p in batch:
-        raw, c = p.raw, p.contribution
-        if c is None:
-            rows.append(_not_a_contribution(raw, p.problem or "not a contribution"))
-            continue
-        reasons = intrinsic_problems(c) + graph_problems(c, find)
-        first = lookup.get(c.parents[0]) if c.parents else None
-        rows.append(
-            {
-                "sha": raw.sha,
-                "account": c.account,
-                "timestamp": raw.timestamp,
-                "log_seq": None,
-                "title": c.title,
-                "description": c.description,
-                "tags": list(c.tags),
-                "metrics": list(c.metrics.items()),
-                "primary_metric": c.metrics.get(primary_metric) if primary_metric else None,
-                "metadata": c.meta_text if c.meta_text is not None else encode_metadata(c.metadata),
-                "parents": list(c.parents),
-                "tree": raw.tree,
-                "code_bearing": first is None or first.tree != raw.tree,
-                "target": c.target,
-                "verdict": c.verdict.value if c.verdict else None,
-                "valid": not reasons,
-                "reasons": reasons,
-                "policy": policies.get(raw.sha),
-                "_refs": list(c.cross_refs),
-            }
-        )
+        try:
+            rows.append(_row(p, lookup, find, primary_metric, policies, now))
+        except Exception as exc:  # one unreadable commit never stops the reader
+            rows.append(_not_a_contribution(p.raw, f"unreadable: {type(exc).__name__}"))
     return rows
+
+
+def _row(
+    p: ParsedCommit,
+    lookup: Mapping[str, Known],
+    find,
+    primary_metric: str | None,
+    policies: Mapping[str, str | None],
+    now: int,
+) -> dict:
+    raw, c = p.raw, p.contribution
+    if c is None:
+        return _not_a_contribution(raw, p.problem or "not a contribution")
+    reasons = time_problems(raw.timestamp, now) + intrinsic_problems(c) + graph_problems(c, find)
+    first = lookup.get(c.parents[0]) if c.parents else None
+    return {
+        "sha": raw.sha,
+        "account": c.account,
+        "timestamp": raw.timestamp,
+        "log_seq": None,
+        "title": _bounded(c.title),
+        "description": _bounded(c.description),
+        "tags": list(c.tags[: LIMITS.tags]),
+        "metrics": list(c.metrics.items())[: LIMITS.metrics],
+        "primary_metric": c.metrics.get(primary_metric) if primary_metric else None,
+        "metadata": c.meta_text if c.meta_text is not None else encode_metadata(c.metadata),
+        "parents": list(c.parents),
+        "tree": raw.tree,
+        "code_bearing": first is None or first.tree != raw.tree,
+        "target": c.target,
+        "verdict": c.verdict.value if c.verdict else None,
+        "valid": not reasons,
+        "reasons": reasons,
+        "policy": policies.get(raw.sha),
+        "_refs": list(c.cross_refs[: LIMITS.cross_refs]),
+    }
+
+
+def _bounded(text: str) -> str:
+    """At most the description limit of text (an oversize commit is invalid; the index stays small)."""
+    limit = LIMITS.description_bytes
+    return (
+        text
+        if len(text) <= limit // 4 or len(text.encode()) <= limit
+        else text.encode()[:limit].decode(errors="ignore")
+    )
 
 
 def _policies(batch: list[ParsedCommit], lookup: Mapping[str, Known], root: str | None) -> dict[str, str | None]:
@@ -108,7 +143,7 @@ def _policies(batch: list[ParsedCommit], lookup: Mapping[str, Known], root: str 
 
 def needs_evaluator_check(row: dict) -> bool:
     """Code-bearing work judged by a policy: its tree must keep the policy's protected files."""
-    return bool(row["valid"] and row["code_bearing"] and row["policy"] not in (None, row["sha"]))
+    return bool(row["code_bearing"] and row["policy"] not in (None, row["sha"]))
 
 
 @dataclass(frozen=True)
@@ -122,8 +157,8 @@ def _not_a_contribution(raw, problem: str) -> dict:
         "account": None,
         "timestamp": raw.timestamp,
         "log_seq": None,
-        "title": raw.message.split("\n", 1)[0],
-        "description": raw.message.strip(),
+        "title": _bounded(raw.message.split("\n", 1)[0]),
+        "description": _bounded(raw.message.strip()),
         "tags": [],
         "metrics": [],
         "primary_metric": None,
@@ -150,9 +185,12 @@ def rows_to_table(rows: list[dict]) -> tuple[pa.Table, pa.Table]:
     return pa.Table.from_pylist(rows, schema=CONTRIBUTIONS), pa.Table.from_pylist(refs, schema=CROSS_REFS)
 
 
-def finalize(contributions: pa.Table, root: str | None = None, presorted: bool = False) -> pa.Table:
-    """Apply the rules that depend on the whole set, and order rows canonically.
+def finalize(
+    contributions: pa.Table, root: str | None = None, presorted: bool = False, now: int | None = None
+) -> pa.Table:
+    """Apply the rules that depend on the whole set or on the reader's clock, and order rows canonically.
 
+    - a row *pending* because it was dated in the future stops being pending once `now` reaches it;
     - exactly one setup root: `root` (the setup this clone pinned) when given, else the earliest setup
       (time, then sha) without other problems; any other setup is invalid, whatever its timestamp;
     - log_seq: each contribution's position in its account's history (time, then sha).
@@ -161,6 +199,7 @@ def finalize(contributions: pa.Table, root: str | None = None, presorted: bool =
     import numpy as np
 
     table = contributions if presorted else contributions.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
+    table = _recheck_pending(table, int(time.time()) if now is None else now)
     tags = table.column("tags").combine_chunks()
     setup_rows = np.unique(
         pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), "setup").to_numpy(zero_copy_only=False)]
@@ -188,6 +227,35 @@ def finalize(contributions: pa.Table, root: str | None = None, presorted: bool =
     return table.set_column(
         table.schema.get_field_index("log_seq"), "log_seq", _account_positions(table.column("account"))
     )
+
+
+def _recheck_pending(table: pa.Table, now: int) -> pa.Table:
+    """Drop the pending reason of rows whose committer time the clock has reached (time_problems)."""
+    import numpy as np
+
+    reasons = table.column("reasons").combine_chunks()
+    flat = pc.starts_with(pc.list_flatten(reasons), PENDING_FUTURE).to_numpy(zero_copy_only=False)
+    rows = np.unique(pc.list_parent_indices(reasons).to_numpy()[flat])
+    timestamps = table.column("timestamp").to_numpy()
+    due = [int(i) for i in rows if timestamps[i] <= now + LIMITS.future_slack_s]
+    if not due:
+        return table
+    values = reasons.to_pylist()
+    for i in due:
+        values[i] = [r for r in values[i] if not r.startswith(PENDING_FUTURE)]
+    array = pa.array(values, pa.list_(pa.string()))
+    table = table.set_column(table.schema.get_field_index("reasons"), "reasons", array)
+    return table.set_column(table.schema.get_field_index("valid"), "valid", pc.equal(pc.list_value_length(array), 0))
+
+
+def pending_until(table: pa.Table) -> int | None:
+    """The earliest committer time among pending rows (None: nothing is pending)."""
+    import numpy as np
+
+    reasons = table.column("reasons").combine_chunks()
+    flat = pc.starts_with(pc.list_flatten(reasons), PENDING_FUTURE).to_numpy(zero_copy_only=False)
+    rows = np.unique(pc.list_parent_indices(reasons).to_numpy()[flat])
+    return int(table.column("timestamp").to_numpy()[rows].min()) if len(rows) else None
 
 
 def _account_positions(accounts: pa.ChunkedArray) -> pa.Array:

@@ -26,6 +26,7 @@ class RawCommit:
     timestamp: int
     parents: tuple[str, ...]
     message: str
+    problem: str | None = None  # what made the header unreadable
 
 
 @dataclass(frozen=True)
@@ -71,13 +72,30 @@ def _is_log_record(record: bytes) -> bool:
     return record[-_LOG_BLOCK_LENGTH:].startswith(_LOG_BLOCK)
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _raw_commit(record: bytes) -> RawCommit:
+    """One `git log` record. Git prints an empty %ct for a time it cannot parse (negative, say) and any
+    digits for a huge one: both become a `problem`, never an exception."""
     header, _, message = record.decode("utf-8", "replace").partition("\n")
-    sha, tree, ts, *parents = header.split(" ")
-    return RawCommit(sha, tree, int(ts), tuple(p for p in parents if p), message)
+    fields = header.split(" ")
+    sha, tree, ts = (fields + ["", "", ""])[:3]
+    parents = fields[3:]
+    problem = None
+    if not ts.isdigit():
+        timestamp, problem = 0, "the committer time is missing or not a number"
+    elif int(ts) > _INT64_MAX:
+        timestamp, problem = _INT64_MAX, f"the committer time {ts} is out of range"
+    else:
+        timestamp = int(ts)
+    return RawCommit(sha, tree, timestamp, tuple(p for p in parents if p), message, problem)
 
 
 def parse(raw: RawCommit) -> ParsedCommit:
+    """Decode one commit; never raises: anything unreadable is a problem of that commit only."""
+    if raw.problem:
+        return ParsedCommit(raw, None, f"unreadable: {raw.problem}")
     try:
         contribution = Contribution.from_message(
             raw.message, sha=raw.sha, parents=raw.parents, timestamp=raw.timestamp, tree=raw.tree
@@ -86,4 +104,6 @@ def parse(raw: RawCommit) -> ParsedCommit:
         return ParsedCommit(raw, None, str(exc))
     except ContributionError as exc:
         return ParsedCommit(raw, None, f"not a contribution: {exc}")
+    except Exception as exc:  # a reader must survive any commit: report it, keep reading
+        return ParsedCommit(raw, None, f"unreadable: {type(exc).__name__}")
     return ParsedCommit(raw, contribution)

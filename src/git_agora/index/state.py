@@ -4,8 +4,10 @@ command can tell cheaply whether the index is current."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
+from ..contribution import LIMITS
 from ..refs.names import ROOT
 from ..refs.store import Repository
 
@@ -26,4 +28,7 @@ def read_state(directory: Path) -> dict | None:
 def is_current(repo: Repository) -> bool:
     """Do the stored tips equal the refs under refs/agora/ now? (One for-each-ref, no pyarrow.)"""
     state = read_state(index_dir(repo))
-    return state is not None and state.get("tips") == repo.git.for_each_ref(ROOT)
+    if state is None or state.get("tips") != repo.git.for_each_ref(ROOT):
+        return False
+    pending = state.get("pending_until")  # a commit dated in the future waits for the clock
+    return pending is None or pending > time.time() + LIMITS.future_slack_s

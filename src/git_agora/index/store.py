@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..contribution import LIMITS
 from ..errors import AgoraError
 from ..refs.names import ROOT
 from ..refs.store import Repository
@@ -154,7 +156,8 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
         )
         state = None
     if state is not None:
-        if state.get("tips") == tips:
+        pending = state.get("pending_until")
+        if state.get("tips") == tips and (pending is None or pending > time.time() + LIMITS.future_slack_s):
             return UpdateReport(0, False)
         try:
             stored = _read_stored(directory)
@@ -177,7 +180,7 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
     _write(
         directory,
         {"contributions": contributions, "cross_refs": cross_refs},
-        {"format_version": FORMAT_VERSION, "tips": tips},
+        {"format_version": FORMAT_VERSION, "tips": tips, "pending_until": build.pending_until(contributions)},
     )
     return UpdateReport(new_rows.num_rows, stored is None, tuple(warnings))
 
@@ -190,8 +193,7 @@ def _apply_evaluator_policy(repo: Repository, rows: list[dict], root: str | None
     todo = [
         (r["sha"], r["tree"], r["policy"])
         for r in rows
-        if build.needs_evaluator_check(r)
-        or (r["valid"] and r["policy"] == r["sha"] and r["sha"] != root and "setup" not in r["tags"])
+        if build.needs_evaluator_check(r) or (r["policy"] == r["sha"] and r["sha"] != root and "setup" not in r["tags"])
     ]
     problems = evaluator_violations(repo, todo, root) if todo else {}
     for row in rows:

@@ -85,23 +85,27 @@ class Repository:
     # --- objects ---------------------------------------------------------------------------
 
     def commit_info(self, sha: str) -> CommitInfo | None:
-        """The commit with this full sha, or None when it is missing or not a commit."""
+        """The commit with this full sha, or None when it is missing, not a commit or unreadable.
+
+        The message ends at its first NUL byte, as Git's own readers (`git log`, the index) see it, so
+        every reader decodes the same text.
+        """
         from dulwich.objects import Commit
 
         try:
             obj = self.dulwich.object_store[sha.encode()]
-        except (KeyError, ValueError):
+            if not isinstance(obj, Commit):
+                return None
+            return CommitInfo(
+                sha=sha,
+                tree=obj.tree.decode(),
+                parents=tuple(p.decode() for p in obj.parents),
+                message=obj.message.split(b"\0", 1)[0].decode("utf-8", "replace"),
+                timestamp=obj.commit_time,
+                author=obj.author.decode("utf-8", "replace"),
+            )
+        except Exception:  # a malformed object is no commit to us; never a crash
             return None
-        if not isinstance(obj, Commit):
-            return None
-        return CommitInfo(
-            sha=sha,
-            tree=obj.tree.decode(),
-            parents=tuple(p.decode() for p in obj.parents),
-            message=obj.message.decode("utf-8", "replace"),
-            timestamp=obj.commit_time,
-            author=obj.author.decode("utf-8", "replace"),
-        )
 
     def contribution(self, sha: str) -> Contribution | None:
         info = self.commit_info(sha)
