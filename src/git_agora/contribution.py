@@ -43,6 +43,14 @@ NON_PROPAGATING_TAGS = frozenset({"wip", "endorsed"})
 POLICY_TAG = "policy"  # a policy amendment, when the setup's account publishes it
 
 ACCOUNT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def valid_account(name: str) -> bool:
+    """Letters, digits, '.', '_' and '-', at most 64, and a name Git can store as a ref component
+    (not ending in '.' or '.lock', no '..')."""
+    return bool(ACCOUNT_PATTERN.match(name)) and not name.endswith((".", ".lock")) and ".." not in name
+
+
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._:+-]{0,63}$")
 METRIC_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -233,10 +241,12 @@ def decode_description(text: str) -> str:
 def split_trailers(message: str) -> tuple[str, list[tuple[str, str]]]:
     """Split a message into the text before its last paragraph and that paragraph's trailers.
 
-    Mirrors Git for the messages we write: the trailer block is the last paragraph, every line of
-    which is `Key: value`. A message whose last paragraph is not such a block has no trailers.
+    Mirrors Git: the trailer block is the last paragraph, every line of which is `Key: value`; a
+    message whose last paragraph is not such a block has no trailers; and, like `git interpret-trailers`,
+    nothing after a scissors line (`# ------------------------ >8 ---...`) counts, trailers included.
+    Our writers escape such lines (`encode_description`); a hand-made commit with one has no trailers.
     """
-    text = message.rstrip("\n")
+    text = _before_scissors(message).rstrip("\n")
     head, sep, last = text.rpartition("\n\n")
     if not sep:
         return text, []
@@ -244,6 +254,15 @@ def split_trailers(message: str) -> tuple[str, list[tuple[str, str]]]:
     if len(trailers) != last.count("\n") + 1:
         return text, []
     return head, [(key, value.strip()) for key, value in trailers]
+
+
+def _before_scissors(message: str) -> str:
+    if _CUT_LINE not in message:
+        return message
+    cut = message.find(f"\n# {_CUT_LINE}\n")
+    if message.startswith(f"# {_CUT_LINE}\n"):
+        return ""
+    return message if cut < 0 else message[: cut + 1]
 
 
 @dataclass(frozen=True)
@@ -342,7 +361,7 @@ def time_problems(timestamp: int, now: int) -> list[str]:
 def intrinsic_problems(c: Contribution) -> list[str]:
     """Rules a contribution can break on its own, without looking at the rest of the graph."""
     problems = _size_problems(c)
-    if not ACCOUNT_PATTERN.match(c.account):
+    if not valid_account(c.account):
         problems.append(f"account {c.account!r} is not a valid name")
     if not c.description.strip():
         problems.append("empty description")

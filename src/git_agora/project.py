@@ -155,7 +155,8 @@ class Project:
         if sha is None:
             raise AgoraError(f"unknown commit {rev!r}")
         info = self.repo.commit_info(sha)
-        assert info is not None
+        if info is None:
+            raise AgoraError(f"{rev} is a commit that cannot be read (malformed): see `git agora log --rejected`")
         try:
             return Contribution.from_message(
                 info.message, sha=sha, parents=info.parents, timestamp=info.timestamp, tree=info.tree

@@ -22,6 +22,7 @@ from ..contribution import (
     intrinsic_problems,
     time_problems,
 )
+from .listing import NOT_LISTED
 from .reader import ParsedCommit
 from .schema import ACCOUNTS, CONTRIBUTIONS, CROSS_REFS, EDGES, TAGS, VERDICTS
 
@@ -43,6 +44,7 @@ def contribution_rows(
     primary_metric: str | None,
     root: str | None = None,
     now: int | None = None,
+    listed: Mapping[str, set[str]] | None = None,
 ) -> list[dict]:
     """Rows for new commits, validated against the known ones and each other (parents first).
 
@@ -67,7 +69,7 @@ def contribution_rows(
     rows = []
     for p in batch:
         try:
-            rows.append(_row(p, lookup, find, primary_metric, policies, now))
+            rows.append(_row(p, lookup, find, primary_metric, policies, now, listed or {}))
         except Exception as exc:  # one unreadable commit never stops the reader
             rows.append(_not_a_contribution(p.raw, f"unreadable: {type(exc).__name__}"))
     return rows
@@ -80,11 +82,14 @@ def _row(
     primary_metric: str | None,
     policies: Mapping[str, str | None],
     now: int,
+    listed: Mapping[str, set[str]],
 ) -> dict:
     raw, c = p.raw, p.contribution
     if c is None:
         return _not_a_contribution(raw, p.problem or "not a contribution")
     reasons = time_problems(raw.timestamp, now) + intrinsic_problems(c) + graph_problems(c, find)
+    if c.account not in listed.get(raw.sha, ()):
+        reasons.append(f"{NOT_LISTED} ({c.account}): another account's log carries it, or none yet")
     first = lookup.get(c.parents[0]) if c.parents else None
     return {
         "sha": raw.sha,
@@ -243,6 +248,27 @@ def _recheck_pending(table: pa.Table, now: int) -> pa.Table:
     values = reasons.to_pylist()
     for i in due:
         values[i] = [r for r in values[i] if not r.startswith(PENDING_FUTURE)]
+    array = pa.array(values, pa.list_(pa.string()))
+    table = table.set_column(table.schema.get_field_index("reasons"), "reasons", array)
+    return table.set_column(table.schema.get_field_index("valid"), "valid", pc.equal(pc.list_value_length(array), 0))
+
+
+def clear_listed(table: pa.Table, listed: Mapping[str, set[str]]) -> pa.Table:
+    """Rows that were not listed in their account's log and now are: drop that reason."""
+    import numpy as np
+
+    if not listed:
+        return table
+    reasons = table.column("reasons").combine_chunks()
+    flat = pc.starts_with(pc.list_flatten(reasons), NOT_LISTED).to_numpy(zero_copy_only=False)
+    rows = np.unique(pc.list_parent_indices(reasons).to_numpy()[flat])
+    shas, accounts = table.column("sha"), table.column("account")
+    due = [int(i) for i in rows if accounts[int(i)].as_py() in listed.get(shas[int(i)].as_py(), ())]
+    if not due:
+        return table
+    values = reasons.to_pylist()
+    for i in due:
+        values[i] = [r for r in values[i] if not r.startswith(NOT_LISTED)]
     array = pa.array(values, pa.list_(pa.string()))
     table = table.set_column(table.schema.get_field_index("reasons"), "reasons", array)
     return table.set_column(table.schema.get_field_index("valid"), "valid", pc.equal(pc.list_value_length(array), 0))

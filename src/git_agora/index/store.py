@@ -26,7 +26,7 @@ from ..contribution import LIMITS
 from ..errors import AgoraError
 from ..refs.names import ROOT
 from ..refs.store import Repository
-from . import build, reader
+from . import build, listing, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS, FORMAT_VERSION, TABLES
 from .state import STATE_FILE, index_dir, read_state
 
@@ -170,12 +170,12 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
     old = stored["contributions"] if stored else CONTRIBUTIONS.empty_table()
     old_refs = stored["cross_refs"] if stored else CROSS_REFS.empty_table()
     known = _known_parents(old, parsed)
-    rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root)
+    listed = listing.new_entries(repo.common_dir, old_tips, tips)
+    rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, listed=listed)
     _apply_evaluator_policy(repo, rows, rules.root)
     new_rows, new_refs = build.rows_to_table(rows)
-    contributions = build.finalize(
-        pa.concat_tables([old, new_rows]), rules.root, presorted=_appends_in_order(old, new_rows)
-    )
+    combined = build.clear_listed(pa.concat_tables([old, new_rows]), listed)
+    contributions = build.finalize(combined, rules.root, presorted=_appends_in_order(old, new_rows))
     cross_refs = pa.concat_tables([old_refs, new_refs]).sort_by([("sha", "ascending"), ("url", "ascending")])
     _write(
         directory,

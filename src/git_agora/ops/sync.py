@@ -57,6 +57,8 @@ def fetch(project: Project, cross_refs: bool = False) -> Fetched:
         raise AgoraError(str(exc)) from None
     for rewritten in result.rewritten:
         project.feedback.notice(rewritten.describe())
+    for note in result.notes:
+        project.feedback.notice(note)
     fetched_refs: tuple[CrossRefFetch, ...] = ()
     if _has_setup(project):
         from .indexing import refresh_if_stale

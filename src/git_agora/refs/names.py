@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NewType
 
-from ..contribution import ACCOUNT_PATTERN
+from ..contribution import ACCOUNT_PATTERN, valid_account
 
 RefName = NewType("RefName", str)
 Sha = NewType("Sha", str)
@@ -21,7 +21,7 @@ class RefNameError(ValueError):
 
 
 def check_account(account: str) -> str:
-    if not ACCOUNT_PATTERN.match(account) or account.endswith(".lock") or ".." in account:
+    if not valid_account(account):
         raise RefNameError(f"account {account!r} is not valid: use letters, digits, '.', '_' and '-' (at most 64)")
     return account
 

@@ -49,6 +49,7 @@ class FetchResult:
     new_contributions: int
     updated_logs: tuple[str, ...] = ()
     rewritten: tuple[RewrittenLog, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 class RemoteError(RuntimeError):
@@ -134,10 +135,7 @@ def fetch(repo: Repository, remote: str) -> FetchResult:
     """Fetch every account log of `remote`; count new contributions; quarantine rewritten logs."""
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
     before = repo.git.for_each_ref(prefix)
-    # a current commit-graph keeps the negotiation walk short when new work has deep parents
     proc = repo.git.attempt(
-        "-c",
-        "fetch.writeCommitGraph=true",
         "fetch",
         "--no-tags",
         "--no-write-fetch-head",
@@ -150,11 +148,39 @@ def fetch(repo: Repository, remote: str) -> FetchResult:
     after = repo.git.for_each_ref(prefix)
     changed = {ref: sha for ref, sha in after.items() if before.get(ref) != sha}
     rewritten = quarantine_rewritten_logs(repo, before, after)
+    graph_note = write_commit_graph(repo) if changed else None
     return FetchResult(
         remote=remote,
         new_contributions=_count_new_entries(repo, list(changed.values()), list(before.values())),
         updated_logs=tuple(LogRef.from_tracking(ref, remote).account for ref in changed),
         rewritten=tuple(rewritten),
+        notes=(graph_note,) if graph_note else (),
+    )
+
+
+COMMIT_GRAPH_TIMEOUT_S = 10
+COMMIT_GRAPH_OFF = "commit-graph-off"  # under .git/agora: the writer hung once here; do not try again
+
+
+def write_commit_graph(repo: Repository) -> str | None:
+    """Keep the commit-graph current (it keeps fetch negotiation short when new work has deep parents),
+    within a time bound: git 2.39's writer can spin on hostile committer times. When it does, it is
+    killed, and commit-graphs stay off in this clone; the one-line note says so."""
+    marker = repo.agora_dir / COMMIT_GRAPH_OFF
+    if marker.exists():
+        return None
+    proc = repo.git.attempt(
+        "commit-graph", "write", "--reachable", "--split", "--no-progress", timeout=COMMIT_GRAPH_TIMEOUT_S
+    )
+    if proc.returncode != 124:
+        return None
+    for lock in ("commit-graph.lock", "commit-graphs/commit-graph-chain.lock"):
+        (repo.common_dir / "objects" / "info" / lock).unlink(missing_ok=True)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text("git commit-graph write did not finish; see docs/hosting.md\n")
+    return (
+        f"git's commit-graph writer did not finish within {COMMIT_GRAPH_TIMEOUT_S} s (a commit with a "
+        "hostile committer time?); this clone stops writing commit-graphs"
     )
 
 
