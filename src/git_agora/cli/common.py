@@ -46,16 +46,24 @@ def run_cli(group: click.Group, argv: list[str] | None) -> int:
 
 
 def open_project(ctx: click.Context, account: str | None = None, remote: str | None = None, as_json: bool = False):
-    """The project, with notices on stderr and progress bars on a terminal (none under --json)."""
+    """The project, with notices on stderr; on a terminal (never under --json) progress bars and a
+    running evaluator's stderr as it comes."""
     from ..feedback import Feedback
     from ..project import Project
 
     obj = ctx.find_root().obj or {}
+    terminal = not as_json and sys.stderr.isatty()
     feedback = Feedback(
         on_notice=lambda m: click.echo(f"git agora: note: {m}", err=True),
-        on_progress=None if as_json or not sys.stderr.isatty() else _progress_bar,
+        on_progress=_progress_bar if terminal else None,
+        on_output=_evaluator_line if terminal else None,
     )
     return Project.open(obj.get("directory", "."), account or obj.get("account"), remote, feedback)
+
+
+def _evaluator_line(line: str) -> None:
+    sys.stderr.write(f"  | {line}\n")
+    sys.stderr.flush()
 
 
 @contextmanager
