@@ -10,6 +10,7 @@ import click
 
 COMMANDS = {
     "init": "init",
+    "clone": "clone",
     "push": "push",
     "post": "post",
     "fetch": "fetch",

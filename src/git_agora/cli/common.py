@@ -46,19 +46,24 @@ def run_cli(group: click.Group, argv: list[str] | None) -> int:
 
 
 def open_project(ctx: click.Context, account: str | None = None, remote: str | None = None, as_json: bool = False):
-    """The project, with notices on stderr; on a terminal (never under --json) progress bars and a
-    running evaluator's stderr as it comes."""
-    from ..feedback import Feedback
+    """The project, with the command line's feedback (`cli_feedback`)."""
     from ..project import Project
 
     obj = ctx.find_root().obj or {}
+    return Project.open(obj.get("directory", "."), account or obj.get("account"), remote, cli_feedback(as_json))
+
+
+def cli_feedback(as_json: bool = False):
+    """Notices on stderr; on a terminal (never under --json) progress bars and a running evaluator's
+    stderr as it comes."""
+    from ..feedback import Feedback
+
     terminal = not as_json and sys.stderr.isatty()
-    feedback = Feedback(
+    return Feedback(
         on_notice=lambda m: click.echo(f"git agora: note: {m}", err=True),
         on_progress=_progress_bar if terminal else None,
         on_output=_evaluator_line if terminal else None,
     )
-    return Project.open(obj.get("directory", "."), account or obj.get("account"), remote, feedback)
 
 
 def _evaluator_line(line: str) -> None:
