@@ -50,6 +50,8 @@ def command(ctx, sha, as_json):
         )
     else:
         lines.append("evidence     none: this commit is rejected (see `git agora log --rejected`)")
+    if shown.comparability_warning:
+        lines.append(f"WARNING      {shown.comparability_warning}")
     if c.metadata:
         lines.append(f"metadata     {encode_metadata(c.metadata)}")
     click.echo("\n".join(lines + [""] + [f"    {line}" for line in c.description.splitlines()]))

@@ -31,6 +31,14 @@ class Shown:
     evidence: dict[str, Any] | None  # None: the commit is rejected
     parents: tuple[Reference, ...]
     cross_refs: tuple[Reference, ...] = field(default=())
+    best: str | None = None  # the best result it was compared with ([eval] comparable_on), if any
+    incomparable: tuple[Any, ...] = ()  # `frontier.comparable.Difference`s between it and the best
+
+    @property
+    def comparability_warning(self) -> str | None:
+        from ..frontier.comparable import warning
+
+        return warning(f"this result and the best ({(self.best or '')[:12]})", self.incomparable)
 
     def to_dict(self) -> dict:
         c = self.contribution
@@ -50,6 +58,8 @@ class Shown:
             "cross_refs": list(c.cross_refs),
             "cross_ref_titles": [r.to_dict() for r in self.cross_refs],
             "evidence": self.evidence,
+            "compared_with_best": self.best,
+            "incomparable": [d.to_dict() for d in self.incomparable],
         }
 
 
@@ -62,12 +72,37 @@ def show(project: Project, rev: str) -> Shown:
     from .indexing import load
 
     c = project.contribution(rev)
-    table = evidence(load(project).contributions, project.config.tag_weights)
+    contributions = load(project).contributions
+    table = evidence(contributions, project.config.tag_weights)
     rows = table.filter(pc.equal(table["sha"], c.sha)).to_pylist()
     score = {k: v for k, v in rows[0].items() if k != "sha"} if rows else None
     parents = tuple(_reference(project, sha) for sha in c.parents)
     cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
-    return Shown(c, score, parents, cited)
+    best, incomparable = _against_best(project, c, contributions, table) if score else (None, ())
+    return Shown(c, score, parents, cited, best, incomparable)
+
+
+def _against_best(project: Project, c: Contribution, contributions, evidence_table) -> tuple[str | None, tuple]:
+    """The best result and the `[eval] comparable_on` fields on which `c` was measured differently
+    from it (both read from the recorded evaluator outputs); (None, ()) when there is nothing to compare."""
+    import pyarrow.compute as pc
+
+    from ..frontier.comparable import differences, measured_under
+    from ..frontier.frame import build_frame
+    from ..frontier.views import best
+
+    config = project.config
+    fields = config.evaluation.comparable_on
+    if not fields or not c.metrics:
+        return None, ()
+    frame = build_frame(
+        contributions, evidence_table, direction=config.direction, tolerance=config.tolerance, weights=None
+    )
+    top = best(frame)
+    if top is None or top.sha == c.sha:
+        return None, ()
+    theirs = frame.table.filter(pc.equal(frame.table["sha"], top.sha))["metadata"].to_pylist()[0]
+    return top.sha, differences([measured_under(c.metadata, fields), measured_under(theirs, fields)], fields)
 
 
 def _reference(project: Project, sha: str, url: str | None = None) -> Reference:
