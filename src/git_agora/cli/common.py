@@ -27,6 +27,15 @@ def run_cli(group: click.Group, argv: list[str] | None) -> int:
     except click.exceptions.Abort:
         click.echo("git agora: aborted", err=True)
         return 130
+    except click.UsageError as exc:
+        if exc.ctx is not None and exc.ctx.parent is None and not isinstance(exc, click.exceptions.NoArgsIsHelpError):
+            # one line: click's hint names `git agora --help`, which git turns into `git help agora`
+            message = exc.format_message()
+            hint = "" if "git agora -h" in message else " See 'git agora -h'."
+            click.echo(f"git agora: error: {message}{hint}", err=True)
+        else:
+            exc.show()
+        return exc.exit_code
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
