@@ -320,8 +320,8 @@ LEGEND = (
     ),
     (
         "UCB, U",
-        "the score that orders suggestions (higher first): 100 x quality, plus C x sqrt(log(N+1) / "
-        "(follow-ons+1)) for work few have built on (N: all contributions), plus a bonus for work "
+        "the score that orders suggestions (higher first): 100 x quality, plus C x "
+        "sqrt(log(N+1)/(follow-ons+1)) for work few have built on (N: all contributions), plus a bonus for work "
         "with few near-duplicates.",
     ),
     ("C", "the weight of exploration in U; it grows with bunching."),

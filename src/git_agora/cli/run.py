@@ -26,10 +26,11 @@ def command(ctx, timeout, quick, as_json):
     if as_json:
         emit_json(done.to_dict())
     elif done.run.ok:
-        label = "  (quick run: not comparable to full runs, never publish it)" if quick else ""
         for name, value in done.run.metrics.items():
-            click.echo(f"{name} = {value:.6g}{label}")
+            click.echo(f"{name} = {value:.6g}")
         click.echo(f"({done.run.duration_s:.1f} s, clean export of tree {done.tree[:12]})")
+        if quick:
+            click.echo("quick run ([eval] quick): not comparable to full runs, never publish it")
     if not done.run.ok:
         raise AgoraError(f"evaluation failed: {done.run.error}")
     return 0
