@@ -26,9 +26,10 @@ def agora(
     check: bool = True,
     timeout: float = 120,
     input: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> Result:
-    """Run the real `git agora` command, as a user would."""
-    env = dict(os.environ)
+    """Run the real `git agora` command, as a user would (`env`: extra environment variables)."""
+    env = {**os.environ, **(env or {})}
     if account:
         env["AGORA_ACCOUNT"] = account
     proc = subprocess.run(

@@ -1,9 +1,13 @@
 """`git agora demo` runs to the end and leaves a project that passes the index check."""
 
+import random
+import re
+
 import pytest
 
 from agora_testing import agora, git
-from git_agora.demo.choices import propose, read_choices, write_choice
+from git_agora.demo import worker as demo_worker
+from git_agora.demo.choices import Change, propose, read_choices, write_choice
 
 
 def test_choices_are_read_and_changed_one_knob_at_a_time():
@@ -16,6 +20,20 @@ def test_choices_are_read_and_changed_one_knob_at_a_time():
     assert change.old != change.new
     assert read_choices(write_choice(text, "ORDER", 5))["ORDER"] == 5
     assert "# context" in write_choice(text, "ORDER", 5)
+
+
+def test_the_demo_never_writes_an_insight_for_an_unchanged_score(tmp_path, monkeypatch):
+    posted = []
+    monkeypatch.setattr(demo_worker.agora, "post", lambda project, text, tags: posted.append((tags, text)))
+    worker = demo_worker.Worker(tmp_path, "ada", random.Random(0))
+    monkeypatch.setattr(worker, "project", lambda: None)
+    monkeypatch.setattr(worker.rng, "random", lambda: 0.0)  # the insight branch whenever it is allowed
+    change = Change("DISCOUNT", 0.5, 0.7)
+    worker.share_thought(change, 3.0481, 3.0481)
+    worker.share_thought(change, 3.0481, 3.0481 + 5e-7)  # within the tolerance: unchanged
+    worker.share_thought(change, 3.0481, 2.9)
+    assert [tags for tags, _ in posted] == [["hypothesis"], ["hypothesis"], ["insight"]]
+    assert "helped (3.0481 -> 2.9000)" in posted[2][1]
 
 
 @pytest.mark.slow
@@ -55,6 +73,9 @@ def test_demo_at_default_size_publishes_only_real_changes_that_verify(tmp_path):
         assert reruns or git(founder, "rev-parse", f"{row['sha']}^{{tree}}") != parent_tree, row["title"]
     analysis = agora(founder, "analyze", "--json").json()
     stats = agora(founder, "stats", "--json").json()
+    for insight in agora(founder, "log", "--tag", "insight", "--limit", "1000", "--json").json():
+        before, after = re.search(r"\(([\d.]+) -> ([\d.]+)\)", insight["title"]).groups()
+        assert before != after, insight["title"]
     assert stats["scored_results"] == analysis["summary"]["results"] == len(rows)
     assert stats["best_sha"] == analysis["summary"]["best"]["sha"]
     agora(worker, "fetch")

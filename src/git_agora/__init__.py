@@ -28,6 +28,8 @@ _EXPORTS = {
     "Verdict": "contribution",
     "ProjectConfig": "config",
     "init_project": "ops.init",
+    "clone": "ops.clone",
+    "Cloned": "ops.clone",
     "Published": "ops.publish",
     "publish": "ops.publish",
     "publish_worktree": "ops.publish",
@@ -83,6 +85,7 @@ if TYPE_CHECKING:
     from .feedback import Feedback
     from .ops.analyze import analyze, search
     from .ops.checkout import CheckedOut, checkout
+    from .ops.clone import Cloned, clone
     from .ops.evaluate import Evaluated, run
     from .ops.history import LogEntry, Shown, lineage, log, show, stats
     from .ops.indexing import IndexSummary, check_index, update_index

@@ -47,7 +47,9 @@ class EvalSpec:
       the policy's evaluator files, reads the artifact, and prints the metric.
     `files`: paths or globs of the evaluator files, frozen by the setup (and its policy amendments);
     `scorer`: installed packages that evaluate (their version and files' hashes enter the evaluator
-    identity); `quick`: extra arguments for a quick, not comparable run (`git agora run --quick`).
+    identity); `quick`: extra arguments for a quick, not comparable run (`git agora run --quick`);
+    `comparable_on`: fields of the evaluator's JSON output that must agree for two results to compare
+    (e.g. `data_sha256`): `analyze` and `show` warn when compared results differ on one.
     """
 
     command: str | None = None
@@ -57,6 +59,7 @@ class EvalSpec:
     scorer: tuple[str, ...] = ()
     timeout: float = 3600.0
     quick: str | None = None
+    comparable_on: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.build is None) != (self.score is None):
@@ -87,6 +90,7 @@ class EvalSpec:
             scorer=_str_list(values, "scorer"),
             timeout=float(values.get("timeout", 3600.0)),
             quick=_optional_str(values, "quick"),
+            comparable_on=_str_list(values, "comparable_on"),
         )
 
     def dump(self) -> list[str]:
@@ -101,6 +105,9 @@ class EvalSpec:
         lines.append(f"files = [{', '.join(_toml(f) for f in self.files)}]  # evaluator files, frozen by the setup")
         if self.scorer:
             lines.append(f"scorer = [{', '.join(_toml(p) for p in self.scorer)}]  # installed packages that score")
+        if self.comparable_on:
+            fields = ", ".join(_toml(f) for f in self.comparable_on)
+            lines.append(f"comparable_on = [{fields}]  # output fields that must agree for results to compare")
         return lines + [f"timeout = {_toml(self.timeout)}", ""]
 
 

@@ -290,8 +290,9 @@ def evaluate_tree(
         scorer = work.parent / "scorer"
         _checkout(repo, work.parent / "scorer-index", scorer, None, policy)
         score = spec.score.replace(ARTIFACT, shlex.quote(str(artifact))) + extra
-        _say(feedback, f"score: `{score}` in {scorer}, the evaluator files only")
-        scored = run_command(score, scorer, max(limit - built.duration_s, 1.0), metric, feedback, sandbox=jail)
+        left = max(limit - built.duration_s, 1.0)
+        _say(feedback, f"score: `{score}` in {scorer}, the evaluator files only (timeout {left:.0f} s)")
+        scored = run_command(score, scorer, left, metric, feedback, sandbox=jail)
         total = replace(scored, duration_s=built.duration_s + scored.duration_s)
         if scored.error == "the evaluation printed no JSON object":
             total = replace(total, error="the score step printed no metric (a JSON object)")

@@ -10,6 +10,7 @@ import click
 
 COMMANDS = {
     "init": "init",
+    "clone": "clone",
     "push": "push",
     "post": "post",
     "fetch": "fetch",
@@ -37,6 +38,17 @@ class LazyGroup(click.Group):
         if name not in COMMANDS or not _module_exists(COMMANDS[name]):
             return None
         return importlib.import_module(f"git_agora.cli.{COMMANDS[name]}").command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """An unknown command names the nearest one, and `-h` (git takes `git agora --help` for itself)."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib
+
+            near = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            hint = f" Did you mean '{near[0]}'?" if near else ""
+            raise click.UsageError(f"'{name}' is not a git agora command.{hint} See 'git agora -h'.", ctx)
+        return super().resolve_command(ctx, args)
 
 
 def _module_exists(module: str) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ..frontier.views import VIEW_NAMES
@@ -15,9 +17,10 @@ from .common import emit_json, json_option, open_project
     "--model", help="Sentence-transformers model name or path for descriptions ('hashing': the lexical fallback)."
 )
 @click.option("--summary", "summary_only", is_flag=True, help="Only the warning, the summary and the three slots.")
+@click.option("--legend", is_flag=True, help="Explain the terms (UCB, C, bunching, clusters); always on a terminal.")
 @json_option
 @click.pass_context
-def command(ctx, views, limit, model, summary_only, as_json):
+def command(ctx, views, limit, model, summary_only, legend, as_json):
     """The frontier from the local index: leaders, evidence, open questions, clusters, and three
     suggested slots (exploit, explore known, explore novel) with the reason for each."""
     from ..ops.analyze import analyze
@@ -29,5 +32,6 @@ def command(ctx, views, limit, model, summary_only, as_json):
     if as_json:
         emit_json(data)
     else:
-        render_analysis(data, only_views=bool(views), with_diversity=not summary_only)
+        legend = legend or sys.stdout.isatty()
+        render_analysis(data, only_views=bool(views), with_diversity=not summary_only, legend=legend)
     return 0

@@ -27,6 +27,15 @@ def run_cli(group: click.Group, argv: list[str] | None) -> int:
     except click.exceptions.Abort:
         click.echo("git agora: aborted", err=True)
         return 130
+    except click.UsageError as exc:
+        if exc.ctx is not None and exc.ctx.parent is None and not isinstance(exc, click.exceptions.NoArgsIsHelpError):
+            # one line: click's hint names `git agora --help`, which git turns into `git help agora`
+            message = exc.format_message()
+            hint = "" if "git agora -h" in message else " See 'git agora -h'."
+            click.echo(f"git agora: error: {message}{hint}", err=True)
+        else:
+            exc.show()
+        return exc.exit_code
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
@@ -46,16 +55,29 @@ def run_cli(group: click.Group, argv: list[str] | None) -> int:
 
 
 def open_project(ctx: click.Context, account: str | None = None, remote: str | None = None, as_json: bool = False):
-    """The project, with notices on stderr and progress bars on a terminal (none under --json)."""
-    from ..feedback import Feedback
+    """The project, with the command line's feedback (`cli_feedback`)."""
     from ..project import Project
 
     obj = ctx.find_root().obj or {}
-    feedback = Feedback(
+    return Project.open(obj.get("directory", "."), account or obj.get("account"), remote, cli_feedback(as_json))
+
+
+def cli_feedback(as_json: bool = False):
+    """Notices on stderr; on a terminal (never under --json) progress bars and a running evaluator's
+    stderr as it comes."""
+    from ..feedback import Feedback
+
+    terminal = not as_json and sys.stderr.isatty()
+    return Feedback(
         on_notice=lambda m: click.echo(f"git agora: note: {m}", err=True),
-        on_progress=None if as_json or not sys.stderr.isatty() else _progress_bar,
+        on_progress=_progress_bar if terminal else None,
+        on_output=_evaluator_line if terminal else None,
     )
-    return Project.open(obj.get("directory", "."), account or obj.get("account"), remote, feedback)
+
+
+def _evaluator_line(line: str) -> None:
+    sys.stderr.write(f"  | {line}\n")
+    sys.stderr.flush()
 
 
 @contextmanager

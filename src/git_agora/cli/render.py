@@ -1,104 +1,219 @@
-"""Text for people: the analyze report, graph statistics and lineage (JSON goes out unrendered)."""
+"""Text for people: the analyze report, graph statistics and lineage (JSON goes out unrendered).
+
+The analyze report is laid out here, line by line, for the console's width (`COLUMNS`, else the
+terminal's, else 100): a line breaks only between fields (a slot's reason never splits "U = 138.4"),
+titles are cut at a word boundary with an ellipsis, quality is a percentage everywhere.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+import shutil
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import click
 
-WIDTH = 100
+DEFAULT_WIDTH = 100  # when neither COLUMNS nor a terminal says
+ELLIPSIS = "…"
+MIN_TITLE = 16  # a table drops columns rather than cut titles shorter than this
+QUALITY_FIELDS = ("quality", "inherited_quality")
 
 
-def render_analysis(data: dict, only_views: bool = False, with_diversity: bool = True) -> None:
+def console_width() -> int:
+    """`COLUMNS` when set, else the terminal's width, else DEFAULT_WIDTH (never under 40)."""
+    return max(40, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+
+
+def render_analysis(data: dict, only_views: bool = False, with_diversity: bool = True, legend: bool = False) -> None:
     from rich.console import Console
 
-    console = Console(width=WIDTH, highlight=False)
+    out = _Out(Console(width=console_width(), highlight=False, soft_wrap=True))
     summary = data["summary"]
     if summary["warning"] and not only_views:
-        console.print(f"[bold red]WARNING[/] {summary['warning']}")
-        console.print()
+        out.flow(["WARNING", *summary["warning"].split()], style="bold red")
+        out.blank()
     if not only_views:
-        _render_summary(console, summary)
-        _render_slots(console, data["slots"])
+        _render_summary(out, summary)
+        _render_slots(out, data["slots"])
     for view in data["views"].values():
-        _render_view(console, view)
+        _render_view(out, view)
     if not only_views and with_diversity:
-        _render_diversity(console, data["diversity"])
+        _render_diversity(out, data["diversity"])
     if not only_views and data.get("references"):
-        _render_references(console, data["references"])
+        _render_references(out, data["references"])
+    if legend:
+        render_legend(out)
+
+
+class _Out:
+    """Lines no wider than the console, printed as they are (no markup, no wrapping by rich)."""
+
+    def __init__(self, console):
+        self.console, self.width = console, console.width
+        self.after_blank = True  # no blank line at the top, never two in a row
+
+    def line(self, text: str, style: str | None = None) -> None:
+        from rich.text import Text
+
+        self.console.print(Text(text.rstrip(), style=style or ""), soft_wrap=True)
+        self.after_blank = False
+
+    def blank(self) -> None:
+        if not self.after_blank:
+            self.console.print()
+        self.after_blank = True
+
+    def flow(self, fields: Sequence[str], indent: int = 0, first: str = "", style: str | None = None) -> None:
+        """`first` then the fields, space-separated, broken only between fields; continuation lines
+        are indented by `indent`; a field wider than a whole line is cut (`cut`)."""
+        for text in flow(fields, self.width, indent, first):
+            self.line(text, style)
+
+
+def flow(fields: Sequence[str], width: int, indent: int = 0, first: str = "") -> list[str]:
+    lines: list[str] = []
+    current = first
+    for field in fields:
+        field = cut(field, width - indent)
+        joined = f"{current} {field}" if current.strip() else current + field
+        if _cells(joined) <= width or not current.strip():
+            current = joined
+        else:
+            lines.append(current)
+            current = " " * indent + field
+    if current.strip():
+        lines.append(current)
+    return lines
+
+
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` cells, cut at a word boundary with an ellipsis when too long."""
+    if _cells(text) <= width:
+        return text
+    room = max(width - 1, 0)
+    head = text
+    while _cells(head) > room:
+        head = head[:-1]
+    at_word = head.rsplit(" ", 1)[0] if " " in head else ""
+    if text[len(head) : len(head) + 1] != " " and len(at_word) >= len(head) // 2:
+        head = at_word  # prefer a whole word unless that throws away more than half
+    return head.rstrip(" ,;:-") + ELLIPSIS
+
+
+def _cells(text: str) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _fields(sentence: str) -> list[str]:
+    """A reason or a summary as fields: split after each ", " and "; " (the separators stay attached)."""
+    return re.split(r"(?<=[,;]) ", sentence)
 
 
 def _metric(value) -> str:
     return "-" if value is None else f"{value:.6g}"
 
 
-def _render_summary(console, s: dict) -> None:
-    console.print(
-        f"[bold]{s['contributions']}[/] commits, {s['valid']} valid, {s['rejected']} rejected, "
-        f"{s['accounts']} accounts; {s['results']} scored results, {s['hypotheses']} hypotheses, "
-        f"{s['verifications']} verifications"
+def _percent(value) -> str:
+    return "-" if value is None else f"{round(100 * value)}%"
+
+
+def _render_summary(out: _Out, s: dict) -> None:
+    out.flow(
+        _fields(
+            f"{s['contributions']} commits, {s['valid']} valid, {s['rejected']} rejected, {s['accounts']} accounts; "
+            f"{s['results']} scored results, {s['hypotheses']} hypotheses, {s['verifications']} verifications"
+        ),
+        indent=2,
     )
     best = s.get("best")
     if best:
         arrow = "lower" if s["direction"] == "min" else "higher"
-        console.print(
-            f"best {s['metric']} = [bold]{_metric(best['metric'])}[/] ({arrow} is better, tolerance "
-            f"{s['tolerance']:g}) by {best['account']}: {best['sha'][:10]} {best['title'][:50]} [{best['status']}]"
+        out.flow(
+            [
+                f"best {s['metric']} = {_metric(best['metric'])}",
+                f"({arrow} is better,",
+                f"tolerance {s['tolerance']:g}),",
+                best["status"],
+            ],
+            indent=2,
+            style="bold",
         )
+        head = f"  by {best['account']}: {best['sha'][:10]} "
+        out.line(head + cut(best["title"], out.width - _cells(head)))
     for note in s["notes"]:
-        console.print(f"[dim]note: {note}[/]")
-    console.print()
+        out.flow(note.split(), indent=6, first="note:", style="dim")
+    out.blank()
 
 
-def _render_slots(console, slots: dict) -> None:
-    from rich.padding import Padding
-    from rich.text import Text
-
-    console.print(
-        f"[bold]Where to work next[/] (UCB, C = {slots['exploration_c']:.1f}, bunching {slots['bunching']:.2f})"
+def _render_slots(out: _Out, slots: dict) -> None:
+    out.flow(
+        ["Where to work next", f"(UCB, C = {slots['exploration_c']:.1f},", f"bunching {slots['bunching']:.2f})"],
+        style="bold",
     )
     for slot in slots["slots"]:
-        suggestions = slot["suggestions"]
-        head = f"  [bold cyan]{slot['name']:<14}[/] {slot['purpose']}"
-        console.print(head)
-        if not suggestions:
-            console.print(f"      [dim]{slot.get('note') or 'nothing to suggest yet'}[/]")
-        for s in suggestions[:3]:
-            console.print(f"      {s['sha'][:10]} {_metric(s['metric']):>9}  {s['account'][:12]:<12} {s['title'][:56]}")
-            console.print(Padding(Text(s["reason"], style="dim"), (0, 0, 0, 6), expand=False))
-    console.print()
+        out.line(f"  {slot['name']:<14} {slot['purpose']}", style="bold cyan")
+        if not slot["suggestions"]:
+            out.flow((slot.get("note") or "nothing to suggest yet").split(), indent=6, first=" " * 6, style="dim")
+        for s in slot["suggestions"][:3]:
+            head = f"    {s['sha'][:10]}  {_metric(s['metric']):>9}  {s['account'][:12]:<12}  "
+            out.line(head + cut(s["title"], out.width - _cells(head)))
+            out.flow(_fields(s["reason"]), indent=6, first=" " * 6, style="dim")
+    out.blank()
 
 
-def _render_view(console, view: dict) -> None:
-    from rich.table import Table
-
+def _render_view(out: _Out, view: dict) -> None:
     rows = view["rows"]
     title = f"{view['title']} ({view['total']})"
     if not rows:
-        console.print(f"[bold]{title}[/]: [dim]{view.get('note') or 'none'}[/]")
-        console.print()
+        out.flow([f"{title}:", *(view.get("note") or "none").split()], indent=2)
+        out.blank()
         return
+    out.line(title, style="bold")
     columns = _columns(rows[0])
-    wide = any(name == "title" for name, _ in columns)
-    table = Table(
-        title=title,
-        title_justify="left",
-        title_style="bold",
-        box=None,
-        pad_edge=False,
-        show_edge=False,
-        width=WIDTH if wide else None,
-        padding=(0, 1),
-    )
-    for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=True, overflow="ellipsis", ratio=3 if name == "title" else None)
-    for row in rows:
-        table.add_row(*[_cell(row, name) for name, _ in columns])
-    console.print(table)
+    cells = [[_cell(row, name) for name, _ in columns] for row in rows]
+    for line_no, text in enumerate(_table(columns, cells, out.width)):
+        out.line(text, style="bold" if line_no == 0 else None)
+        if line_no and "reasons" in rows[line_no - 1]:
+            out.flow(_fields("; ".join(rows[line_no - 1]["reasons"])), indent=4, first=" " * 4, style="dim")
     if view.get("note"):
-        console.print(f"[dim]{view['note']}[/]")
-    console.print()
+        out.flow(view["note"].split(), indent=2, style="dim")
+    out.blank()
+
+
+def _table(columns: list[tuple[str, str]], cells: list[list[str]], width: int) -> list[str]:
+    """Header and rows, two spaces between columns; the title column takes the remaining width (its
+    cells cut at a word boundary); columns before it are dropped from the right until it has MIN_TITLE."""
+    names = [name for name, _ in columns]
+    widths = [max([_cells(name)] + [_cells(row[i]) for row in cells]) for i, name in enumerate(names)]
+    keep = list(range(len(names)))
+    flexible = names.index("title") if "title" in names else None
+
+    def fixed() -> int:
+        return sum(widths[i] + 2 for i in keep if i != flexible)
+
+    while len(keep) > 1:
+        room = width - fixed()
+        if room >= MIN_TITLE if flexible is not None else room + 2 >= 0:
+            break
+        keep.remove(next(i for i in reversed(keep) if i != flexible))
+    room = width - fixed()
+
+    def render(values: list[str]) -> str:
+        parts = []
+        for i in keep:
+            if i == flexible:
+                parts.append(cut(values[i], max(room, 1)))
+            elif columns[i][1] == "right":
+                parts.append(values[i].rjust(widths[i]))
+            else:
+                parts.append(values[i].ljust(widths[i]))
+        return "  ".join(parts).rstrip()
+
+    return [render(names)] + [render(row) for row in cells]
 
 
 _PREFERRED = (
@@ -119,16 +234,19 @@ _PREFERRED = (
     "verifications_received",
     "tag",
     "count",
-    "reasons",
     "title",
 )
 
 
 def _columns(row: dict) -> list[tuple[str, str]]:
     present = [k for k in _PREFERRED if k in row]
-    numeric = {k for k in present if isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool)}
-    return [(k, "right" if k in numeric else "left") for k in present][:8] + (
-        [("title", "left")] if "title" in row and "title" not in present[:8] else []
+    numeric = {
+        k
+        for k in present
+        if isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool) or k in QUALITY_FIELDS
+    }
+    return [(k, "right" if k in numeric else "left") for k in present if k != "title"][:8] + (
+        [("title", "left")] if "title" in row else []
     )
 
 
@@ -138,6 +256,8 @@ def _cell(row: dict, name: str) -> str:
         return "-"
     if name == "sha":
         return value[:10]
+    if name in QUALITY_FIELDS:
+        return _percent(value)
     if isinstance(value, float):
         return f"{value:.4g}" if name != "metric" else _metric(value)
     if isinstance(value, (list, tuple)):
@@ -145,28 +265,96 @@ def _cell(row: dict, name: str) -> str:
     return str(value)
 
 
-def _render_diversity(console, d: dict) -> None:
+def _render_diversity(out: _Out, d: dict) -> None:
     if not d["available"]:
-        console.print(f"[bold]Diversity[/]: [dim]{d['note']}[/]")
+        out.flow(["Diversity:", *d["note"].split()], indent=2)
         return
-    console.print(
-        f"[bold]Diversity[/] ({d['model']}, {d['window']} most recent, cosine >= {d['threshold']}): "
-        f"{d['count']} clusters, top share {_fmt(d['top_share'], '.0%')}, "
-        f"effective {_fmt(d['effective_count'], '.1f')}, evenness {_fmt(d['evenness'], '.2f')}"
+    out.flow(
+        [
+            "Diversity",
+            f"({d['model']},",
+            f"{d['window']} most recent,",
+            f"cosine >= {d['threshold']}):",
+            f"{d['count']} clusters,",
+            f"top share {_fmt(d['top_share'], '.0%')},",
+            f"effective {_fmt(d['effective_count'], '.1f')},",
+            f"evenness {_fmt(d['evenness'], '.2f')}",
+        ],
+        indent=2,
+        style="bold",
     )
+    if d["clusters"]:
+        out.flow(_fields("largest clusters: size, share of recent work, a central title"), indent=4, first="  ")
     for cluster in d["clusters"][:5]:
-        console.print(f"  {cluster['size']:>5} ({cluster['share']:.0%})  {cluster['label'][:80]}")
+        head = f"  {cluster['size']:>5}  {cluster['share']:>4.0%}  "
+        out.line(head + cut(cluster["label"], out.width - _cells(head)))
     if d.get("promising_small"):
-        console.print("  promising work in small clusters:")
+        out.line("  promising work in small clusters:")
         for row in d["promising_small"][:3]:
-            console.print(f"    {row['sha'][:10]} {_metric(row.get('metric')):>9}  {row['title'][:70]}")
+            head = f"    {row['sha'][:10]}  {_metric(row.get('metric')):>9}  "
+            out.line(head + cut(row["title"], out.width - _cells(head)))
 
 
-def _render_references(console, references: list[dict]) -> None:
-    console.print()
-    console.print(f"[bold]Cited from other projects[/] ({len(references)}; `git agora fetch --refs` brings them)")
+def _render_references(out: _Out, references: list[dict]) -> None:
+    out.blank()
+    out.flow(
+        ["Cited from other projects", f"({len(references)};", "`git agora fetch --refs`", "brings them)"], style="bold"
+    )
     for row in references:
-        console.print(f"  {row['sha'][:10]} {row['account'][:12]:<12} cites {row['url']}#{(row['target'] or '')[:12]}")
+        out.flow(
+            [
+                f"  {row['sha'][:10]}",
+                f"{row['account'][:12]:<12}",
+                "cites",
+                f"{row['url']}#{(row['target'] or '')[:12]}",
+            ],
+            indent=4,
+        )
+
+
+LEGEND = (
+    (
+        "quality",
+        "how a scored result ranks among all of them, in percent: 100% is the best, 0% the worst; work "
+        "without a metric of its own inherits that of its nearest scored first-parent ancestor.",
+    ),
+    (
+        "UCB, U",
+        "the score that orders suggestions (higher first): 100 x quality, plus C x "
+        "sqrt(log(N+1)/(follow-ons+1)) for work few have built on (N: all contributions), plus a bonus for work "
+        "with few near-duplicates.",
+    ),
+    ("C", "the weight of exploration in U; it grows with bunching."),
+    (
+        "bunching",
+        "the share of scored results within noise of the best (a few tolerances): near 1, progress has "
+        "stalled there and exploring pays more.",
+    ),
+    (
+        "cluster",
+        "contributions whose descriptions are near-duplicates (cosine at least 0.90); its size is how often "
+        "that direction was tried recently ('cluster 3 of size 1': tried once, still open).",
+    ),
+    (
+        "improvement share",
+        "in `git agora stats`: of the whole gain from the first scored result to the best, the part made "
+        "by the first k results.",
+    ),
+)
+
+
+def render_legend(out: _Out | None = None) -> None:
+    """What the terms of the report mean (under analyze on a terminal, or with --legend)."""
+    if out is None:
+        from rich.console import Console
+
+        out = _Out(Console(width=console_width(), highlight=False, soft_wrap=True))
+    out.blank()
+    out.line("Legend", style="bold")
+    for term, text in LEGEND:
+        if len(term) > 10:
+            out.line(f"  {term}", style="dim")
+        out.flow(text.split(), indent=13, first=f"  {term:<10}" if len(term) <= 10 else " " * 13, style="dim")
 
 
 def _fmt(value, spec: str) -> str:
@@ -202,9 +390,11 @@ def print_stats(data: dict) -> None:
         )
     )
     for key, what in (("improvement_share_strict", "improvements"), ("improvement_share", "scored results")):
-        shares = ", ".join(f"{k}: {s:.0%}" for k, s in data[key].items() if s is not None)
+        shares = ", ".join(f"k={k} {s:.0%}" for k, s in data[key].items() if s is not None)
         if shares:
-            click.echo(f"share of the total improvement made by the first k {what}: {shares}")
+            click.echo(
+                f"improvement share (of the gain from the first result to the best) of the first k {what}: {shares}"
+            )
     if data.get("best_sha"):
         click.echo(
             f"the best's ancestry: {data['best_ancestry_size']} commits by {data['best_ancestry_accounts']} "
@@ -239,7 +429,7 @@ def demo_progress(total: int) -> Iterator[Callable[[dict], None]]:
 
 def print_demo_summary(summary) -> None:
     click.echo()
-    render_analysis({**summary.analysis.to_dict(), "views": {}}, with_diversity=False)
+    render_analysis({**summary.analysis.to_dict(), "views": {}}, with_diversity=False, legend=sys.stdout.isatty())
     click.secho("Statistics", bold=True)
     print_stats(summary.stats.to_dict())
     if summary.lineage is not None:

@@ -10,20 +10,27 @@ from .common import emit_json, json_option, open_project
 
 @click.command("run")
 @click.option("--timeout", type=float, help="Seconds before the evaluation is stopped (default: the project's).")
+@click.option(
+    "--quick", is_flag=True, help="The setup's smaller evaluation ([eval] quick): not comparable, never published."
+)
 @json_option
 @click.pass_context
-def command(ctx, timeout, as_json):
+def command(ctx, timeout, quick, as_json):
     """Run the project's evaluation command on a clean export of the work tree (tracked and
-    untracked, non-ignored files: the tree `git agora push` would publish), not the directory itself."""
+    untracked, non-ignored files: the tree `git agora push` would publish), not the directory itself.
+    The command, the export folder and the timeout are printed first; the evaluator's stderr streams
+    to a terminal; Ctrl-C (or SIGTERM) stops the evaluator's whole process group."""
     from ..ops.evaluate import run
 
-    done = run(open_project(ctx, as_json=as_json), timeout)
+    done = run(open_project(ctx, as_json=as_json), timeout, quick=quick)
     if as_json:
         emit_json(done.to_dict())
     elif done.run.ok:
         for name, value in done.run.metrics.items():
             click.echo(f"{name} = {value:.6g}")
         click.echo(f"({done.run.duration_s:.1f} s, clean export of tree {done.tree[:12]})")
+        if quick:
+            click.echo("quick run ([eval] quick): not comparable to full runs, never publish it")
     if not done.run.ok:
         raise AgoraError(f"evaluation failed: {done.run.error}")
     return 0

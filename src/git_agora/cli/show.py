@@ -55,6 +55,8 @@ def command(ctx, sha, as_json):
         lines.append("evidence     none: this commit is rejected (see `git agora log --rejected`)")
     if shown.evaluator_note:
         lines.append(f"note         {shown.evaluator_note}")
+    if shown.comparability_warning:
+        lines.append(f"WARNING      {shown.comparability_warning}")
     if c.metadata:
         lines.append(f"metadata     {encode_metadata(c.metadata)}")
     click.echo("\n".join(lines + [""] + [f"    {line}" for line in c.description.splitlines()]))

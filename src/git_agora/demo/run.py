@@ -39,6 +39,7 @@ tolerance = 1e-06
 build = "python3 train.py --out {artifact}"  # the contribution's code: writes the model
 score = "python3 score.py {artifact}"  # the evaluator alone: scores the held-out text as written
 files = ["score.py", "corpus.py"]  # the evaluator files: fixed by this setup
+quick = "--quick"  # git agora run --quick: scores 2,000 of the 12,000 held-out characters
 timeout = 60
 
 [embeddings]
@@ -53,8 +54,10 @@ has two steps: `python3 train.py --out DIR` (your code) writes the model, then t
 `score.py` scores the held-out text as written; `score.py` and `corpus.py` are fixed by the setup, and a
 contribution that changes them is invalid. Deterministic, so every claim can be verified exactly.
 
-The loop: `git agora analyze`, pick a slot, `git agora checkout SHA`, change one knob, `git agora run`,
-`git agora push --check -m "change, parent score, prediction, measured" --tag result`.
+The loop: `git agora analyze`, pick a slot, `git agora checkout SHA`, change one knob, `git agora run
+--quick` while you iterate (2,000 of the 12,000 held-out characters: not comparable, never published),
+then `git agora push --check -m "change, parent score, prediction, measured" --tag result`, which
+evaluates a clean export in full and records the measured bpc (the order-2 baseline scores 3.048).
 Share insights and hypotheses with `git agora post`; verify others with `git agora verify SHA`.
 """
 

@@ -19,6 +19,7 @@ import git_agora as agora
 from .choices import propose, read_choices, write_choice
 
 SLOT_WEIGHTS = {"exploit": 0.5, "explore_known": 0.25, "explore_novel": 0.25}
+UNCHANGED = 1e-6  # the demo's tolerance: a smaller difference in bpc is no change
 
 
 class Worker:
@@ -78,7 +79,10 @@ class Worker:
         agora.publish_worktree(self.project(), description, tags, metrics={"bpc": measured}, meta=meta)
 
     def share_thought(self, change, parent_score, measured) -> None:
-        if parent_score is not None and self.rng.random() < 0.6:
+        """An insight on what the change did (never for an unchanged score: it did nothing to learn
+        from, and "hurt (3.0481 -> 3.0481)" would be false), otherwise a hypothesis."""
+        changed = parent_score is not None and abs(measured - parent_score) > UNCHANGED
+        if changed and self.rng.random() < 0.6:
             effect = "helped" if measured < parent_score else "hurt"
             agora.post(
                 self.project(),

@@ -11,7 +11,9 @@
   ``direction`` / ``tolerance`` (the project's primary metric), ``best`` (the best result,
   ``scored.best_node``: the latest noise-aware new best, as in ``stats``; sha, title, account,
   metric, timestamp, status, ties = other results within the tolerance of it; null without metric),
-  ``notes`` (why parts are empty or degraded).
+  ``notes`` (why parts are empty or degraded, and when the leaders are not comparable),
+  ``incomparable`` (the ``[eval] comparable_on`` fields on which the leaders' recorded evaluator
+  outputs disagree: ``{field, values: [{value, results}]}``; see ``comparable``).
 - ``slots``: ``exploration_c`` (C), ``bunching``, ``n_total`` (N), ``params`` (the UCB constants) and
   ``slots``: three of ``{name, purpose, note, suggestions}``, names exploit, explore_known,
   explore_novel; each suggestion ``{sha, title, account, metric, status, ucb, quality,
@@ -37,11 +39,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import comparable
 from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
 from .frame import Frame, build_frame
 from .ucb import Slots, UcbParams, plan_slots
-from .views import Best, View, ViewParams, best, compute_views
+from .views import Best, View, ViewParams, best, compute_views, ranked_by_metric
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,9 @@ class AnalyzeConfig:
     ``metric``: the primary metric's name (for display); ``direction``: min | max; ``tolerance``:
     the reproduction tolerance (absolute, in metric units); ``limit``: rows per view;
     ``views``: names to compute (None: all); ``weights``: tag weights for evidence (None: defaults);
-    ``embedding_model``: which model's vectors to use (None: the model with most cached rows).
+    ``embedding_model``: which model's vectors to use (None: the model with most cached rows);
+    ``comparable_on``: evaluator output fields that must agree for results to compare
+    (``[eval] comparable_on``).
     """
 
     metric: str | None = None
@@ -64,17 +69,21 @@ class AnalyzeConfig:
     view_params: ViewParams = field(default_factory=ViewParams)
     weights: Mapping[str, float] | None = None
     embedding_model: str | None = None
+    comparable_on: tuple[str, ...] = ()
 
     @classmethod
     def from_project(cls, project: Any, **overrides: Any) -> AnalyzeConfig:
-        """From a ``config.ProjectConfig``: metric, direction, tolerance, tag weights and ``[ucb]``."""
+        """From a ``config.ProjectConfig``: metric, direction, tolerance, tag weights, ``[ucb]`` and
+        ``[eval] comparable_on``."""
         sections = getattr(project, "sections", {}) or {}
+        evaluation = getattr(project, "evaluation", None)
         base = cls(
             metric=project.metric,
             direction=project.direction,
             tolerance=project.tolerance,
             weights=dict(project.tag_weights),
             ucb=UcbParams.from_mapping(sections.get("ucb")),
+            comparable_on=tuple(getattr(evaluation, "comparable_on", ()) or ()),
         )
         return replace(base, **overrides)
 
@@ -98,11 +107,13 @@ class Summary:
     tolerance: float
     best: Best | None
     notes: tuple[str, ...]
+    incomparable: tuple[comparable.Difference, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["best"] = None if self.best is None else self.best.to_dict()
         out["notes"] = list(self.notes)
+        out["incomparable"] = [d.to_dict() for d in self.incomparable]
         return out
 
 
@@ -183,6 +194,9 @@ def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity) -> Summary:
         )
     if not div.available and div.note:
         notes.append(div.note)
+    incomparable = _leaders_differ(frame, config)
+    if incomparable:
+        notes.append(str(comparable.warning(f"the top {config.limit} leaders", incomparable)))
     accounts = len(pc.unique(frame.table["account"])) if frame.n else 0
     return Summary(
         warning=None if div.warning is None else div.warning.message,
@@ -200,4 +214,16 @@ def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity) -> Summary:
         tolerance=config.tolerance,
         best=best(frame),
         notes=tuple(notes),
+        incomparable=incomparable,
+    )
+
+
+def _leaders_differ(frame: Frame, config: AnalyzeConfig) -> tuple[comparable.Difference, ...]:
+    """The ``comparable_on`` fields on which the leaders (the ``limit`` best scored results) disagree."""
+    if not config.comparable_on or not frame.has_metric:
+        return ()
+    leaders = ranked_by_metric(frame, np.flatnonzero(frame.scored))[: config.limit]
+    metadata = frame.table["metadata"].take(pa.array(leaders, pa.int64())).to_pylist()
+    return comparable.differences(
+        (comparable.measured_under(m, config.comparable_on) for m in metadata), config.comparable_on
     )

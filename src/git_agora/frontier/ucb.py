@@ -240,7 +240,7 @@ def _exploit(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
     note = None
     if len(pool) == 0:
         pool = np.flatnonzero(allowed & f.scored)
-        note = f"no result reaches quality {p.exploit_q:g}: showing the best available"
+        note = f"no result reaches quality {p.exploit_q:.0%}: showing the best available"
     return _fill(ctx, "exploit", purpose, pool, note)
 
 
@@ -292,7 +292,7 @@ def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
     size = int(ctx.size[node]) if cluster is not None else None
     duplicates = rho if rho >= 0 else None
     parts = [
-        f"quality p{round(100 * q)}"
+        f"quality {round(100 * q)}%"
         + {"own": "", "inherited": " (inherited from its first-parent line)", "none": " (no metric)"}[source],
         f"{int(f.follow_ons[node])} follow-on(s)",
     ]

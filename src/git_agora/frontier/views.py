@@ -211,7 +211,7 @@ def promising(frame: Frame, limit: int, params: ViewParams) -> Listing:
     nodes = nodes[np.lexsort((-frame.timestamp[nodes], frame.follow_ons[nodes], -frame.q[nodes]))]
     top = nodes[:limit]
     rows = frame.rows(top, quality=frame.q[top], descendants=frame.follow_ons[top], status=frame.status[top])
-    note = f"quality >= {params.promising_q:g} and at most {params.few_follow_ons} follow-on(s)"
+    note = f"quality >= {params.promising_q:.0%} and at most {params.few_follow_ons} follow-on(s)"
     return Listing(rows, len(nodes), note)
 
 

@@ -32,6 +32,14 @@ class Shown:
     parents: tuple[Reference, ...]
     cross_refs: tuple[Reference, ...] = field(default=())
     evaluator_note: str | None = None  # set when the claim was made under another evaluator identity
+    best: str | None = None  # the best result it was compared with ([eval] comparable_on), if any
+    incomparable: tuple[Any, ...] = ()  # `frontier.comparable.Difference`s between it and the best
+
+    @property
+    def comparability_warning(self) -> str | None:
+        from ..frontier.comparable import warning
+
+        return warning(f"this result and the best ({(self.best or '')[:12]})", self.incomparable)
 
     def to_dict(self) -> dict:
         c = self.contribution
@@ -52,6 +60,8 @@ class Shown:
             "cross_ref_titles": [r.to_dict() for r in self.cross_refs],
             "evidence": self.evidence,
             "evaluator_note": self.evaluator_note,
+            "compared_with_best": self.best,
+            "incomparable": [d.to_dict() for d in self.incomparable],
         }
 
 
@@ -64,12 +74,14 @@ def show(project: Project, rev: str) -> Shown:
     from .indexing import load
 
     c = project.contribution(rev)
-    table = evidence(load(project).contributions, project.config.tag_weights)
+    contributions = load(project).contributions
+    table = evidence(contributions, project.config.tag_weights)
     rows = table.filter(pc.equal(table["sha"], c.sha)).to_pylist()
     score = {k: v for k, v in rows[0].items() if k != "sha"} if rows else None
     parents = tuple(_reference(project, sha) for sha in c.parents)
     cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
-    return Shown(c, score, parents, cited, _evaluator_note(project, c))
+    best, incomparable = _against_best(project, c, contributions, table) if score else (None, ())
+    return Shown(c, score, parents, cited, _evaluator_note(project, c), best, incomparable)
 
 
 def _evaluator_note(project: Project, c: Contribution) -> str | None:
@@ -84,6 +96,29 @@ def _evaluator_note(project: Project, c: Contribution) -> str | None:
     if claimed == now:
         return None
     return f"claimed under evaluator {claimed[:12]}, the project's evaluator is now {now[:12]}: verify before comparing"
+
+
+def _against_best(project: Project, c: Contribution, contributions, evidence_table) -> tuple[str | None, tuple]:
+    """The best result and the `[eval] comparable_on` fields on which `c` was measured differently
+    from it (both read from the recorded evaluator outputs); (None, ()) when there is nothing to compare."""
+    import pyarrow.compute as pc
+
+    from ..frontier.comparable import differences, measured_under
+    from ..frontier.frame import build_frame
+    from ..frontier.views import best
+
+    config = project.config
+    fields = config.evaluation.comparable_on
+    if not fields or not c.metrics:
+        return None, ()
+    frame = build_frame(
+        contributions, evidence_table, direction=config.direction, tolerance=config.tolerance, weights=None
+    )
+    top = best(frame)
+    if top is None or top.sha == c.sha:
+        return None, ()
+    theirs = frame.table.filter(pc.equal(frame.table["sha"], top.sha))["metadata"].to_pylist()[0]
+    return top.sha, differences([measured_under(c.metadata, fields), measured_under(theirs, fields)], fields)
 
 
 def _reference(project: Project, sha: str, url: str | None = None) -> Reference:
