@@ -180,3 +180,13 @@ def test_ten_thousand_fetched_in_steps(tmp_path):
     assert (
         len(json.loads(run(path, env, "git", "agora", "log", "--limit", "20000", "--json"))) == 10_000 + 1 + 8 + 15 + 22
     )
+
+
+def test_paper_scale_stats_and_analyze_agree_on_scored_results_and_the_best(paper):
+    import json
+
+    path, env, _ = paper
+    summary = json.loads(run(path, env, "git", "agora", "analyze", "--json", "--model", "hashing"))["summary"]
+    stats = json.loads(run(path, env, "git", "agora", "stats", "--json"))
+    assert stats["scored_results"] == summary["results"] > 1000
+    assert stats["best_sha"] == summary["best"]["sha"] and stats["best_value"] == summary["best"]["metric"]
