@@ -84,3 +84,19 @@ def worktree_tree(clone: Path) -> str:
     """The tree of the work tree as it is now (tracked and untracked files), without committing."""
     git(clone, "add", "--all")
     return git(clone, "write-tree").strip()
+
+
+def demo_task_clone(parent: Path, remote: Path, name: str = "a", account: str = "alice") -> Path:
+    """A clone that founded a project on the demo's task: `train.py` builds, the fixed `score.py` scores."""
+    import shutil
+    from importlib.resources import files
+
+    from git_agora.demo.run import AGORA_TOML, TASK_FILES
+
+    clone = make_clone(parent, name, str(remote), account)
+    for task_file in TASK_FILES:
+        shutil.copyfile(files("git_agora") / "demo" / "task" / task_file, clone / task_file)
+    (clone / ".gitignore").write_text("__pycache__/\n")
+    (clone / "agora.toml").write_text(AGORA_TOML)
+    agora(clone, "init")
+    return clone

@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agora_testing import agora, forge, git, make_clone, publish_forged_log, worktree_tree
+from agora_testing import agora, demo_task_clone, forge, git, make_clone, publish_forged_log, worktree_tree
 from git_agora.contribution import Contribution
-from git_agora.demo.run import AGORA_TOML, TASK_FILES
 
 TASK = files("git_agora") / "demo" / "task"
 FAKE_SCORE = 'import json; print(json.dumps({"bpc": 0.001}))\n'
@@ -39,12 +38,7 @@ def rejected_reasons(clone: Path) -> dict[str, list[str]]:
 
 @pytest.fixture
 def demo_project(tmp_path, remote):
-    a = make_clone(tmp_path, "a", str(remote), "alice")
-    for name in TASK_FILES:
-        shutil.copyfile(TASK / name, a / name)
-    (a / ".gitignore").write_text("__pycache__/\n")
-    (a / "agora.toml").write_text(AGORA_TOML)
-    agora(a, "init")
+    a = demo_task_clone(tmp_path, remote)
     baseline = agora(a, "push", "--check", "--rerun", "-m", "baseline", "--tag", "result", "--json").json()
     return a, baseline["sha"]
 

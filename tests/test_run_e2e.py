@@ -4,7 +4,6 @@ the evaluator's stderr on a terminal, stopping it (SIGTERM from `timeout`, SIGIN
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,8 +15,7 @@ import pexpect
 import psutil
 import pytest
 
-from agora_testing import agora, make_clone
-from git_agora.demo.run import AGORA_TOML, TASK_FILES
+from agora_testing import agora, demo_task_clone, make_clone
 
 TASK = files("git_agora") / "demo" / "task"
 
@@ -124,12 +122,7 @@ def test_json_output_never_carries_the_evaluators_stderr(slow_project, tmp_path,
 
 @pytest.fixture
 def task_clone(tmp_path, remote):
-    a = make_clone(tmp_path, "a", str(remote), "alice")
-    for name in TASK_FILES:
-        shutil.copyfile(TASK / name, a / name)
-    (a / ".gitignore").write_text("__pycache__/\n")
-    (a / "agora.toml").write_text(AGORA_TOML)
-    agora(a, "init")
+    a = demo_task_clone(tmp_path, remote)
     return a
 
 

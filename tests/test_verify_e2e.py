@@ -5,8 +5,7 @@ from importlib.resources import files
 
 import pytest
 
-from agora_testing import agora, git, make_clone
-from git_agora.demo.run import AGORA_TOML, TASK_FILES
+from agora_testing import agora, demo_task_clone, git, make_clone
 
 TASK = files("git_agora") / "demo" / "task"
 
@@ -14,12 +13,7 @@ TASK = files("git_agora") / "demo" / "task"
 @pytest.fixture
 def task_project(tmp_path, remote):
     """The demo's task (build: train.py writes the model; score: the fixed score.py reads it)."""
-    a = make_clone(tmp_path, "a", str(remote), "alice")
-    for name in TASK_FILES:
-        shutil.copyfile(TASK / name, a / name)
-    (a / ".gitignore").write_text("__pycache__/\n")
-    (a / "agora.toml").write_text(AGORA_TOML)
-    agora(a, "init")
+    a = demo_task_clone(tmp_path, remote)
     b = make_clone(tmp_path, "b", str(remote), "bob")
     agora(b, "fetch")
     return a, b

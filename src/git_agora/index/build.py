@@ -7,7 +7,7 @@ index updated after many fetches equals one rebuilt from scratch, byte for byte.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -236,39 +236,31 @@ def finalize(
 
 def _recheck_pending(table: pa.Table, now: int) -> pa.Table:
     """Drop the pending reason of rows whose committer time the clock has reached (time_problems)."""
-    import numpy as np
-
-    reasons = table.column("reasons").combine_chunks()
-    flat = pc.starts_with(pc.list_flatten(reasons), PENDING_FUTURE).to_numpy(zero_copy_only=False)
-    rows = np.unique(pc.list_parent_indices(reasons).to_numpy()[flat])
     timestamps = table.column("timestamp").to_numpy()
-    due = [int(i) for i in rows if timestamps[i] <= now + LIMITS.future_slack_s]
-    if not due:
-        return table
-    values = reasons.to_pylist()
-    for i in due:
-        values[i] = [r for r in values[i] if not r.startswith(PENDING_FUTURE)]
-    array = pa.array(values, pa.list_(pa.string()))
-    table = table.set_column(table.schema.get_field_index("reasons"), "reasons", array)
-    return table.set_column(table.schema.get_field_index("valid"), "valid", pc.equal(pc.list_value_length(array), 0))
+    return _drop_reason(table, PENDING_FUTURE, lambda i: timestamps[i] <= now + LIMITS.future_slack_s)
 
 
 def clear_listed(table: pa.Table, listed: Mapping[str, set[str]]) -> pa.Table:
     """Rows that were not listed in their account's log and now are: drop that reason."""
-    import numpy as np
-
     if not listed:
         return table
-    reasons = table.column("reasons").combine_chunks()
-    flat = pc.starts_with(pc.list_flatten(reasons), NOT_LISTED).to_numpy(zero_copy_only=False)
-    rows = np.unique(pc.list_parent_indices(reasons).to_numpy()[flat])
     shas, accounts = table.column("sha"), table.column("account")
-    due = [int(i) for i in rows if accounts[int(i)].as_py() in listed.get(shas[int(i)].as_py(), ())]
-    if not due:
+    return _drop_reason(table, NOT_LISTED, lambda i: accounts[i].as_py() in listed.get(shas[i].as_py(), ()))
+
+
+def _drop_reason(table: pa.Table, prefix: str, due: Callable[[int], bool]) -> pa.Table:
+    """Remove the reasons starting with `prefix` from the rows where `due(row)`; revalidate those rows.
+    Vectorised search: only the rows holding such a reason are visited."""
+    import numpy as np
+
+    reasons = table.column("reasons").combine_chunks()
+    flat = pc.starts_with(pc.list_flatten(reasons), prefix).to_numpy(zero_copy_only=False)
+    rows = [int(i) for i in np.unique(pc.list_parent_indices(reasons).to_numpy()[flat]) if due(int(i))]
+    if not rows:
         return table
     values = reasons.to_pylist()
-    for i in due:
-        values[i] = [r for r in values[i] if not r.startswith(NOT_LISTED)]
+    for i in rows:
+        values[i] = [r for r in values[i] if not r.startswith(prefix)]
     array = pa.array(values, pa.list_(pa.string()))
     table = table.set_column(table.schema.get_field_index("reasons"), "reasons", array)
     return table.set_column(table.schema.get_field_index("valid"), "valid", pc.equal(pc.list_value_length(array), 0))

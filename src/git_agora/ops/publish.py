@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..contribution import Contribution, ContributionError, Verdict, check, parse_cross_ref
@@ -106,16 +106,7 @@ def publish_worktree(
             metadata["rerun"] = True
         if check_claim:
             measured, metadata["check"] = _checked_claim(project, policy, snap.tree, measured)
-        contribution = Contribution(
-            account=project.account,
-            tags=tags,
-            description=description,
-            parents=parent_shas,
-            metrics=measured,
-            metadata=metadata,
-            cross_refs=_cross_refs(cross_refs),
-        )
-        published = publish(project, contribution, snap.tree)
+        published = publish(project, replace(draft, metrics=measured, metadata=metadata), snap.tree)
         advance_head(project.repo, base, published.sha, snap)
     project.set_base(published.sha)
     return published
