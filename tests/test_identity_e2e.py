@@ -36,3 +36,41 @@ def test_a_parent_seen_before_its_log_becomes_valid_when_the_log_arrives(tmp_pat
     agora(c, "fetch")
     assert alice_result["sha"] not in {row["sha"] for row in agora(c, "log", "--rejected", "--json").json()}
     agora(c, "index", "--check")
+
+
+def test_a_deleted_or_rewritten_log_is_reported_until_acknowledged_and_sync_restores_ones_own(
+    tmp_path, remote, project
+):
+    (project / "model.py").write_text("order = 4\n")
+    lost = agora(project, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=2.5", "--json").json()
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    agora(b, "fetch")
+    git(remote, "update-ref", "-d", "refs/agora/log/alice")  # an attacker with push access deletes it
+    fetched = agora(b, "fetch")
+    assert "was deleted" in fetched.stderr
+    status = agora(b, "status", "--json").json()
+    [report] = status["tamper"]
+    assert report["kind"] == "deleted" and report["account"] == "alice"
+    assert lost["sha"] in {row["sha"] for row in agora(b, "log", "--json").json()}  # nothing once fetched is lost
+    notes = agora(b, "analyze", "--json", "--model", "hashing").json()["summary"]["notes"]
+    assert any("tampering" in note and "alice" in note for note in notes)
+    assert "tampering" in agora(b, "log", "--rejected").stdout
+    agora(b, "fetch")
+    assert len(agora(b, "status", "--json").json()["tamper"]) == 1  # still listed
+    agora(b, "status", "--ack", report["id"])
+    assert agora(b, "status", "--json").json()["tamper"] == []
+    assert not any(
+        "tampering" in n for n in agora(b, "analyze", "--json", "--model", "hashing").json()["summary"]["notes"]
+    )
+    r = agora(b, "status", "--ack", "nope", check=False)
+    assert r.returncode == 1 and "no tamper report nope" in r.stderr
+
+    synced = agora(project, "sync")
+    assert "publishing ours again" in synced.stderr
+    assert (
+        git(remote, "rev-parse", "refs/agora/log/alice").strip()
+        == git(project, "rev-parse", "refs/agora/log/alice").strip()
+    )
+    c = make_clone(tmp_path, "c", str(remote), "carol")
+    agora(c, "fetch")
+    assert lost["sha"] in {row["sha"] for row in agora(c, "log", "--json").json()}

@@ -19,6 +19,7 @@ COMMANDS = {
     "show": "show",
     "log": "log",
     "whoami": "whoami",
+    "status": "status",
     "index": "index",
     "lineage": "lineage",
     "stats": "stats",

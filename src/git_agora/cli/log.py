@@ -22,6 +22,11 @@ def command(ctx, accounts, tags, limit, rejected, as_json):
     if as_json:
         emit_json([e.to_dict() for e in entries])
         return 0
+    if rejected:
+        from ..ops.status import tampering
+
+        for report in tampering(open_project(ctx)):
+            click.secho(f"tampering  {report.describe()}", fg="red")
     if not entries:
         click.echo("no rejected commits" if rejected else "no contributions match")
     for e in entries:

@@ -26,7 +26,21 @@ def analyze(project: Project, views: Iterable[str] = (), limit: int = 10, model:
         )
     except ValueError as exc:
         raise AgoraError(f"agora.toml {exc}") from None
-    return compute(index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs)
+    result = compute(index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs)
+    return _with_tamper_notes(project, result)
+
+
+def _with_tamper_notes(project: Project, result):
+    """Unacknowledged tamper reports lead the summary notes (`git agora status --ack ID` ends them)."""
+    from dataclasses import replace
+
+    from ..trust import tamper_reports
+
+    reports = tamper_reports(project.repo)
+    if not reports:
+        return result
+    notes = tuple(f"tampering: {r.describe()} (git agora status --ack {r.id})" for r in reports)
+    return replace(result, summary=replace(result.summary, notes=notes + result.summary.notes))
 
 
 def search(project: Project, query: str, limit: int = 10, model: str | None = None):

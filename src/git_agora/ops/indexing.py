@@ -8,6 +8,7 @@ from pathlib import Path
 from ..project import Project
 from ..refs.names import ROOT
 from ..refs.quarantine import quarantine_rewritten_logs
+from ..trust import record_tampering
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,9 @@ def refresh(project: Project, rebuild: bool = False):
     from ..index.store import update_index as update
 
     state = read_state(index_dir(project.repo)) or {}
-    for rewritten in quarantine_rewritten_logs(
-        project.repo, state.get("tips", {}), project.repo.git.for_each_ref(ROOT)
-    ):
+    kept = quarantine_rewritten_logs(project.repo, state.get("tips", {}), project.repo.git.for_each_ref(ROOT))
+    record_tampering(project.repo, kept)
+    for rewritten in kept:
         project.feedback.notice(rewritten.describe())
     report = update(project.repo, _rules(project), rebuild=rebuild)
     for warning in report.warnings:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import AgoraError
 from ..project import SETUP_CONFIG_KEY, Project
+from ..trust import TamperReport, tamper_reports
 
 
 @dataclass(frozen=True)
@@ -25,3 +27,33 @@ def whoami(project: Project) -> Identity:
     setup = project.find_setup() if project.repo.git.config_get(SETUP_CONFIG_KEY) is None else project.setup
     queued = len(queued_entries(project.repo, project.account, project.remote))
     return Identity(project.account, project.remote, setup, project.base if setup else None, queued)
+
+
+@dataclass(frozen=True)
+class Status:
+    """Who and where, plus what this clone has seen go wrong on the remote and not yet acknowledged."""
+
+    identity: Identity
+    tamper: tuple[TamperReport, ...]
+
+    def to_dict(self) -> dict:
+        return {**self.identity.to_dict(), "tamper": [r.to_dict() for r in self.tamper]}
+
+
+def status(project: Project) -> Status:
+    return Status(whoami(project), tuple(tampering(project)))
+
+
+def tampering(project: Project) -> list[TamperReport]:
+    """The remote logs seen rewritten or deleted here and not yet acknowledged."""
+    return tamper_reports(project.repo)
+
+
+def acknowledge(project: Project, ids: list[str]) -> list[TamperReport]:
+    """Acknowledge tamper reports by id (`all`: every one); they stop being listed."""
+    from ..trust import acknowledge as mark
+
+    try:
+        return mark(project.repo, ids)
+    except KeyError as exc:
+        raise AgoraError(f"no tamper report {exc.args[0]}: see `git agora status`") from None

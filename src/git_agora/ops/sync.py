@@ -10,6 +10,7 @@ from ..project import Project
 from ..refs.quarantine import RewrittenLog
 from ..refs.sync import FetchResult, PushResult, RemoteError
 from ..refs.xref import CrossRefFetch
+from ..trust import record_tampering
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ def fetch(project: Project, cross_refs: bool = False) -> Fetched:
         result: FetchResult = fetch_logs(project.repo, project.remote)
     except RemoteError as exc:
         raise AgoraError(str(exc)) from None
+    record_tampering(project.repo, list(result.rewritten))
     for rewritten in result.rewritten:
         project.feedback.notice(rewritten.describe())
     for note in result.notes:
@@ -74,7 +76,15 @@ def sync(project: Project) -> Synced:
     from ..refs.sync import push_log
 
     pushed = push_log(project.repo, project.account, project.remote)
-    return Synced(pushed, None if pushed.outcome.queued else fetch(project))
+    if pushed.outcome.queued:
+        return Synced(pushed, None)
+    fetched = fetch(project)
+    if any(r.account == project.account for r in fetched.rewritten):  # the remote lost our log: restore it
+        project.feedback.notice(
+            f"the remote's log of {project.account} was rewritten or deleted: publishing ours again"
+        )
+        pushed = push_log(project.repo, project.account, project.remote)
+    return Synced(pushed, fetched)
 
 
 def _has_setup(project: Project) -> bool:

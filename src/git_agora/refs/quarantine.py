@@ -30,13 +30,14 @@ class RewrittenLog:
 def quarantine_rewritten_logs(
     repo: Repository, old_tips: Mapping[str, str], new_tips: Mapping[str, str]
 ) -> list[RewrittenLog]:
-    """Keep the old tip of every remote-tracking log that no longer contains it; newly kept ones only."""
+    """Keep the old tip of every remote-tracking log that no longer contains it (rewritten) or is gone
+    (deleted on the remote); returns the newly kept ones only."""
     kept = []
     for ref, old_tip in old_tips.items():
         new_tip = new_tips.get(ref)
-        if not ref.startswith(REMOTES_PREFIX) or "/log/" not in ref or new_tip in (None, old_tip):
+        if not ref.startswith(REMOTES_PREFIX) or "/log/" not in ref or new_tip == old_tip:
             continue
-        if repo.commit_info(old_tip) is None or repo.git.is_ancestor(old_tip, new_tip):
+        if repo.commit_info(old_tip) is None or (new_tip is not None and repo.git.is_ancestor(old_tip, new_tip)):
             continue
         remote, _, account = ref[len(REMOTES_PREFIX) :].partition("/log/")
         quarantine = LogRef(account).quarantine(remote, old_tip)

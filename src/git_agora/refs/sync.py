@@ -139,6 +139,7 @@ def fetch(repo: Repository, remote: str) -> FetchResult:
         "fetch",
         "--no-tags",
         "--no-write-fetch-head",
+        "--prune",  # a log deleted on the remote disappears here too, and is quarantined below
         remote,
         fetch_refspec(remote),
         timeout=NETWORK_TIMEOUT_S,

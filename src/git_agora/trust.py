@@ -1,0 +1,109 @@
+"""Local trust state, `.git/agora/trust.json`: what this clone has seen and decided, kept outside the
+rebuildable index (`index --rebuild` keeps it, `index --check` does not compare it).
+
+Holds the tamper reports: remote logs that were rewritten or deleted (and where their old tips are
+kept). A report stays listed by `git agora status`, `analyze` and `log --rejected` until acknowledged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .refs.quarantine import RewrittenLog
+from .refs.store import Repository
+
+TRUST_FILE = "trust.json"
+
+
+@dataclass(frozen=True)
+class TamperReport:
+    id: str  # the quarantine ref's last part: the old tip, short
+    kind: str  # rewritten | deleted
+    remote: str
+    account: str
+    old_tip: str
+    new_tip: str | None
+    quarantine_ref: str
+    seen: int
+    acknowledged: bool = False
+
+    def describe(self) -> str:
+        return (
+            f"[{self.id}] the log of {self.account} on {self.remote} was {self.kind}; its old tip is kept as "
+            f"{self.quarantine_ref}"
+        )
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _path(repo: Repository) -> Path:
+    return repo.agora_dir / TRUST_FILE
+
+
+def _load(repo: Repository) -> dict:
+    try:
+        data = json.loads(_path(repo).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {"tamper": []}
+    return data if isinstance(data, dict) else {"tamper": []}
+
+
+def _save(repo: Repository, data: dict) -> None:
+    path = _path(repo)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{TRUST_FILE}.{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def record_tampering(repo: Repository, events: list[RewrittenLog]) -> None:
+    if not events:
+        return
+    data = _load(repo)
+    known = {report["quarantine_ref"] for report in data["tamper"]}
+    for event in events:
+        if event.quarantine_ref in known:
+            continue
+        kind = "deleted" if event.new_tip is None else "rewritten"
+        data["tamper"].append(
+            asdict(
+                TamperReport(
+                    event.old_tip[:12],
+                    kind,
+                    event.remote,
+                    event.account,
+                    event.old_tip,
+                    event.new_tip,
+                    event.quarantine_ref,
+                    int(time.time()),
+                )
+            )
+        )
+    _save(repo, data)
+
+
+def tamper_reports(repo: Repository, include_acknowledged: bool = False) -> list[TamperReport]:
+    reports = [TamperReport(**report) for report in _load(repo).get("tamper", [])]
+    return [r for r in reports if include_acknowledged or not r.acknowledged]
+
+
+def acknowledge(repo: Repository, ids: list[str]) -> list[TamperReport]:
+    """Mark reports acknowledged (`all` for every one); returns those it marked; unknown ids are an error."""
+    data = _load(repo)
+    reports = data.get("tamper", [])
+    wanted = {r["id"] for r in reports} if ids == ["all"] else set(ids)
+    unknown = wanted - {r["id"] for r in reports}
+    if unknown:
+        raise KeyError(", ".join(sorted(unknown)))
+    marked = []
+    for report in reports:
+        if report["id"] in wanted and not report["acknowledged"]:
+            report["acknowledged"] = True
+            marked.append(TamperReport(**report))
+    _save(repo, data)
+    return marked
