@@ -20,6 +20,7 @@ COMMANDS = {
     "log": "log",
     "whoami": "whoami",
     "status": "status",
+    "hook": "hook",
     "index": "index",
     "lineage": "lineage",
     "stats": "stats",
