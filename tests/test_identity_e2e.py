@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 from agora_testing import agora, forge, git, make_clone, publish_forged_log
 from git_agora.contribution import Contribution
+from git_agora.identity.chain import identity_message
+from git_agora.identity.keys import SigningKey
+from git_agora.refs.store import Repository
 
 
 def test_a_contribution_in_another_accounts_log_is_invalid(tmp_path, remote, project):
@@ -74,3 +81,83 @@ def test_a_deleted_or_rewritten_log_is_reported_until_acknowledged_and_sync_rest
     c = make_clone(tmp_path, "c", str(remote), "carol")
     agora(c, "fetch")
     assert lost["sha"] in {row["sha"] for row in agora(c, "log", "--json").json()}
+
+
+def other_machine(tmp_path, name):
+    """The environment of another person's machine: their own home, so their own keys."""
+    home = tmp_path / f"home-{name}"
+    home.mkdir()
+    (home / ".gitconfig").write_text(Path(os.environ["GIT_CONFIG_GLOBAL"]).read_text())
+    return {**os.environ, "HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig")}
+
+
+def test_every_commit_is_signed_and_git_verify_commit_agrees(tmp_path, remote, project):
+    (project / "model.py").write_text("order = 4\n")
+    agora(project, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=2.5")
+    key = Path(os.environ["HOME"]) / ".config" / "git-agora" / "keys" / "alice_ed25519.pub"
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f'alice@agora namespaces="git" {key.read_text()}')
+    shas = git(project, "rev-list", "refs/agora/log/alice", "refs/agora/identity/alice").split()
+    assert len(shas) >= 5
+    for sha in shas:
+        subprocess.run(
+            ["git", "-c", "gpg.format=ssh", "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", sha],
+            cwd=project,
+            check=True,
+            capture_output=True,
+        )
+
+
+def test_another_machine_cannot_publish_as_alice(tmp_path, remote, project):
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    bob_machine = other_machine(tmp_path, "bob")
+    agora(b, "fetch", env=bob_machine)
+    r = agora(b, "--account", "alice", "post", "-m", "as alice", "--tag", "insight", check=False, env=bob_machine)
+    assert r.returncode == 1 and "the identity of alice here announces another key" in r.stderr
+
+    # with plain git: a commit signed by bob's own "alice" key, appended to alice's log as a fast-forward
+    setup = agora(b, "whoami", "--json", env=bob_machine).json()["setup"]
+    key = Path(bob_machine["HOME"]) / "fake_alice"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    repo = Repository.discover(b)
+    repo.signer = SigningKey(key, (key.with_suffix(".pub")).read_text().strip()).sign
+    posing = Contribution(
+        account="alice", tags=("result",), description="alice, best ever", parents=(setup,), metrics={"bpc": 0.001}
+    )
+    forged = repo.write_contribution(posing, git(b, "rev-parse", f"{setup}^{{tree}}").strip())
+    git(b, "update-ref", "refs/agora/log/alice", git(b, "rev-parse", "refs/agora/remotes/origin/log/alice").strip())
+    repo.append_to_log("alice", [forged])
+    git(b, "push", "-q", "origin", "refs/agora/log/alice")
+    c = make_clone(tmp_path, "c", str(remote), "carol")
+    agora(c, "fetch", env=other_machine(tmp_path, "carol"))
+    reasons = {row["sha"]: row["reasons"] for row in agora(c, "log", "--rejected", "--json").json()}
+    assert "the signature does not verify with the key of its account" in reasons[forged]
+    assert agora(c, "analyze", "--json", "--model", "hashing").json()["summary"]["best"] is None
+
+
+def test_a_rewritten_identity_does_not_move_the_pinned_key(tmp_path, remote, project):
+    (project / "model.py").write_text("order = 4\n")
+    honest = agora(project, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=2.5", "--json").json()
+    c = make_clone(tmp_path, "c", str(remote), "carol")
+    carol = other_machine(tmp_path, "carol")
+    agora(c, "fetch", env=carol)  # carol pins alice's key now
+    m = make_clone(tmp_path, "m", str(remote), "mallory")
+    mallory = other_machine(tmp_path, "mallory")
+    agora(m, "fetch", env=mallory)
+    key = Path(mallory["HOME"]) / "fake_alice"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    repo = Repository.discover(m)
+    signer = SigningKey(key, key.with_suffix(".pub").read_text().strip())
+    repo.signer = signer.sign
+    identity = repo.write_commit(repo.empty_tree, [], identity_message("alice", signer.public), "alice")
+    git(m, "push", "-q", "--force", "origin", f"{identity}:refs/agora/identity/alice")
+    posing = Contribution(account="alice", tags=("insight",), description="alice says so", parents=(honest["sha"],))
+    forged = repo.write_contribution(posing, git(m, "rev-parse", f"{honest['sha']}^{{tree}}").strip())
+    git(m, "update-ref", "refs/agora/log/alice", git(m, "rev-parse", "refs/agora/remotes/origin/log/alice").strip())
+    repo.append_to_log("alice", [forged])
+    git(m, "push", "-q", "origin", "refs/agora/log/alice")
+    agora(c, "fetch", env=carol)
+    reasons = {row["sha"]: row["reasons"] for row in agora(c, "log", "--rejected", "--json", env=carol).json()}
+    assert "the signature does not verify with the key of its account" in reasons[forged]
+    assert honest["sha"] not in reasons  # alice's own work still counts
+    agora(c, "index", "--check", env=carol)

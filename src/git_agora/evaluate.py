@@ -127,18 +127,22 @@ def run_command(
     `git agora run` leaves no evaluator behind.
     """
     start = time.monotonic()
-    proc = subprocess.Popen(
-        sandbox_argv(command, sandbox) if sandbox is not None else ["bash", "-c", command],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-        start_new_session=True,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
-    )
-    stdout, stderr = _pump(proc.stdout), _pump(proc.stderr, feedback.output if feedback else None)
-    with _forwarding_signals(proc):
+    argv = sandbox_argv(command, sandbox) if sandbox is not None else ["bash", "-c", command]
+    with contextlib.ExitStack() as forwarding:
+        with _signals_held():  # a stop that arrives while the step starts is handled once it is known
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+                env={**os.environ, "PYTHONHASHSEED": "0"},
+                preexec_fn=_release_signals,
+            )
+            forwarding.enter_context(_forwarding_signals(proc))
+        stdout, stderr = _pump(proc.stdout), _pump(proc.stderr, feedback.output if feedback else None)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -185,6 +189,27 @@ class _Pump(threading.Thread):
 
 def _pump(stream, on_line=None) -> _Pump:
     return _Pump(stream, on_line)
+
+
+_STOPS = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM (main thread only): they are delivered when the block ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+
+
+def _release_signals() -> None:
+    """In the step's process, before exec: it must receive the stops it is sent."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
 
 
 @contextmanager

@@ -109,6 +109,25 @@ class Project:
         except ConfigError as exc:
             raise AgoraError(f"the setup {self.setup[:12]}: {exc}") from None
 
+    @cached_property
+    def signing_key(self):
+        """The account's SSH key (`identity.keys.signing_key`): configured, or made on first use."""
+        from .identity.keys import signing_key
+
+        return signing_key(self.repo, self.account, self.feedback.notice)
+
+    def enable_signing(self) -> None:
+        """Sign every commit written from now on, and make sure the account's identity ref exists."""
+        from .identity.chain import ensure_identity
+
+        if self.repo.signer is None:
+            self.repo.signer = self.signing_key.sign
+            ensure_identity(self.repo, self.account, self.signing_key)
+
+    @property
+    def signatures_required(self) -> bool:
+        return self.config.sections.get("identity", {}).get("signatures") == "required"
+
     def policy(self, sha: str):
         """The policy in force for contribution `sha` (`policy.Policy`): the setup's agora.toml and
         evaluator files, or those of the nearest amendment on its first-parent line."""

@@ -107,3 +107,31 @@ def acknowledge(repo: Repository, ids: list[str]) -> list[TamperReport]:
             marked.append(TamperReport(**report))
     _save(repo, data)
     return marked
+
+
+def trusted_keys(repo: Repository, account: str) -> tuple[str, ...]:
+    """The keys this clone trusts for `account`: the valid chain of its identity whose first key is the
+    one pinned here (trust on first use: the first identity seen is pinned now)."""
+    from .identity.chain import chain_keys, identity_refs
+
+    data = _load(repo)
+    cache = data.setdefault("chains", {})  # identity tip -> the keys of its valid prefix (commits never change)
+    tips = [tip for tip in map(repo.ref, identity_refs(repo, account)) if tip]
+    for tip in tips:
+        if tip not in cache:
+            cache[tip] = chain_keys(repo, tip)
+    chains = [cache[tip] for tip in tips if cache[tip]]
+    pinned = data.setdefault("keys", {}).get(account)
+    if not chains:
+        _save(repo, data)
+        return (pinned,) if pinned else ()
+    if pinned is None:
+        pinned = chains[0][0]
+        data["keys"][account] = pinned
+    _save(repo, data)
+    matching = [keys for keys in chains if _same_key(keys[0], pinned)]
+    return tuple(max(matching, key=len)) if matching else (pinned,)
+
+
+def _same_key(a: str, b: str) -> bool:
+    return a.split()[:2] == b.split()[:2]

@@ -215,10 +215,10 @@ def finalize(
     after, root_found = {}, False
     for i, reasons in before.items():
         current = [r for r in reasons if r != SECOND_SETUP]
-        is_root = not root_found and not current and (root is None or shas[i].as_py() == root)
+        is_root = shas[i].as_py() == root if root else not root_found and not current
         if is_root:
             root_found = True
-        elif not current:
+        else:
             current.append(SECOND_SETUP)
         after[i] = current
     if after != before:  # rare: a second setup appeared, or an earlier one arrived
@@ -248,19 +248,29 @@ def clear_listed(table: pa.Table, listed: Mapping[str, set[str]]) -> pa.Table:
     return _drop_reason(table, NOT_LISTED, lambda i: accounts[i].as_py() in listed.get(shas[i].as_py(), ()))
 
 
-def _drop_reason(table: pa.Table, prefix: str, due: Callable[[int], bool]) -> pa.Table:
-    """Remove the reasons starting with `prefix` from the rows where `due(row)`; revalidate those rows.
-    Vectorised search: only the rows holding such a reason are visited."""
+def rows_with_reason(table: pa.Table, prefix: str) -> list[int]:
+    """The rows holding a reason that starts with `prefix` (a vectorised search)."""
     import numpy as np
 
     reasons = table.column("reasons").combine_chunks()
     flat = pc.starts_with(pc.list_flatten(reasons), prefix).to_numpy(zero_copy_only=False)
-    rows = [int(i) for i in np.unique(pc.list_parent_indices(reasons).to_numpy()[flat]) if due(int(i))]
-    if not rows:
+    return [int(i) for i in np.unique(pc.list_parent_indices(reasons).to_numpy()[flat])]
+
+
+def _drop_reason(table: pa.Table, prefix: str, due: Callable[[int], bool]) -> pa.Table:
+    """Remove the reasons starting with `prefix` from the rows where `due(row)`; revalidate those rows."""
+    return replace_reason(table, prefix, {i: None for i in rows_with_reason(table, prefix) if due(i)})
+
+
+def replace_reason(table: pa.Table, prefix: str, replacements: Mapping[int, str | None]) -> pa.Table:
+    """In each given row, replace the reasons starting with `prefix` by the new one (None: drop it),
+    then recompute `valid` from the reasons."""
+    if not replacements:
         return table
-    values = reasons.to_pylist()
-    for i in rows:
-        values[i] = [r for r in values[i] if not r.startswith(prefix)]
+    values = table.column("reasons").combine_chunks().to_pylist()
+    for i, new in replacements.items():
+        kept = [r for r in values[i] if not r.startswith(prefix)]
+        values[i] = kept + ([new] if new else [])
     array = pa.array(values, pa.list_(pa.string()))
     table = table.set_column(table.schema.get_field_index("reasons"), "reasons", array)
     return table.set_column(table.schema.get_field_index("valid"), "valid", pc.equal(pc.list_value_length(array), 0))

@@ -68,8 +68,12 @@ _LOG_BLOCK = f"\n\n{LOG_FORMAT_TRAILER}\n{LOG_ENTRY_KEY}: ".encode()
 _LOG_BLOCK_LENGTH = len(_LOG_BLOCK) + 41  # the block, a 40-hex sha and the final newline
 
 
+_IDENTITY_BLOCK = b"\n\nAgora-Identity-Format: 1\nAgora-Key: "
+
+
 def _is_log_record(record: bytes) -> bool:
-    return record[-_LOG_BLOCK_LENGTH:].startswith(_LOG_BLOCK)
+    """Transport, not contributions: account log commits and identity commits."""
+    return record[-_LOG_BLOCK_LENGTH:].startswith(_LOG_BLOCK) or _IDENTITY_BLOCK in record[-1024:]
 
 
 _INT64_MAX = 2**63 - 1

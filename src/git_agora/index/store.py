@@ -12,9 +12,9 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from ..contribution import LIMITS
 from ..errors import AgoraError
 from ..refs.names import ROOT
 from ..refs.store import Repository
-from . import build, listing, reader
+from . import build, listing, reader, signatures
 from .schema import CONTRIBUTIONS, CROSS_REFS, FORMAT_VERSION, TABLES
 from .state import STATE_FILE, index_dir, read_state
 
@@ -134,6 +134,8 @@ class IndexRules:
 
     primary_metric: str | None = None
     root: str | None = None
+    keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # trusted public keys per account
+    signatures_required: bool = False
 
 
 def update_index(
@@ -173,8 +175,10 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
     listed = listing.new_entries(repo.common_dir, old_tips, tips)
     rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, listed=listed)
     _apply_evaluator_policy(repo, rows, rules.root)
+    signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required)
     new_rows, new_refs = build.rows_to_table(rows)
     combined = build.clear_listed(pa.concat_tables([old, new_rows]), listed)
+    combined = signatures.recheck_waiting(repo.common_dir, combined, rules.keys)
     contributions = build.finalize(combined, rules.root, presorted=_appends_in_order(old, new_rows))
     cross_refs = pa.concat_tables([old_refs, new_refs]).sort_by([("sha", "ascending"), ("url", "ascending")])
     _write(

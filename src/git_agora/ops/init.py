@@ -75,11 +75,12 @@ def _config(root: Path, eval_command: str | None, **overrides) -> ProjectConfig:
         config = replace(config, evaluation=evaluation)
     except ConfigError as exc:
         raise AgoraError(str(exc)) from None
-    if "ucb" in config.sections:
-        return config
-    from ..frontier.ucb import UcbParams
+    sections = {"identity": {"signatures": "required"}, **config.sections}  # new projects: signed work only
+    if "ucb" not in sections:
+        from ..frontier.ucb import UcbParams
 
-    return replace(config, sections={**config.sections, "ucb": UcbParams().to_dict()})
+        sections["ucb"] = UcbParams().to_dict()
+    return replace(config, sections=sections)
 
 
 def _files_named_by(command: str, root: Path) -> tuple[str, ...]:

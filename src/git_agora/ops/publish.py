@@ -49,6 +49,7 @@ def publish(project: Project, contribution: Contribution, tree: str) -> Publishe
     """Write the canonical commit and append it to the account log before any network I/O,
     so a failed or interrupted push loses nothing: the log is pushed now or by the next sync."""
     _validate(project, contribution)
+    project.enable_signing()
     sha = project.repo.write_contribution(contribution, tree)
     project.repo.append_to_log(contribution.account, [sha])
     return Published(sha, push_log(project.repo, contribution.account, project.remote), contribution.parents)

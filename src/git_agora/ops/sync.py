@@ -75,6 +75,7 @@ def sync(project: Project) -> Synced:
     """Send contributions queued by earlier failed pushes, then fetch everyone's."""
     from ..refs.sync import push_log
 
+    project.enable_signing()  # a re-appended queue is signed too
     pushed = push_log(project.repo, project.account, project.remote)
     if pushed.outcome.queued:
         return Synced(pushed, None)

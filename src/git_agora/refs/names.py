@@ -14,6 +14,7 @@ ROOT = "refs/agora/"
 LOG_PREFIX = "refs/agora/log/"
 REMOTES_PREFIX = "refs/agora/remotes/"
 QUARANTINE_PREFIX = "refs/agora/quarantine/"
+IDENTITY_PREFIX = "refs/agora/identity/"
 
 
 class RefNameError(ValueError):
@@ -57,6 +58,11 @@ class LogRef:
         if not ref.startswith(prefix):
             raise RefNameError(f"{ref} is not a log of remote {remote}")
         return cls(ref[len(prefix) :])
+
+
+def identity_refspec(remote: str) -> str:
+    """Forced too: a rewritten identity is noticed by the pinned key, not refused by git."""
+    return f"+{IDENTITY_PREFIX}*:{REMOTES_PREFIX}{check_remote(remote)}/identity/*"
 
 
 def fetch_refspec(remote: str) -> str:

@@ -4,6 +4,7 @@ updated with compare-and-swap, and the append-only account log."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -47,6 +48,7 @@ class Repository:
         self.common_dir = common_dir
         self.bare = bare
         self.git = Git(worktree)
+        self.signer: Callable[[bytes], bytes] | None = None  # signs every commit written, when set
 
     @classmethod
     def discover(cls, start: Path | str = ".") -> Repository:
@@ -137,6 +139,8 @@ class Repository:
         commit.author_timezone = commit.commit_timezone = 0
         commit.encoding = b"UTF-8"
         commit.message = message.encode("utf-8")
+        if self.signer is not None:
+            commit.gpgsig = self.signer(commit.as_raw_string())
         self.dulwich.object_store.add_object(commit)
         return commit.id.decode()
 

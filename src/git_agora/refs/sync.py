@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 
-from .names import REMOTES_PREFIX, LogRef, fetch_refspec
+from .names import IDENTITY_PREFIX, REMOTES_PREFIX, LogRef, fetch_refspec, identity_refspec
 from .quarantine import RewrittenLog, quarantine_rewritten_logs
 from .store import LOG_ENTRY_KEY, MAX_REF_ATTEMPTS, Repository
 
@@ -72,6 +72,7 @@ def push_log(repo: Repository, account: str, remote: str | None) -> PushResult:
     if remote is None:
         queued = len(queued_entries(repo, account, None))
         return PushResult(PushOutcome.NO_REMOTE if queued else PushOutcome.NOTHING, queued)
+    _push_identity(repo, account, remote)
     for attempt in range(MAX_PUSH_ATTEMPTS):
         tip = repo.ref(log.local)
         if tip is None:
@@ -95,6 +96,19 @@ def push_log(repo: Repository, account: str, remote: str | None) -> PushResult:
             return _queued(repo, account, remote, PushOutcome.REJECTED, report)
         return _queued(repo, account, remote, PushOutcome.UNREACHABLE, report)
     return _queued(repo, account, remote, PushOutcome.REJECTED, "gave up after repeated contention")
+
+
+def _push_identity(repo: Repository, account: str, remote: str) -> None:
+    """Publish the account's identity ref when the remote copy differs (never forced: a remote that holds
+    another identity for the account keeps it, and readers judge the signatures)."""
+    local = IDENTITY_PREFIX + account
+    tip = repo.ref(local)
+    tracking = f"{REMOTES_PREFIX}{remote}/identity/{account}"
+    if tip is None or repo.ref(tracking) == tip:
+        return
+    proc = repo.git.attempt("push", "--porcelain", "--no-verify", remote, f"{tip}:{local}", timeout=NETWORK_TIMEOUT_S)
+    if proc.returncode == 0:
+        repo.set_ref(tracking, tip)
 
 
 def _queued(repo: Repository, account: str, remote: str, outcome: PushOutcome, report: str) -> PushResult:
@@ -142,6 +156,7 @@ def fetch(repo: Repository, remote: str) -> FetchResult:
         "--prune",  # a log deleted on the remote disappears here too, and is quarantined below
         remote,
         fetch_refspec(remote),
+        identity_refspec(remote),
         timeout=NETWORK_TIMEOUT_S,
     )
     if proc.returncode != 0:

@@ -1,0 +1,79 @@
+"""Identity refs: `refs/agora/identity/<account>` is a fast-forward-only chain of commits, each
+announcing the account's public key (`Agora-Key`). The first is signed by its own key; a key change is
+a new commit signed by the previous key. Readers trust the keys of the chain's valid prefix, and pin
+the first key they see for an account (trust on first use, in `.git/agora/trust.json`)."""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import AgoraError
+from ..refs.names import IDENTITY_PREFIX, REMOTES_PREFIX, ROOT
+from ..refs.store import Repository
+from .keys import SigningKey
+from .signatures import split_signature, verify
+
+FORMAT_TRAILER = "Agora-Identity-Format: 1"
+KEY_TRAILER = "Agora-Key"
+_KEY = re.compile(rf"^{KEY_TRAILER}: (.+)$", re.M)
+
+
+def identity_message(account: str, public: str) -> str:
+    return f"agora identity: {account}\n\n{FORMAT_TRAILER}\n{KEY_TRAILER}: {public}\n"
+
+
+def identity_refs(repo: Repository, account: str) -> list[str]:
+    """Every copy of the account's identity here: local, remote-tracking."""
+    refs = repo.git.for_each_ref(ROOT)
+    return [
+        ref
+        for ref in refs
+        if ref == IDENTITY_PREFIX + account or (ref.startswith(REMOTES_PREFIX) and ref.endswith(f"/identity/{account}"))
+    ]
+
+
+def chain_keys(repo: Repository, tip: str) -> list[str]:
+    """The keys of a chain's valid prefix, oldest first: the root signs itself; each later commit is
+    signed by the key before it. A commit that breaks the chain ends it."""
+    shas = repo.git.run("rev-list", "--first-parent", "--reverse", tip).split()
+    keys: list[str] = []
+    for sha in shas:
+        raw = repo.git.run_bytes("cat-file", "commit", sha)
+        payload, signature = split_signature(raw)
+        found = _KEY.search(raw.decode("utf-8", "replace"))
+        if found is None or signature is None:
+            break
+        key = found.group(1).strip()
+        if not verify(payload, signature, [keys[-1]] if keys else [key]):
+            break
+        keys.append(key)
+    return keys
+
+
+def ensure_identity(repo: Repository, account: str, key: SigningKey) -> str:
+    """The local identity ref of `account`, created (or taken from a fetched copy) when missing; refuses
+    a key that the account's known identity does not announce."""
+    local = IDENTITY_PREFIX + account
+    tip = repo.ref(local)
+    known = [repo.ref(ref) for ref in identity_refs(repo, account) if ref != local]
+    for candidate in [tip, *known]:
+        if candidate is None:
+            continue
+        keys = chain_keys(repo, candidate)
+        if key.public.split()[:2] in [k.split()[:2] for k in keys]:
+            if tip is None:
+                repo.set_ref(local, candidate)
+            return local
+        raise AgoraError(
+            f"the identity of {account} here announces another key ({_short(keys[-1] if keys else '?')}); "
+            f"sign with that key (git config agora.signingkey PATH) or publish as another account"
+        )
+    sha = repo.write_commit(repo.empty_tree, [], identity_message(account, key.public), account)
+    if not repo.compare_and_swap(local, None, sha):  # another process of this account made it first
+        return ensure_identity(repo, account, key)
+    return local
+
+
+def _short(public: str) -> str:
+    parts = public.split()
+    return f"{parts[0]} {parts[1][:16]}..." if len(parts) > 1 else public

@@ -1,0 +1,79 @@
+"""An account's SSH signing key: `git config agora.signingkey` (a private key file), else one made on
+first use under the user's config directory (`~/.config/git-agora/keys/<account>_ed25519`)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import AgoraError
+from ..refs.store import Repository
+
+KEY_CONFIG = "agora.signingkey"
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """A private key file and its public line (`ssh-ed25519 AAAA... comment`); signs with ssh-keygen,
+    exactly as `git commit -S` does with `gpg.format=ssh`."""
+
+    path: Path
+    public: str
+
+    def sign(self, payload: bytes) -> bytes:
+        proc = subprocess.run(
+            ["ssh-keygen", "-Y", "sign", "-q", "-f", str(self.path), "-n", "git"], input=payload, capture_output=True
+        )
+        if proc.returncode != 0 or b"BEGIN SSH SIGNATURE" not in proc.stdout:
+            reason = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no signature"]
+            raise AgoraError(f"could not sign with {self.path}: {reason[0]}")
+        return proc.stdout
+
+
+def default_key_path(account: str) -> Path:
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "git-agora" / "keys" / f"{account}_ed25519"
+
+
+def signing_key(repo: Repository, account: str, notice=None) -> SigningKey:
+    """The account's key: the configured one, else the default one, created when missing (and said so)."""
+    if shutil.which("ssh-keygen") is None:
+        raise AgoraError("signing needs ssh-keygen (OpenSSH): install openssh-client")
+    configured = repo.git.config_get(KEY_CONFIG)
+    path = Path(configured).expanduser() if configured else default_key_path(account)
+    if configured and not path.is_file():
+        raise AgoraError(f"the signing key {path} (git config {KEY_CONFIG}) does not exist or is not a file")
+    if not path.exists() and _create(path, account) and notice is not None:
+        notice(f"created the signing key of {account} in {path} (keep it; it is who you are here)")
+    public = _public_line(path)
+    return SigningKey(path, public)
+
+
+def _create(path: Path, account: str) -> bool:
+    """Make the key unless another process just did (a lock per keys folder); True when this one made it."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(path.parent / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return False
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{account}@agora", "-f", str(path)],
+            check=True,
+            capture_output=True,
+        )
+        return True
+
+
+def _public_line(path: Path) -> str:
+    pub = path.with_name(path.name + ".pub")
+    if pub.is_file():
+        return pub.read_text().strip()
+    proc = subprocess.run(["ssh-keygen", "-y", "-f", str(path)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AgoraError(f"cannot read the signing key {path}: {proc.stderr.strip() or 'unreadable'}")
+    return proc.stdout.strip()

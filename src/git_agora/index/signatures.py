@@ -1,0 +1,83 @@
+"""Signature checks of the index: each new contribution's SSH signature is verified in process against
+the keys this clone trusts for its account (one `git cat-file --batch` reads the raw commits).
+
+- signed with a trusted key: fine;
+- unsigned: invalid when the project requires signatures;
+- signed, but the account has no identity here yet: invalid when required, and re-checked on every
+  update until the identity arrives;
+- signed, but not by the account's key: invalid.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..identity.signatures import split_signature, verify
+
+UNSIGNED = "unsigned, and the project requires signatures"
+WAITING = "signed, but its account has no identity here yet"
+BAD = "the signature does not verify with the key of its account"
+
+
+def raw_commits(git_dir: Path, shas: list[str]) -> dict[str, bytes]:
+    """The raw bytes of each commit, through one `git cat-file --batch` process."""
+    if not shas:
+        return {}
+    proc = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+        input="".join(f"{sha}\n" for sha in shas).encode(),
+        capture_output=True,
+    )
+    out, raws, at = proc.stdout, {}, 0
+    for sha in shas:
+        end = out.find(b"\n", at)
+        header = out[at:end].split()
+        if len(header) != 3:  # "<sha> missing"
+            at = end + 1
+            continue
+        size = int(header[2])
+        raws[sha] = out[end + 1 : end + 1 + size]
+        at = end + 1 + size + 1
+    return raws
+
+
+def problem(raw: bytes | None, keys: tuple[str, ...], required: bool) -> str | None:
+    if raw is None:
+        return None
+    payload, signature = split_signature(raw)
+    if signature is None:
+        return UNSIGNED if required else None
+    if not keys:
+        return WAITING if required else None
+    return None if verify(payload, signature, keys) else BAD
+
+
+def check_rows(git_dir: Path, rows: list[dict], keys: Mapping[str, tuple[str, ...]], required: bool) -> None:
+    """Add the signature problem of every contribution row (in place)."""
+    todo = [r for r in rows if r["account"] is not None]
+    raws = raw_commits(git_dir, [r["sha"] for r in todo])
+    for row in todo:
+        found = problem(raws.get(row["sha"]), keys.get(row["account"], ()), required)
+        if found:
+            row["reasons"] = row["reasons"] + [found]
+            row["valid"] = False
+
+
+def recheck_waiting(git_dir: Path, table: pa.Table, keys: Mapping[str, tuple[str, ...]]) -> pa.Table:
+    """Rows that waited for their account's identity: verify them now that keys are known."""
+    from .build import replace_reason, rows_with_reason
+
+    waiting = [i for i in rows_with_reason(table, WAITING) if keys.get(table.column("account")[i].as_py())]
+    if not waiting:
+        return table
+    shas = [table.column("sha")[i].as_py() for i in waiting]
+    raws = raw_commits(git_dir, shas)
+    verdicts = {}
+    for i, sha in zip(waiting, shas):
+        found = problem(raws.get(sha), keys[table.column("account")[i].as_py()], True)
+        verdicts[i] = found
+    return replace_reason(table, WAITING, verdicts)
