@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import threading
@@ -255,3 +256,26 @@ def test_cli_serve_prints_its_address_and_serves(project, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_the_documented_ci_script_publishes_to_a_folder_and_a_branch(project, remote, tmp_path):
+    docs = Path(__file__).parents[1].joinpath("docs/site.md").read_text()
+    script = re.search(r"### A plain shell script.*?```bash\n(.*?)```", docs, re.S).group(1)
+    (tmp_path / "publish-site.sh").write_text(script)
+    env = {**os.environ, "AGORA_SITE_WORK": str(tmp_path / "work")}
+    www = tmp_path / "www"
+    pages = tmp_path / "pages.git"
+    git(tmp_path, "init", "-q", "--bare", str(pages))
+    for dest in ([str(www)], ["--pages", str(pages)]):
+        done = subprocess.run(
+            ["bash", str(tmp_path / "publish-site.sh"), str(remote), *dest],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "index ok" in done.stdout and f"published the site of {remote}" in done.stdout
+    assert (www / "index.html").is_file() and (www / "assets" / "site.js").is_file()
+    files = git(pages, "ls-tree", "-r", "--name-only", "pages").split()
+    assert "index.html" in files and "ratchet.html" in files and "assets/site.js" in files
