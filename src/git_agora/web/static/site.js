@@ -214,7 +214,7 @@
 
   function clusters(d) {
     var container = document.getElementById("plot");
-    var width = 960, height = 620;
+    var width = 960, height = 540;
     var box = { left: 30, right: width - 16, top: 14, bottom: height - 40 };
     var svg = canvas(container, width, height);
     var xe = extent(d.x), ye = extent(d.y);
