@@ -84,7 +84,10 @@ def hostile_project(base: Path, metric: bool = True) -> Hostile:
         agora.init_project(alice)
         agora.post(alice, f"An idea {SCRIPT}\n\n{IMG}", ["hypothesis"], meta={"note": SCRIPT})
         return Hostile(a)
-    agora.init_project(alice, metric="bpc", direction="min", eval_command=f"{sys.executable} score.py", tolerance=1e-9)
+    agora.init_project(
+        alice, name=f"pwn {SCRIPT}", metric="bpc", direction="min", eval_command=f"{sys.executable} score.py",
+        tolerance=1e-9,
+    )  # fmt: skip
     out = Hostile(a)
     out.results["baseline"] = agora.publish_worktree(
         alice, f"Baseline {SCRIPT}\n\n{IMG}\n{ATTRIBUTE}", ["result"], check_claim=True, rerun=True

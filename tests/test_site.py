@@ -174,6 +174,8 @@ def test_empty_project(tmp_path, remote):
     (a / "f.txt").write_text("x\n")
     run_agora(a, "init", "--metric", "bpc")
     data = run_agora(a, "site", str(tmp_path / "site"), "--json").json()
+    run_agora(a, "site", "public")  # inside the clone: it ignores itself, so no push would take it
+    assert "public" not in git(a, "status", "--porcelain", "--untracked-files=all")
     assert data["contribution_pages"] == 1 and data["scored_results"] == 0 and data["lineage_pages"] == 0
     assert "No scored result yet" in (tmp_path / "site" / "ratchet.html").read_text()
     assert "no map" in (tmp_path / "site" / "clusters.html").read_text().lower()
@@ -230,6 +232,14 @@ def test_serve_answers_pages_and_on_demand_diffs(hostile):
         assert "-order = 5" in diff and "+order = 4" in diff and "<script>window" not in diff
         with pytest.raises(urllib.error.HTTPError, match="404"):
             urllib.request.urlopen(f"{base}_diff/{'0' * 40}.html")
+        better = project.results["better"]
+        prebuilt = site / "lineage" / f"{better}.html"
+        text = prebuilt.read_text()
+        prebuilt.unlink()  # as if the build had left it out: the server draws it on demand
+        try:
+            assert urllib.request.urlopen(f"{base}lineage/{better}.html").read().decode() == text
+        finally:
+            prebuilt.write_text(text)
     finally:
         server.shutdown()
         server.server_close()
@@ -279,3 +289,15 @@ def test_the_documented_ci_script_publishes_to_a_folder_and_a_branch(project, re
     assert (www / "index.html").is_file() and (www / "assets" / "site.js").is_file()
     files = git(pages, "ls-tree", "-r", "--name-only", "pages").split()
     assert "index.html" in files and "ratchet.html" in files and "assets/site.js" in files
+
+
+def test_the_convergence_warning_leads_the_overview_and_the_cluster_map(project, tmp_path):
+    for n in range(6):
+        run_agora(project, "post", "-m", f"tune the learning rate schedule, try {n}", "--tag", "insight")
+    run_agora(project, "post", "-m", "something else entirely: a bigger vocabulary", "--tag", "insight")
+    warning = run_agora(project, "analyze", "--json", "--model", "hashing").json()["summary"]["warning"]
+    assert warning and warning.startswith("convergence")
+    run_agora(project, "site", str(tmp_path / "site"))
+    for name in ("index.html", "clusters.html"):
+        main = (tmp_path / "site" / name).read_text().split("<main>", 1)[1]
+        assert main.startswith('<p class="warning" role="alert"><strong>Warning</strong> convergence'), name

@@ -120,6 +120,10 @@ class _Writer:
         self.written: set[str] = set()
         directory.mkdir(parents=True, exist_ok=True)
         (directory / MARKER).write_text("made by `git agora site`; the next build replaces what is here\n")
+        # Git ignores the whole folder: a site built inside a clone never goes into a `git agora push`
+        (directory / ".gitignore").write_text(
+            "# made by `git agora site`: `git add -f` to commit the site on purpose\n*\n"
+        )
         (directory / "assets").mkdir(exist_ok=True)
         static = files("git_agora.web") / "static"
         for name in ASSETS:
@@ -751,8 +755,6 @@ def site_server(project: Project, out_dir: Path | str, port: int = 0, data: _Dat
 
 
 def _diff_page(data: _Data, sha: str) -> str | None:
-    from dataclasses import replace
-
     from ..refs.diffs import diff_one
     from ..web import pages
 
@@ -765,16 +767,14 @@ def _diff_page(data: _Data, sha: str) -> str | None:
     patch = diff.patch or ""
     if diff.truncated:
         patch += f"\n[{diff.truncated} more bytes left out]"
-    return pages.diff_page(replace(data.info, served=True), sha, parent, files, patch)
+    return pages.diff_page(data.info, sha, parent, files, patch)
 
 
 def _lineage_page(data: _Data, sha: str) -> str | None:
-    from dataclasses import replace
-
     from ..web import pages
 
     row = data.row_of.get(sha)
     node = -1 if row is None else int(data.node_of_row[row])
     if node < 0:
         return None
-    return pages.lineage(replace(data.info, served=True), lineage_view(data, node))
+    return pages.lineage(data.info, lineage_view(data, node))

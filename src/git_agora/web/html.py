@@ -63,11 +63,6 @@ def short(sha: str | None) -> str:
     return (sha or "")[:10]
 
 
-def contribution_href(root: str, sha: str) -> str:
-    """Where a contribution's page lives, from a page `root` (the relative path to the site's top)."""
-    return f"{root}c/{sha[:2]}/{sha}.html"
-
-
 def lineage_href(root: str, sha: str) -> str:
     return f"{root}lineage/{sha}.html"
 

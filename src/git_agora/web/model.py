@@ -18,7 +18,6 @@ class SiteInfo:
     generated: str  # when the site was built (UTC), for the footer
     best_sha: str | None
     lineage_rule: str  # which results have a lineage page (said where one is missing)
-    served: bool = False  # True: rendered on demand by `git agora site --serve`
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .html import Markup, contribution_href, esc, join, json_data, lineage_href, link, number, short, when
+from .html import Markup, esc, join, json_data, lineage_href, link, number, short, when
 from .model import ClusterMap, ContributionView, LineageView, ListRow, RatchetData, SiteInfo, VerdictInfo
 
 LIST_PAGE = 1000
@@ -65,12 +65,6 @@ def _status(status: str | None) -> Markup:
 
 def _tags(tags: Iterable[str]) -> Markup:
     return join(Markup(f'<span class="tag">{esc(t)}</span>') for t in tags)
-
-
-def _table(head: Sequence[str], rows: Iterable[Sequence[Any]], cls: str = "") -> Markup:
-    th = "".join(f"<th>{esc(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return Markup(f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>')
 
 
 def _warning(message: str | None) -> str:
@@ -469,7 +463,10 @@ def contribution(site: SiteInfo, c: ContributionView) -> str:
 def _lineage_line(site: SiteInfo, c: ContributionView, root: str) -> str:
     if c.lineage:
         return f'<p><a class="lineage-link" href="{lineage_href(root, c.sha)}">Lineage of this result</a></p>'
-    return f"<p class='dim'>No lineage page for this result: {esc(site.lineage_rule)}</p>"
+    return (
+        f"<p class='dim'>No lineage page for this result: {esc(site.lineage_rule)} "
+        f'<a class="ondemand" href="{lineage_href(root, c.sha)}">Draw it now</a></p>'
+    )
 
 
 def _verdicts(verdicts: Iterable[VerdictInfo], root: str, site: SiteInfo, show_target: bool = False) -> str:
@@ -603,7 +600,6 @@ __all__ = [
     "LIST_PAGE",
     "cluster_map",
     "contribution",
-    "contribution_href",
     "contribution_list",
     "contributors",
     "diff_page",
