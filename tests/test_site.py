@@ -190,6 +190,22 @@ def test_project_without_a_metric(tmp_path):
     assert "names no primary metric" in (tmp_path / "site" / "ratchet.html").read_text()
 
 
+def test_sampling_keeps_new_bests_then_verified_then_the_rest():
+    from git_agora.ops.site import _sample
+
+    nodes = np.arange(100) * 10
+    best = np.zeros(100, bool)
+    best[[3, 50, 97]] = True
+    verified = np.zeros(100, bool)
+    verified[::2] = True
+    assert list(_sample(nodes, best, verified, 2)) == [30, 970]  # not even the new bests fit: an even sample
+    kept = _sample(nodes, best, verified, 30)
+    assert len(kept) == 30 and set(nodes[best]) <= set(kept) and list(kept) == sorted(kept)
+    assert set(kept) - set(nodes[best]) <= set(nodes[verified])  # verified before the others
+    kept = _sample(nodes, best, verified, 60)
+    assert len(kept) == 60 and set(nodes[verified]) | set(nodes[best]) <= set(kept)
+
+
 def test_large_projects_are_sampled_with_a_note(tmp_path, monkeypatch):
     from git_agora.ops import site as site_ops
 
@@ -204,7 +220,7 @@ def test_large_projects_are_sampled_with_a_note(tmp_path, monkeypatch):
     report = agora.build_site(project, tmp_path / "site")
     stats = agora.stats(project)
     assert report.scored_results == stats.scored_results > 40
-    assert report.plotted_results < report.scored_results and report.lineage_pages == 4
+    assert report.plotted_results <= 40 < report.scored_results and report.lineage_pages == 4
     assert any("ratchet plot" in n for n in report.notes) and any("lineage pages" in n for n in report.notes)
     ratchet = (tmp_path / "site" / "ratchet.html").read_text()
     assert "results drawn" in ratchet

@@ -17,9 +17,11 @@ result up to `LINEAGE_ALL_UP_TO` of them, else for the `LINEAGE_PAGES` best-plac
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -80,7 +82,10 @@ def _build(project: Project, out_dir: Path) -> tuple[SiteReport, _Data]:
     _check_target(out_dir)
     data = _Data.collect(project)
     writer = _Writer(out_dir)
-    counts = _write_pages(data, writer)
+    try:
+        counts = _write_pages(data, writer)
+    finally:
+        writer.flush()
     writer.remove_stale()
     report = SiteReport(
         directory=out_dir,
@@ -110,14 +115,21 @@ def _check_target(out_dir: Path) -> None:
 class _Writer:
     """Writes pages under a directory in place, keeps the counts the report gives, and leaves a page
     whose content did not change untouched (a rebuild rewrites only what changed: creating and
-    deleting 100,000 files costs far more than reading them back)."""
+    deleting 100,000 files costs far more than reading them back). The file system calls run on a
+    thread (they release the GIL), so a second core writes while the first renders."""
 
     def __init__(self, directory: Path):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agora-site-writer")
+        self.pending: deque = deque()
         self.directory = directory
         self.pages = 0
         self.total = 0
         self.largest = ("", 0)
         self.written: set[str] = set()
+        self.base = str(directory)
+        self.fresh = not (directory / MARKER).exists()  # nothing to compare with: write straight away
         directory.mkdir(parents=True, exist_ok=True)
         (directory / MARKER).write_text("made by `git agora site`; the next build replaces what is here\n")
         # Git ignores the whole folder: a site built inside a clone never goes into a `git agora push`
@@ -141,14 +153,27 @@ class _Writer:
             self.largest = (relative, len(data))
 
     def put(self, relative: str, data: bytes) -> None:
-        path = self.directory / relative
         self.written.add(relative)
+        self.pending.append(self.pool.submit(self._store, os.path.join(self.base, relative), data))
+        while len(self.pending) > 512:  # bounded: rendering never runs far ahead of the disk
+            self.pending.popleft().result()
+
+    def flush(self) -> None:
+        """Wait for every write (raising the first error), then stop the writer thread."""
         try:
-            with open(path, "rb") as handle:
-                if handle.read(len(data) + 1) == data:
-                    return
-        except FileNotFoundError:
-            pass
+            while self.pending:
+                self.pending.popleft().result()
+        finally:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def _store(self, path: str, data: bytes) -> None:
+        if not self.fresh:
+            try:
+                with open(path, "rb") as handle:
+                    if handle.read(len(data) + 1) == data:
+                        return
+            except FileNotFoundError:
+                pass
         with open(path, "wb") as handle:
             handle.write(data)
 
@@ -279,17 +304,10 @@ def _ratchet(frame, columns: dict[str, list], row_of_node, notes: list[str]):
     shown = in_time(frame.table, np.flatnonzero(frame.scored | failed))
     total = int(frame.scored.sum())
     if len(shown) > MAX_POINTS:
-        keep = best[shown] | (frame.status[shown] != "unverified")
-        rest = np.flatnonzero(~keep)
-        room = max(0, MAX_POINTS - int(keep.sum()))
-        if room < len(rest):
-            keep[rest[np.linspace(0, len(rest) - 1, room).astype(np.int64)] if room else []] = True
-        else:
-            keep[rest] = True
-        shown = shown[keep]
+        shown = _sample(shown, best[shown], frame.status[shown] != "unverified", MAX_POINTS)
         notes.append(
-            f"ratchet plot: {len(shown)} of {total + int(failed.sum())} results drawn (every new best and every "
-            "verified result, and an even sample of the others)"
+            f"ratchet plot: {len(shown)} of {total + int(failed.sum())} results drawn (every new best, then verified "
+            "results and then the others, each sampled evenly over time)"
         )
     rows = row_of_node[shown]
     titles = columns["title"]
@@ -307,6 +325,23 @@ def _ratchet(frame, columns: dict[str, list], row_of_node, notes: list[str]):
         failed_total=int(failed.sum()),
         note=notes[-1] if notes and notes[-1].startswith("ratchet plot") else None,
     )
+
+
+def _sample(nodes, first, second, size: int):
+    """At most `size` of `nodes` (kept in order): every `first`, then `second` ones, then the rest, each
+    group thinned evenly when it does not fit."""
+    import numpy as np
+
+    keep = np.zeros(len(nodes), dtype=bool)
+    for group in (first, second & ~first, ~second & ~first):
+        where = np.flatnonzero(group)
+        room = size - int(keep.sum())
+        if room <= 0:
+            break
+        if len(where) > room:
+            where = where[np.linspace(0, len(where) - 1, room).round().astype(np.int64)]
+        keep[where] = True
+    return nodes[keep]
 
 
 def _cluster_map(analysis, columns: dict[str, list], row_of_node):

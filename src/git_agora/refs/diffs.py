@@ -92,7 +92,7 @@ def _parse(stream, pairs: list[tuple[str, str | None]], max_bytes: int) -> Itera
         return Diff(current[0], current[1], tuple(files), text, left_out)
 
     for line in stream:
-        if _HEADER.match(line.rstrip(b"\n")):
+        if len(line) == 41 and _HEADER.match(line, 0, 40):
             if current is not None:
                 yield done()
             sha = line[:40].decode()

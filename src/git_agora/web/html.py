@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 _escape = html.escape
-_JSON_UNSAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+_JSON_UNSAFE = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+_NEEDS_ESCAPE = re.compile(r"[&<>\"']")
 
 
 _HEX = re.compile(r"[0-9a-f]{40}")
@@ -30,7 +31,7 @@ class Markup(str):
 def esc(value: Any) -> Markup:
     """HTML for `value`: Markup as is, None as nothing, anything else as escaped text."""
     if type(value) is str:
-        return Markup(_escape(value, quote=True))
+        return Markup(_escape(value, quote=True) if _NEEDS_ESCAPE.search(value) else value)
     if isinstance(value, Markup):
         return value
     if value is None:
@@ -46,7 +47,9 @@ def json_data(data: Any) -> Markup:
     """JSON safe inside `<script type="application/json">`: no `<`, `>` or `&` survive, so the text
     can neither close the element nor open a comment."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return Markup(text.translate(_JSON_UNSAFE))
+    for char, code in _JSON_UNSAFE:
+        text = text.replace(char, code)
+    return Markup(text)
 
 
 def when(timestamp: int | None) -> str:
