@@ -7,11 +7,11 @@ site on 127.0.0.1 and renders, on demand, what a static build leaves out at larg
 contributions that are not scored results, lineage pages beyond the prebuilt ones).
 
 Large projects stay within bounds (issue 12: 100,000 contributions in under a minute, no page over
-5 MB): the ratchet plot samples beyond `MAX_POINTS` results (keeping every new best and every
-verified result) and says so; the cluster map shows the analysis window (at most 5,000 vectors); a
-lineage graph draws at most `LINEAGE_NODES` ancestors; lineage pages are prebuilt for every scored
-result up to `LINEAGE_ALL_UP_TO` of them, else for the `LINEAGE_PAGES` best-placed; a patch is cut at
-`DIFF_BYTES`; the list of contributions is paginated.
+5 MB): the ratchet plot samples beyond `MAX_POINTS` results (every new best first, then verified
+results, then the others) and says so; the cluster map shows the analysis window (at most 5,000
+vectors); a lineage graph draws at most `LINEAGE_NODES` ancestors; lineage pages are prebuilt for
+every scored result up to `LINEAGE_ALL_UP_TO` of them, else for the `LINEAGE_PAGES` best-placed; a
+patch is cut at `DIFF_BYTES`; the list of contributions is paginated.
 """
 
 from __future__ import annotations
