@@ -110,6 +110,21 @@ def test_command_modules_are_short(path):
     assert len(path.read_text().splitlines()) <= 65, f"cli/{path.name}: move the work into git_agora.ops"
 
 
+@pytest.mark.parametrize("path", files("web"), ids=lambda p: p.name)
+def test_web_only_renders(path):
+    ours = {n for n in imports_of(path) if n.startswith("git_agora")}
+    bad = sorted(n for n in ours if not n.startswith("git_agora.web"))
+    assert not bad, f"web/{path.name} imports {bad}: pages render the values they are given"
+    for forbidden in ("subprocess", "open(", "print(", "innerHTML"):
+        assert forbidden not in path.read_text(), f"web/{path.name} uses {forbidden}"
+
+
+def test_page_script_never_writes_html():
+    script = (SRC / "web" / "static" / "site.js").read_text()
+    for forbidden in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+        assert forbidden not in script, f"site.js uses {forbidden}: text goes in through textContent"
+
+
 @pytest.mark.parametrize("path", files("index"), ids=lambda p: p.name)
 def test_index_never_writes_refs_or_prints(path):
     text = path.read_text()

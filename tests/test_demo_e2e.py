@@ -55,6 +55,11 @@ def test_demo_small_run(tmp_path):
         assert by_sha[v["target"]]["account"] != v["account"]
     assert agora(founder, "log", "--rejected", "--json").json() == []
     agora(founder, "index", "--check")
+    command = next(line for line in result.stdout.splitlines() if line.startswith("See the map:"))
+    args = command.split("git agora ", 1)[1].split("   ")[0].split()
+    assert args[-1] == "--open" and args[:3] == ["-C", str(founder), "site"]
+    agora(tmp_path, *args[:-1])  # the printed command, less opening a browser
+    assert (directory / "site" / "index.html").is_file()
 
     refused = agora(tmp_path, "demo", "--dir", str(tmp_path), check=False)
     assert refused.returncode == 1 and "not empty and not an earlier demo" in refused.stderr

@@ -58,6 +58,10 @@ _EXPORTS = {
     "update_index": "ops.indexing",
     "check_index": "ops.indexing",
     "IndexSummary": "ops.indexing",
+    "build_site": "ops.site",
+    "site": "ops.site",
+    "serve_site": "ops.site",
+    "SiteReport": "ops.site",
     "whoami": "ops.status",
     "Identity": "ops.status",
 }
@@ -91,6 +95,7 @@ if TYPE_CHECKING:
     from .ops.indexing import IndexSummary, check_index, update_index
     from .ops.init import init_project
     from .ops.publish import Published, post, publish, publish_worktree, record_fields
+    from .ops.site import SiteReport, build_site, serve_site, site
     from .ops.status import Identity, whoami
     from .ops.sync import Fetched, Synced, fetch, sync
     from .ops.verify import Reproduction, Verification, reproduce, verify

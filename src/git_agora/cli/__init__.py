@@ -26,6 +26,7 @@ COMMANDS = {
     "stats": "stats",
     "analyze": "analyze",
     "search": "search",
+    "site": "site",
     "run": "run",
     "verify": "verify",
     "demo": "demo",

@@ -42,6 +42,7 @@ def command(workers, rounds, directory, keep, seed):
         click.echo(
             f"\nLook around:  cd {summary.founder} && git agora analyze   (also: git agora log, stats, lineage SHA)"
         )
+        click.echo(f"See the map:  git agora -C {summary.founder} site {plan.directory / 'site'} --open   (or --serve)")
     else:
         shutil.rmtree(plan.directory, ignore_errors=True)
         click.echo("(the project was deleted: run with --keep or --dir DIR to look around)")

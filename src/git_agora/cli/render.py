@@ -454,3 +454,15 @@ def print_demo_summary(summary) -> None:
     click.echo(f"\nindex check: {verdict}")
     for problem in summary.problems:
         click.secho(f"worker problem {problem}", fg="yellow")
+
+
+def print_site_report(report) -> None:
+    click.echo(
+        f"wrote {report.pages} pages to {report.directory} in {report.seconds:.1f} s: {report.contribution_pages} "
+        f"contributions, {report.lineage_pages} lineages, {report.plotted_results} of {report.scored_results} "
+        f"scored results plotted, {report.mapped_contributions} on the cluster map, {report.diffs} diffs"
+    )
+    click.echo(f"largest page {report.largest_page} ({report.largest_page_bytes / 1e6:.2f} MB, shared scripts apart)")
+    for note in report.notes:
+        click.echo(f"note: {note}")
+    click.echo(f"open {report.directory / 'index.html'}")

@@ -79,34 +79,58 @@ def lineage(contributions: pa.Table, sha: str, *, direction: str = "min", tolera
     return lineage_of(graph, start, direction=direction, tolerance=tolerance)
 
 
-def lineage_of(graph: Graph, start: int, *, direction: str = "min", tolerance: float = 0.0) -> Lineage:
-    """The lineage of node `start` of `graph`."""
-    members = ancestors(graph, start)
+def lineage_of(
+    graph: Graph, start: int, *, direction: str = "min", tolerance: float = 0.0, shared: Shared | None = None
+) -> Lineage:
+    """The lineage of node `start` of `graph`; `shared` (from `shared_parts`) saves recomputing the
+    whole-graph parts when many lineages of one graph are wanted."""
+    parts = shared or shared_parts(graph)
+    members = ancestors(graph, start, parts.parents)
     inside = np.zeros(graph.n, dtype=bool)
     inside[members] = True
     in_time = members[chronological_order(graph.table.take(members))]
     edge_inside = inside[graph.child]  # a parent of an ancestor is an ancestor
-    shas = graph.table["sha"].to_numpy(zero_copy_only=False)
-    accounts = graph.table["account"].to_numpy(zero_copy_only=False)
-    scored = scored_nodes(graph)
-    scored_in_time = in_time[scored[in_time]]
+    scored_in_time = in_time[parts.scored[in_time]]
     return Lineage(
-        sha=str(shas[start]),
-        ancestry=tuple(shas[in_time].tolist()),
-        accounts=tuple(sorted({a for a in accounts[members].tolist() if a is not None})),
+        sha=str(parts.shas[start]),
+        ancestry=tuple(parts.shas[in_time].tolist()),
+        accounts=tuple(sorted({a for a in parts.accounts[members].tolist() if a is not None})),
         edges=int(edge_inside.sum()),
-        cross_account_edges=int((edge_inside & graph.cross_edges()).sum()),
-        reproduced=tuple(shas[in_time[reproduced_mask(graph)[in_time]]].tolist()),
-        scored_ancestors=tuple(shas[scored_in_time[scored_in_time != start]].tolist()),
+        cross_account_edges=int((edge_inside & parts.cross).sum()),
+        reproduced=tuple(parts.shas[in_time[parts.reproduced[in_time]]].tolist()),
+        scored_ancestors=tuple(parts.shas[scored_in_time[scored_in_time != start]].tolist()),
         milestones=milestones(graph, scored_in_time, direction, tolerance),
         direction=direction,
         tolerance=tolerance,
     )
 
 
-def ancestors(graph: Graph, start: int) -> np.ndarray:
+@dataclass(frozen=True, eq=False)
+class Shared:
+    """The whole-graph parts every lineage of one graph reads (see ``shared_parts``)."""
+
+    shas: np.ndarray  # object array per node
+    accounts: np.ndarray  # object array per node
+    scored: np.ndarray  # bool per node (``scored.scored_nodes``)
+    reproduced: np.ndarray  # bool per node (``reproduced_mask``)
+    cross: np.ndarray  # bool per edge
+    parents: tuple[list[int], list[int]]  # CSR child -> parents (``Graph.parents_lists``)
+
+
+def shared_parts(graph: Graph) -> Shared:
+    return Shared(
+        shas=graph.table["sha"].to_numpy(zero_copy_only=False),
+        accounts=graph.table["account"].to_numpy(zero_copy_only=False),
+        scored=scored_nodes(graph),
+        reproduced=reproduced_mask(graph),
+        cross=graph.cross_edges(),
+        parents=graph.parents_lists(),
+    )
+
+
+def ancestors(graph: Graph, start: int, parents_lists: tuple[list[int], list[int]] | None = None) -> np.ndarray:
     """Node `start` and every node reachable from it through parent edges."""
-    ptr, parents = graph.parents_lists()
+    ptr, parents = parents_lists or graph.parents_lists()
     seen = {start}
     stack = [start]
     while stack:

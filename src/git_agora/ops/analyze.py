@@ -8,18 +8,24 @@ from ..errors import AgoraError
 from ..project import Project
 
 
-def analyze(project: Project, views: Iterable[str] = (), limit: int = 10, model: str | None = None):
+def analyze(project: Project, views: Iterable[str] = (), limit: int = 10, model: str | None = None, embed: bool = True):
     """The frontier (`frontier.analyze.AnalyzeResult`): summary, the three UCB slots, the views and
-    the diversity of recent work. `model`: the embedding model ('hashing': the lexical fallback)."""
-    from ..embedding.cache import cached_embeddings
+    the diversity of recent work. `model`: the embedding model ('hashing': the lexical fallback).
+    `embed=False`: use only the vectors already cached, never load an encoder (clusters are then
+    missing, with a note saying why, when too few descriptions have one)."""
+    from ..embedding.cache import cached_embeddings, read_embeddings
     from ..frontier.analyze import AnalyzeConfig
     from ..frontier.analyze import analyze as compute
     from .indexing import load
 
     index = load(project)
-    embeddings, model_id = cached_embeddings(
-        project.repo, index.contributions, _model(project, model), project.feedback
-    )
+    model_id: str | None
+    if embed:
+        embeddings, model_id = cached_embeddings(
+            project.repo, index.contributions, _model(project, model), project.feedback
+        )
+    else:
+        embeddings, model_id = read_embeddings(project.repo), _cached_model_id(_model(project, model))
     try:
         config = AnalyzeConfig.from_project(
             project.config, limit=limit, views=tuple(views) or None, embedding_model=model_id
@@ -59,6 +65,13 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     )
     backend = backend_for(HASHING if model_id.startswith(HASHING) else model_id)
     return nearest(query, index.contributions, embeddings, k=limit, backend=backend, model=model_id)
+
+
+def _cached_model_id(model: str | None) -> str | None:
+    """The id vectors of `model` are cached under (None: whichever model has the most vectors)."""
+    from ..embedding.backends import HASHING, hashing_model_id
+
+    return hashing_model_id() if model == HASHING else model
 
 
 def _model(project: Project, model: str | None) -> str | None:
