@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -161,3 +162,57 @@ def test_a_rewritten_identity_does_not_move_the_pinned_key(tmp_path, remote, pro
     assert "the signature does not verify with the key of its account" in reasons[forged]
     assert honest["sha"] not in reasons  # alice's own work still counts
     agora(c, "index", "--check", env=carol)
+
+
+def keypair(where: Path, name: str) -> tuple[Path, str]:
+    key = where / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    return key, key.with_suffix(".pub").read_text().strip()
+
+
+def test_members_close_a_project_and_amendments_open_it(tmp_path, remote):
+    alice_key, alice_pub = keypair(tmp_path, "alice")
+    bob_key, bob_pub = keypair(tmp_path, "bob")
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    git(a, "config", "agora.signingkey", str(alice_key))
+    (a / "agora.toml").write_text(f'[identity]\nsignatures = "required"\nmembers = {{ alice = "{alice_pub}" }}\n')
+    agora(a, "init")
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    git(b, "config", "agora.signingkey", str(bob_key))
+    agora(b, "fetch")
+    r = agora(b, "post", "-m", "let me in", "--tag", "insight", check=False)
+    assert r.returncode == 1 and "bob is not a member of this project" in r.stderr
+
+    setup = agora(b, "whoami", "--json").json()["setup"]
+    repo = Repository.discover(b)
+    repo.signer = SigningKey(bob_key, bob_pub).sign
+    outsider = repo.write_contribution(
+        Contribution(account="bob", tags=("insight",), description="anyway", parents=(setup,)),
+        git(b, "rev-parse", f"{setup}^{{tree}}").strip(),
+    )
+    repo.append_to_log("bob", [outsider])
+    git(b, "push", "-q", "origin", "refs/agora/log/bob")
+    agora(a, "fetch")
+    reasons = {row["sha"]: row["reasons"] for row in agora(a, "log", "--rejected", "--json").json()}
+    assert any("not a member" in r for r in reasons[outsider])
+
+    members = f'members = {{ alice = "{alice_pub}", bob = "{bob_pub}" }}'
+    toml = re.sub(r"^members = .*$", members, (a / "agora.toml").read_text(), flags=re.M)
+    (a / "agora.toml").write_text(toml)
+    amendment = agora(a, "push", "-m", "welcome bob", "--tag", "policy", "--json").json()
+    agora(b, "fetch")
+    agora(b, "checkout", amendment["sha"])
+    member = agora(b, "post", "-m", "glad to be here", "--tag", "insight", "--json").json()
+    agora(a, "fetch")
+    assert member["sha"] not in {row["sha"] for row in agora(a, "log", "--rejected", "--json").json()}
+
+
+def test_account_names_git_cannot_store_are_refused(project):
+    for name in ("a.", "HEAD", ""):
+        r = agora(project, "--account", name, "post", "-m", "x", "--tag", "insight", check=False)
+        assert r.returncode == 1 and "git agora: error:" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_an_empty_command_account_is_refused_not_replaced(project):
+    r = agora(project, "post", "--account", "", "-m", "x", "--tag", "insight", check=False)
+    assert r.returncode == 1 and "account '' is not valid" in r.stderr

@@ -48,7 +48,8 @@ ACCOUNT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 def valid_account(name: str) -> bool:
     """Letters, digits, '.', '_' and '-', at most 64, and a name Git can store as a ref component
     (not ending in '.' or '.lock', no '..')."""
-    return bool(ACCOUNT_PATTERN.match(name)) and not name.endswith((".", ".lock")) and ".." not in name
+    special = name.upper() in {"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD"}
+    return bool(ACCOUNT_PATTERN.match(name)) and not name.endswith((".", ".lock")) and ".." not in name and not special
 
 
 TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._:+-]{0,63}$")

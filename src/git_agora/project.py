@@ -43,8 +43,8 @@ class Project:
 
     @cached_property
     def account(self) -> str:
-        name = self.account_option or self.configured_account
-        if not name:
+        name = self.account_option if self.account_option is not None else self.configured_account
+        if name is None or (not name and self.account_option is None):
             raise AgoraError(
                 "no account: pass --account NAME, set AGORA_ACCOUNT, or run `git config agora.account NAME`"
             )

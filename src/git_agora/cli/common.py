@@ -59,7 +59,8 @@ def open_project(ctx: click.Context, account: str | None = None, remote: str | N
     from ..project import Project
 
     obj = ctx.find_root().obj or {}
-    return Project.open(obj.get("directory", "."), account or obj.get("account"), remote, cli_feedback(as_json))
+    account = account if account is not None else obj.get("account")  # an empty --account "" is refused
+    return Project.open(obj.get("directory", "."), account, remote, cli_feedback(as_json))
 
 
 def cli_feedback(as_json: bool = False):

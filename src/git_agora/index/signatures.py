@@ -11,7 +11,7 @@ the keys this clone trusts for its account (one `git cat-file --batch` reads the
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pyarrow as pa
@@ -56,12 +56,26 @@ def problem(raw: bytes | None, keys: tuple[str, ...], required: bool) -> str | N
     return None if verify(payload, signature, keys) else BAD
 
 
-def check_rows(git_dir: Path, rows: list[dict], keys: Mapping[str, tuple[str, ...]], required: bool) -> None:
-    """Add the signature problem of every contribution row (in place)."""
+NOT_A_MEMBER = "not a member of the project (its policy lists the members)"
+
+Members = Callable[[str | None], Mapping[str, str] | None]  # policy sha -> {account: key}, None: open project
+
+
+def check_rows(
+    git_dir: Path, rows: list[dict], keys: Mapping[str, tuple[str, ...]], required: bool, members: Members
+) -> None:
+    """Add the signature problem of every contribution row (in place). Where the row's policy lists
+    members, only members count, each with the key the policy gives (signatures required)."""
     todo = [r for r in rows if r["account"] is not None]
     raws = raw_commits(git_dir, [r["sha"] for r in todo])
     for row in todo:
-        found = problem(raws.get(row["sha"]), keys.get(row["account"], ()), required)
+        listed = members(row["policy"])
+        if listed is not None and row["account"] not in listed:
+            found: str | None = NOT_A_MEMBER
+        elif listed is not None:
+            found = problem(raws.get(row["sha"]), (listed[row["account"]],), True)
+        else:
+            found = problem(raws.get(row["sha"]), keys.get(row["account"], ()), required)
         if found:
             row["reasons"] = row["reasons"] + [found]
             row["valid"] = False

@@ -175,7 +175,7 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
     listed = listing.new_entries(repo.common_dir, old_tips, tips)
     rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, listed=listed)
     _apply_evaluator_policy(repo, rows, rules.root)
-    signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required)
+    signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, _members(repo))
     new_rows, new_refs = build.rows_to_table(rows)
     combined = build.clear_listed(pa.concat_tables([old, new_rows]), listed)
     combined = signatures.recheck_waiting(repo.common_dir, combined, rules.keys)
@@ -187,6 +187,26 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
         {"format_version": FORMAT_VERSION, "tips": tips, "pending_until": build.pending_until(contributions)},
     )
     return UpdateReport(new_rows.num_rows, stored is None, tuple(warnings))
+
+
+def _members(repo: Repository) -> signatures.Members:
+    """The members each policy lists (`[identity] members`), read once per policy commit."""
+    from functools import cache
+
+    from ..config import ConfigError
+    from ..policy import load_policy
+
+    @cache
+    def members(policy_sha: str | None):
+        if policy_sha is None:
+            return None
+        try:
+            listed = load_policy(repo, policy_sha).config.sections.get("identity", {}).get("members")
+        except ConfigError:
+            return None
+        return dict(listed) if isinstance(listed, dict) and listed else None
+
+    return members
 
 
 def _apply_evaluator_policy(repo: Repository, rows: list[dict], root: str | None) -> None:

@@ -49,10 +49,28 @@ def publish(project: Project, contribution: Contribution, tree: str) -> Publishe
     """Write the canonical commit and append it to the account log before any network I/O,
     so a failed or interrupted push loses nothing: the log is pushed now or by the next sync."""
     _validate(project, contribution)
+    _check_membership(project, contribution)
     project.enable_signing()
     sha = project.repo.write_contribution(contribution, tree)
     project.repo.append_to_log(contribution.account, [sha])
     return Published(sha, push_log(project.repo, contribution.account, project.remote), contribution.parents)
+
+
+def _check_membership(project: Project, contribution: Contribution) -> None:
+    """In a closed project (the policy in force lists `[identity] members`), only members publish, each
+    with the key the policy gives them."""
+    if not contribution.parents:
+        return
+    members = project.policy(contribution.parents[0]).config.sections.get("identity", {}).get("members")
+    if not members:
+        return
+    if contribution.account not in members:
+        raise AgoraError(
+            f"{contribution.account} is not a member of this project: the setup's account can add you "
+            "with a policy amendment ([identity] members in agora.toml)"
+        )
+    if str(members[contribution.account]).split()[:2] != project.signing_key.public.split()[:2]:
+        raise AgoraError(f"your signing key is not the one the policy lists for {contribution.account}")
 
 
 def _validate(project: Project, contribution: Contribution) -> None:
