@@ -3,24 +3,13 @@
 import pytest
 
 from agora_testing import agora, make_clone
+from git_agora.frontier.views import VIEW_NAMES
 
 
 def test_empty_project_answers_every_view(project):
     data = agora(project, "analyze", "--json", "--model", "hashing").json()
     assert data["summary"]["valid"] == 1
-    assert set(data["views"]) == {
-        "leaders",
-        "built_on",
-        "leaves",
-        "promising",
-        "unverified",
-        "contested",
-        "open_hypotheses",
-        "recent",
-        "tags",
-        "contributors",
-        "rejected",
-    }
+    assert set(data["views"]) == set(VIEW_NAMES)  # the registry's order is tested in tests/frontier
     assert [s["name"] for s in data["slots"]["slots"]] == ["exploit", "explore_known", "explore_novel"]
     text = agora(project, "analyze", "--model", "hashing").stdout
     assert "Where to work next" in text
