@@ -216,3 +216,32 @@ def test_account_names_git_cannot_store_are_refused(project):
 def test_an_empty_command_account_is_refused_not_replaced(project):
     r = agora(project, "post", "--account", "", "-m", "x", "--tag", "insight", check=False)
     assert r.returncode == 1 and "account '' is not valid" in r.stderr
+
+
+def test_a_backdated_setup_never_becomes_the_root_and_competing_setups_are_said(tmp_path, remote, project):
+    setup = agora(project, "whoami", "--json").json()["setup"]
+    m = make_clone(tmp_path, "m", str(remote), "mallory")
+    (m / "agora.toml").write_text('[eval]\ncommand = "echo {}"\n')
+    forged = Contribution(account="mallory", tags=("setup",), description="the real project, honest")
+    tree = subprocess.run(["git", "mktree"], cwd=m, input="", capture_output=True, text=True).stdout.strip()
+    sha = subprocess.run(
+        ["git", "commit-tree", tree],
+        cwd=m,
+        input=forged.to_message(),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "GIT_COMMITTER_DATE": "2001-01-01T00:00:00Z"},
+    ).stdout.strip()
+    publish_forged_log(m, "mallory", [sha])
+    agora(project, "fetch")
+    assert agora(project, "whoami", "--json").json()["setup"] == setup  # pinned at init
+    reasons = {row["sha"]: row["reasons"] for row in agora(project, "log", "--rejected", "--json").json()}
+    assert any("second setup" in r for r in reasons[sha])
+    c = make_clone(tmp_path, "c", str(remote), "carol")
+    first = agora(c, "fetch", "--json")
+    assert "competing setups here" in first.stderr and "by mallory" in first.stderr  # told, never chosen for
+    r = agora(c, "analyze", "--json", check=False)
+    assert r.returncode == 1 and "competing setups here" in r.stderr
+    git(c, "config", "agora.setup", setup)
+    assert agora(c, "analyze", "--json", "--model", "hashing").json()["summary"]["contributions"] >= 2

@@ -17,6 +17,10 @@ from .refs.store import NotARepository, Repository
 SETUP_CONFIG_KEY = "agora.setup"
 
 
+class CompetingSetups(AgoraError):
+    """More than one setup and none pinned: the clone must be told which project it joins."""
+
+
 @dataclass
 class Project:
     """The entry point of the library: `open_project(path)` then pass it to any workflow in `git_agora.ops`."""
@@ -83,19 +87,33 @@ class Project:
             raise AgoraError(
                 "no Agora project here: run `git agora init`, or `git agora fetch` from a remote that has one"
             )
+        setups = self.setups()
+        if len(setups) > 1:  # never chosen by a timestamp, which anyone can backdate
+            raise CompetingSetups(
+                f"competing setups here: {', '.join(self._describe(s) for s in setups)}; pin the one you were "
+                "told with `git config agora.setup SHA` (or `git agora clone URL --setup SHA`)"
+            )
         self.repo.git.run("config", SETUP_CONFIG_KEY, found, check=False)  # a cache: another reader may hold the lock
         return found
 
+    def _describe(self, sha: str) -> str:
+        c = self.repo.contribution(sha)
+        return f"{sha[:12]} by {c.account if c else '?'}"
+
     def find_setup(self) -> str | None:
+        """The earliest setup reachable from the refs (used once, to pin the root: see `setup`)."""
+        setups = self.setups()
+        return setups[0] if setups else None
+
+    def setups(self) -> list[str]:
+        """Every setup (a root commit tagged setup) reachable from the refs, earliest first."""
         tips = list(self.repo.git.for_each_ref(ROOT).values())
         if not tips:
-            return None
+            return []
         # --date-order: the default walk order is pathological on the log merges (9 s against 0.4 s at 100k)
         roots = self.repo.git.run("rev-list", "--date-order", "--max-parents=0", *tips).split()
-        setups = [c for c in map(self.repo.contribution, roots) if c is not None and c.is_setup]
-        if not setups:
-            return None
-        return min(setups, key=lambda c: (c.timestamp or 0, c.sha or "")).sha
+        found = [c for c in map(self.repo.contribution, roots) if c is not None and c.is_setup]
+        return [c.sha or "" for c in sorted(found, key=lambda c: (c.timestamp or 0, c.sha or ""))]
 
     @cached_property
     def config(self) -> ProjectConfig:

@@ -89,8 +89,13 @@ def sync(project: Project) -> Synced:
 
 
 def _has_setup(project: Project) -> bool:
+    from ..project import CompetingSetups
+
     try:
         _ = project.setup
+    except CompetingSetups as exc:
+        project.feedback.notice(str(exc))
+        return False
     except AgoraError:
         return False  # a project without a setup yet has nothing to index
     return True
