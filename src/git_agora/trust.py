@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -109,28 +110,37 @@ def acknowledge(repo: Repository, ids: list[str]) -> list[TamperReport]:
     return marked
 
 
-def trusted_keys(repo: Repository, account: str) -> tuple[str, ...]:
-    """The keys this clone trusts for `account`: the valid chain of its identity whose first key is the
-    one pinned here (trust on first use: the first identity seen is pinned now)."""
-    from .identity.chain import chain_keys, identity_refs
+def trusted_keys(repo: Repository, refs: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """The keys this clone trusts for every account with an identity among `refs` (ref -> tip): the
+    valid chain that starts with the key pinned here (trust on first use: the first identity seen is
+    pinned now). Chains are cached by tip (commits never change); the file is written only on change."""
+    from .identity.chain import chain_keys, identity_account
 
+    tips: dict[str, list[str]] = {}
+    for ref, tip in refs.items():
+        account = identity_account(ref)
+        if account is not None:
+            tips.setdefault(account, []).append(tip)
     data = _load(repo)
-    cache = data.setdefault("chains", {})  # identity tip -> the keys of its valid prefix (commits never change)
-    tips = [tip for tip in map(repo.ref, identity_refs(repo, account)) if tip]
-    for tip in tips:
-        if tip not in cache:
-            cache[tip] = chain_keys(repo, tip)
-    chains = [cache[tip] for tip in tips if cache[tip]]
-    pinned = data.setdefault("keys", {}).get(account)
-    if not chains:
+    before = json.dumps(data, sort_keys=True)
+    cache, pins = data.setdefault("chains", {}), data.setdefault("keys", {})
+    trusted = {}
+    for account, account_tips in sorted(tips.items()):
+        for tip in account_tips:
+            if tip not in cache:
+                cache[tip] = chain_keys(repo, tip)
+        chains = [cache[tip] for tip in account_tips if cache[tip]]
+        pinned = pins.get(account) or (chains[0][0] if chains else None)
+        if pinned is None:
+            continue
+        pins[account] = pinned
+        matching = [keys for keys in chains if _same_key(keys[0], pinned)]
+        trusted[account] = tuple(max(matching, key=len)) if matching else (pinned,)
+    for account, pinned in pins.items():  # an identity gone from the remote: the pinned key still holds
+        trusted.setdefault(account, (pinned,))
+    if json.dumps(data, sort_keys=True) != before:
         _save(repo, data)
-        return (pinned,) if pinned else ()
-    if pinned is None:
-        pinned = chains[0][0]
-        data["keys"][account] = pinned
-    _save(repo, data)
-    matching = [keys for keys in chains if _same_key(keys[0], pinned)]
-    return tuple(max(matching, key=len)) if matching else (pinned,)
+    return trusted
 
 
 def _same_key(a: str, b: str) -> bool:

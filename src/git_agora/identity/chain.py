@@ -22,6 +22,15 @@ def identity_message(account: str, public: str) -> str:
     return f"agora identity: {account}\n\n{FORMAT_TRAILER}\n{KEY_TRAILER}: {public}\n"
 
 
+def identity_account(ref: str) -> str | None:
+    """The account whose identity `ref` is (local or remote-tracking copy), else None."""
+    if ref.startswith(IDENTITY_PREFIX):
+        return ref[len(IDENTITY_PREFIX) :]
+    if ref.startswith(REMOTES_PREFIX) and "/identity/" in ref:
+        return ref.split("/identity/", 1)[1]
+    return None
+
+
 def identity_refs(repo: Repository, account: str) -> list[str]:
     """Every copy of the account's identity here: local, remote-tracking."""
     refs = repo.git.for_each_ref(ROOT)

@@ -121,11 +121,6 @@ def _rules(project: Project):
 
 def _trusted_keys(project: Project) -> dict[str, tuple[str, ...]]:
     """The keys trusted for every account with an identity here (pinned on first sight)."""
-    from ..refs.names import IDENTITY_PREFIX
     from ..trust import trusted_keys
 
-    refs = project.repo.git.for_each_ref(ROOT)
-    accounts = {
-        ref.rsplit("/identity/", 1)[1] for ref in refs if "/identity/" in ref or ref.startswith(IDENTITY_PREFIX)
-    }
-    return {account: keys for account in sorted(accounts) if (keys := trusted_keys(project.repo, account))}
+    return trusted_keys(project.repo, project.repo.git.for_each_ref(ROOT))
