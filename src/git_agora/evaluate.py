@@ -142,12 +142,15 @@ def run_command(
                 preexec_fn=_release_signals,
             )
             forwarding.enter_context(_forwarding_signals(proc))
-        stdout, stderr = _pump(proc.stdout), _pump(proc.stderr, feedback.output if feedback else None)
         try:
+            stdout, stderr = _pump(proc.stdout), _pump(proc.stderr, feedback.output if feedback else None)
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             return EvalRun(False, {}, time.monotonic() - start, f"timed out after {timeout:g} s")
+        except _Stopped as stop:  # waiting here, not in the handler: Popen.wait holds a lock there
+            _kill_group(proc, stop.signum)
+            raise KeyboardInterrupt if stop.signum == signal.SIGINT else SystemExit(128 + stop.signum) from None
     duration = time.monotonic() - start
     out, err = stdout.text(), stderr.text()
     if proc.returncode != 0:
@@ -194,6 +197,12 @@ def _pump(stream, on_line=None) -> _Pump:
 _STOPS = {signal.SIGINT, signal.SIGTERM}
 
 
+class _Stopped(BaseException):  # BaseException: an evaluator's own `except Exception` cannot swallow it
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 @contextmanager
 def _signals_held() -> Iterator[None]:
     """Hold SIGINT and SIGTERM (main thread only): they are delivered when the block ends."""
@@ -219,8 +228,9 @@ def _forwarding_signals(proc: subprocess.Popen) -> Iterator[None]:
         return
 
     def forward(signum, frame):
-        _kill_group(proc, signum)
-        raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signum)
+        raise _Stopped(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
