@@ -245,3 +245,70 @@ def test_a_backdated_setup_never_becomes_the_root_and_competing_setups_are_said(
     assert r.returncode == 1 and "competing setups here" in r.stderr
     git(c, "config", "agora.setup", setup)
     assert agora(c, "analyze", "--json", "--model", "hashing").json()["summary"]["contributions"] >= 2
+
+
+def test_a_rotated_key_keeps_alices_work_valid_and_a_forged_rotation_does_not_count(tmp_path, remote, project):
+    (project / "model.py").write_text("order = 4\n")
+    first = agora(project, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=2.5", "--json").json()
+    c = make_clone(tmp_path, "c", str(remote), "carol")
+    carol = other_machine(tmp_path, "carol")
+    agora(c, "fetch", env=carol)  # carol pins alice's first key
+
+    keys = Path(os.environ["HOME"]) / ".config" / "git-agora" / "keys"
+    old_public = (keys / "alice_ed25519.pub").read_text().strip()
+    done = agora(project, "key", "rotate", "--json").json()
+    assert done["old_public"] == old_public and done["new_public"] != old_public and done["push_problem"] is None
+    assert (keys / "alice_ed25519.pub").read_text().strip() == done["new_public"]
+    assert Path(done["retired"]).read_text() and Path(done["retired"] + ".pub").read_text().strip() == old_public
+    assert git(remote, "rev-parse", "refs/agora/identity/alice").strip() == done["identity"]
+    shown = agora(project, "key", "show", "--json").json()
+    assert [k.split()[1] for k in shown["chain"]] == [old_public.split()[1], done["new_public"].split()[1]]
+
+    (project / "model.py").write_text("order = 5\n")
+    second = agora(project, "push", "-m", "order 5", "--tag", "result", "--metric", "bpc=2.4", "--json").json()
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f'alice@agora namespaces="git" {done["new_public"]}\n')
+    git(project, "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", second["sha"])
+
+    # a clone that still signs with the old key is told, and publishes nothing
+    old_clone = make_clone(tmp_path, "old", str(remote), "alice")
+    git(old_clone, "config", "agora.signingkey", done["retired"])
+    agora(old_clone, "fetch")
+    r = agora(old_clone, "post", "-m", "with the old key", "--tag", "insight", check=False)
+    assert r.returncode == 1 and "was rotated out of the identity of alice" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+    # mallory appends a "rotation" to her own key, signed by herself: the chain ends before it
+    m = make_clone(tmp_path, "m", str(remote), "mallory")
+    mallory = other_machine(tmp_path, "mallory")
+    agora(m, "fetch", env=mallory)
+    fake, fake_public = keypair(tmp_path, "fake_alice")
+    repo = Repository.discover(m)
+    repo.signer = SigningKey(fake, fake_public).sign
+    tip = git(m, "rev-parse", "refs/agora/remotes/origin/identity/alice").strip()
+    grab = repo.write_commit(repo.empty_tree, [tip], identity_message("alice", fake_public), "alice")
+    git(m, "push", "-q", "origin", f"{grab}:refs/agora/identity/alice")  # a fast-forward: git accepts it
+    posing = Contribution(account="alice", tags=("insight",), description="alice says so", parents=(second["sha"],))
+    forged = repo.write_contribution(posing, git(m, "rev-parse", f"{second['sha']}^{{tree}}").strip())
+    git(m, "update-ref", "refs/agora/log/alice", git(m, "rev-parse", "refs/agora/remotes/origin/log/alice").strip())
+    repo.append_to_log("alice", [forged])
+    git(m, "push", "-q", "origin", "refs/agora/log/alice")
+
+    agora(c, "fetch", env=carol)
+    reasons = {row["sha"]: row["reasons"] for row in agora(c, "log", "--rejected", "--json", env=carol).json()}
+    assert first["sha"] not in reasons and second["sha"] not in reasons, "work signed by either key counts"
+    assert "the signature does not verify with the key of its account" in reasons[forged]
+    newcomer = make_clone(tmp_path, "n", str(remote), "nina")
+    agora(newcomer, "fetch", env=other_machine(tmp_path, "nina"))
+    rejected = {row["sha"] for row in agora(newcomer, "log", "--rejected", "--json").json()}
+    assert rejected == {forged}, "a newcomer pins alice's first key and follows only her signed rotation"
+
+
+def test_a_rotation_to_a_missing_key_is_one_line_and_changes_nothing(project):
+    before = git(project, "for-each-ref").strip()
+    r = agora(project, "key", "rotate", "--key", "/nonexistent/key", check=False)
+    assert (
+        r.returncode == 1
+        and r.stderr.strip() == "git agora: error: the new key /nonexistent/key does not exist or is not a file"
+    )
+    assert git(project, "for-each-ref").strip() == before

@@ -26,6 +26,8 @@ def _load_tracegen():
 
 
 tracegen = _load_tracegen()
+sys.path.insert(0, str(ROOT / "eval" / "bench"))
+import signed  # noqa: E402 - the signed twin writer lives beside tracegen
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -114,6 +116,35 @@ def test_append_continues_the_log(tmp_path):
     newest, older = (line.split() for line in out)
     assert newest[1:] == [older[0], more.new[1]]
     assert older[1:] == [tip, more.new[0]]
+
+
+def test_the_signed_twin_verifies_with_git_and_every_reader_accepts_it(tmp_path):
+    origin, twin = tmp_path / "o.git", tmp_path / "s.git"
+    tracegen.generate(origin, 60, 3, seed=1)
+    keys = signed.sign_project(origin, twin)
+    tracegen.append(origin, "zed", n=2, kind="result")
+    assert set(signed.sign_project(origin, twin)) == {"zed"}, "a second run signs only what was appended"
+    allowed = tmp_path / "allowed_signers"
+    keys |= {"zed": signed.AccountKey("zed")}
+    allowed.write_text("".join(f'{name}@agora namespaces="git" {key.public}\n' for name, key in keys.items()))
+    shas = subprocess.run(
+        ["git", "-C", str(twin), "rev-list", "--exclude=refs/unsigned/*", "--all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert len(shas) == 2 * 62 + 4  # contributions, log commits, identities
+    for sha in shas[:: len(shas) // 12]:
+        subprocess.run(
+            ["git", "-C", str(twin), "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", sha],
+            check=True,
+            capture_output=True,
+        )
+    (tmp_path / "home").mkdir()
+    env = _env(tmp_path / "home")
+    path = clone(tmp_path, "clone", twin, env)
+    assert "fetched 62 new contributions" in run(path, env, "git", "agora", "fetch")
+    assert "no rejected commits" in run(path, env, "git", "agora", "log", "--rejected")
 
 
 def test_scaled_mix_keeps_the_paper_proportions():

@@ -20,6 +20,7 @@ COMMANDS = {
     "log": "log",
     "whoami": "whoami",
     "status": "status",
+    "key": "key",
     "hook": "hook",
     "index": "index",
     "lineage": "lineage",

@@ -10,7 +10,7 @@ import re
 from ..errors import AgoraError
 from ..refs.names import IDENTITY_PREFIX, REMOTES_PREFIX, ROOT
 from ..refs.store import Repository
-from .keys import SigningKey
+from .keys import SigningKey, same_key
 from .signatures import split_signature, verify
 
 FORMAT_TRAILER = "Agora-Identity-Format: 1"
@@ -60,27 +60,37 @@ def chain_keys(repo: Repository, tip: str) -> list[str]:
 
 
 def ensure_identity(repo: Repository, account: str, key: SigningKey) -> str:
-    """The local identity ref of `account`, created (or taken from a fetched copy) when missing; refuses
-    a key that the account's known identity does not announce."""
+    """The local identity ref of `account`, created (or taken from a fetched copy, also one that extends
+    it after a rotation made elsewhere) when missing; refuses a key that the account's identity does not
+    announce as its newest."""
     local = IDENTITY_PREFIX + account
     tip = repo.ref(local)
     known = [repo.ref(ref) for ref in identity_refs(repo, account) if ref != local]
-    for candidate in [tip, *known]:
-        if candidate is None:
-            continue
-        keys = chain_keys(repo, candidate)
-        if key.public.split()[:2] in [k.split()[:2] for k in keys]:
-            if tip is None:
+    chains = {
+        candidate: chain_keys(repo, candidate)
+        for candidate in [tip, *known]
+        if candidate is not None and (tip is None or repo.git.is_ancestor(tip, candidate))
+    }
+    for candidate, keys in chains.items():
+        if keys and same_key(keys[-1], key.public):
+            if candidate != tip:
                 repo.set_ref(local, candidate)
             return local
+    if not chains:
+        sha = repo.write_commit(repo.empty_tree, [], identity_message(account, key.public), account)
+        if not repo.compare_and_swap(local, None, sha):  # another process of this account made it first
+            return ensure_identity(repo, account, key)
+        return local
+    keys = max(chains.values(), key=len)
+    if any(same_key(k, key.public) for k in keys):
         raise AgoraError(
-            f"the identity of {account} here announces another key ({_short(keys[-1] if keys else '?')}); "
-            f"sign with that key (git config agora.signingkey PATH) or publish as another account"
+            f"{key.path} was rotated out of the identity of {account} (now {_short(keys[-1])}); "
+            f"sign with the newest key (git config agora.signingkey PATH)"
         )
-    sha = repo.write_commit(repo.empty_tree, [], identity_message(account, key.public), account)
-    if not repo.compare_and_swap(local, None, sha):  # another process of this account made it first
-        return ensure_identity(repo, account, key)
-    return local
+    raise AgoraError(
+        f"the identity of {account} here announces another key ({_short(keys[-1] if keys else '?')}); "
+        f"sign with that key (git config agora.signingkey PATH) or publish as another account"
+    )
 
 
 def _short(public: str) -> str:

@@ -46,13 +46,13 @@ def signing_key(repo: Repository, account: str, notice=None) -> SigningKey:
     path = Path(configured).expanduser() if configured else default_key_path(account)
     if configured and not path.is_file():
         raise AgoraError(f"the signing key {path} (git config {KEY_CONFIG}) does not exist or is not a file")
-    if not path.exists() and _create(path, account) and notice is not None:
+    if not path.exists() and create_key(path, account) and notice is not None:
         notice(f"created the signing key of {account} in {path} (keep it; it is who you are here)")
-    public = _public_line(path)
+    public = public_line(path)
     return SigningKey(path, public)
 
 
-def _create(path: Path, account: str) -> bool:
+def create_key(path: Path, account: str) -> bool:
     """Make the key unless another process just did (a lock per keys folder); True when this one made it."""
     import fcntl
 
@@ -69,7 +69,7 @@ def _create(path: Path, account: str) -> bool:
         return True
 
 
-def _public_line(path: Path) -> str:
+def public_line(path: Path) -> str:
     pub = path.with_name(path.name + ".pub")
     if pub.is_file():
         return pub.read_text().strip()
@@ -77,3 +77,8 @@ def _public_line(path: Path) -> str:
     if proc.returncode != 0:
         raise AgoraError(f"cannot read the signing key {path}: {proc.stderr.strip() or 'unreadable'}")
     return proc.stdout.strip()
+
+
+def same_key(a: str, b: str) -> bool:
+    """Whether two OpenSSH public key lines hold the same key (the comment does not count)."""
+    return a.split()[:2] == b.split()[:2]

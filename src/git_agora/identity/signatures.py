@@ -1,9 +1,14 @@
 """Verifying Git's SSH commit signatures in process (`sshsig`, about 0.1 ms each), the same check as
-`git verify-commit` with an allowed-signers file."""
+`git verify-commit` with an allowed-signers file; large batches (a rebuild) are spread over all cores."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+Job = tuple[bytes, bytes, tuple[str, ...]]  # (payload, armored signature, allowed public keys)
+PARALLEL_MIN = 10_000  # below this, starting workers costs more than it saves (about 0.3 s on 2 cores)
 
 SIGNATURE_HEADER = b"gpgsig "
 
@@ -36,14 +41,8 @@ def split_signature(raw: bytes) -> tuple[bytes, bytes | None]:
 def verify(payload: bytes, signature: bytes, public_keys: Iterable[str]) -> bool:
     """Whether `signature` signs `payload` in Git's namespace with one of `public_keys` (OpenSSH lines)."""
     import sshsig
-    from sshsig.ssh_public_key import PublicKey
 
-    keys = []
-    for line in public_keys:
-        try:
-            keys.append(PublicKey.from_openssh_str(line))
-        except (ValueError, NotImplementedError):
-            continue
+    keys = [key for key in map(_public_key, public_keys) if key is not None]
     if not keys:
         return False
     try:
@@ -51,3 +50,41 @@ def verify(payload: bytes, signature: bytes, public_keys: Iterable[str]) -> bool
     except Exception:  # an invalid, unsupported or malformed signature is simply not a valid one
         return False
     return True
+
+
+@lru_cache(maxsize=4096)
+def _public_key(line: str):
+    from sshsig.ssh_public_key import PublicKey
+
+    try:
+        return PublicKey.from_openssh_str(line)
+    except (ValueError, NotImplementedError):
+        return None
+
+
+def verify_many(jobs: Sequence[Job], workers: int | None = None) -> list[bool]:
+    """`verify` of every job, in order; a large batch is split over `workers` processes (default: the
+    cores this process may use). The verdicts do not depend on how the batch was split."""
+    workers = workers or len(os.sched_getaffinity(0))
+    if workers < 2 or len(jobs) < PARALLEL_MIN:
+        return [verify(*job) for job in jobs]
+    import multiprocessing
+
+    global _BATCH
+    _BATCH = jobs  # forked workers inherit the batch: only index ranges and verdicts cross processes
+    try:
+        step = -(-len(jobs) // workers)
+        ranges = [(start, min(start + step, len(jobs))) for start in range(0, len(jobs), step)]
+        with multiprocessing.get_context("fork").Pool(len(ranges)) as pool:
+            parts = pool.map(_verify_range, ranges)
+    finally:
+        _BATCH = ()
+    return [verdict for part in parts for verdict in part]
+
+
+_BATCH: Sequence[Job] = ()
+
+
+def _verify_range(bounds: tuple[int, int]) -> list[bool]:
+    start, stop = bounds
+    return [verify(*job) for job in _BATCH[start:stop]]

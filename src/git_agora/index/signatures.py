@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ..identity.signatures import split_signature, verify
+from ..identity.signatures import Job, split_signature, verify, verify_many
 
 UNSIGNED = "unsigned, and the project requires signatures"
 WAITING = "signed, but its account has no identity here yet"
@@ -46,6 +46,14 @@ def raw_commits(git_dir: Path, shas: list[str]) -> dict[str, bytes]:
 
 
 def problem(raw: bytes | None, keys: tuple[str, ...], required: bool) -> str | None:
+    found = precheck(raw, keys, required)
+    if isinstance(found, tuple):
+        return None if verify(*found) else BAD
+    return found
+
+
+def precheck(raw: bytes | None, keys: tuple[str, ...], required: bool) -> str | None | Job:
+    """The problem a commit has before any signature is verified, or the verification still to do."""
     if raw is None:
         return None
     payload, signature = split_signature(raw)
@@ -53,7 +61,7 @@ def problem(raw: bytes | None, keys: tuple[str, ...], required: bool) -> str | N
         return UNSIGNED if required else None
     if not keys:
         return WAITING if required else None
-    return None if verify(payload, signature, keys) else BAD
+    return payload, signature, keys
 
 
 NOT_A_MEMBER = "not a member of the project (its policy lists the members)"
@@ -68,16 +76,21 @@ def check_rows(
     members, only members count, each with the key the policy gives (signatures required)."""
     todo = [r for r in rows if r["account"] is not None]
     raws = raw_commits(git_dir, [r["sha"] for r in todo])
-    for row in todo:
+    found: dict[int, str | None | Job] = {}
+    for i, row in enumerate(todo):
         listed = members(row["policy"])
         if listed is not None and row["account"] not in listed:
-            found: str | None = NOT_A_MEMBER
+            found[i] = NOT_A_MEMBER
         elif listed is not None:
-            found = problem(raws.get(row["sha"]), (listed[row["account"]],), True)
+            found[i] = precheck(raws.get(row["sha"]), (listed[row["account"]],), True)
         else:
-            found = problem(raws.get(row["sha"]), keys.get(row["account"], ()), required)
-        if found:
-            row["reasons"] = row["reasons"] + [found]
+            found[i] = precheck(raws.get(row["sha"]), keys.get(row["account"], ()), required)
+    jobs = {i: job for i, job in found.items() if isinstance(job, tuple)}
+    for i, good in zip(jobs, verify_many(list(jobs.values()))):
+        found[i] = None if good else BAD
+    for i, row in enumerate(todo):
+        if found[i]:
+            row["reasons"] = row["reasons"] + [found[i]]
             row["valid"] = False
 
 

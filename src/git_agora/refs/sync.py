@@ -72,7 +72,7 @@ def push_log(repo: Repository, account: str, remote: str | None) -> PushResult:
     if remote is None:
         queued = len(queued_entries(repo, account, None))
         return PushResult(PushOutcome.NO_REMOTE if queued else PushOutcome.NOTHING, queued)
-    _push_identity(repo, account, remote)
+    push_identity(repo, account, remote)
     for attempt in range(MAX_PUSH_ATTEMPTS):
         tip = repo.ref(log.local)
         if tip is None:
@@ -98,17 +98,20 @@ def push_log(repo: Repository, account: str, remote: str | None) -> PushResult:
     return _queued(repo, account, remote, PushOutcome.REJECTED, "gave up after repeated contention")
 
 
-def _push_identity(repo: Repository, account: str, remote: str) -> None:
+def push_identity(repo: Repository, account: str, remote: str) -> str | None:
     """Publish the account's identity ref when the remote copy differs (never forced: a remote that holds
-    another identity for the account keeps it, and readers judge the signatures)."""
+    another identity for the account keeps it, and readers judge the signatures). None when the remote
+    has it now, else git's reason."""
     local = IDENTITY_PREFIX + account
     tip = repo.ref(local)
     tracking = f"{REMOTES_PREFIX}{remote}/identity/{account}"
     if tip is None or repo.ref(tracking) == tip:
-        return
+        return None
     proc = repo.git.attempt("push", "--porcelain", "--no-verify", remote, f"{tip}:{local}", timeout=NETWORK_TIMEOUT_S)
     if proc.returncode == 0:
         repo.set_ref(tracking, tip)
+        return None
+    return _last_line(proc.stdout + proc.stderr) or "the push failed"
 
 
 def _queued(repo: Repository, account: str, remote: str, outcome: PushOutcome, report: str) -> PushResult:
