@@ -6,8 +6,9 @@ prints to stderr and draws progress bars on a terminal (never under `--json`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+import re
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 Advance = Callable[[int], None]  # called with the number of items done so far
@@ -38,3 +39,31 @@ class Feedback:
 
 def _ignore(done: int) -> None:
     return None
+
+
+_GIT_PROGRESS = re.compile(r"^(?:remote: )?(?P<phase>[A-Z][A-Za-z ]+):\s+\d+% \((?P<done>\d+)/(?P<total>\d+)\)")
+
+
+@contextmanager
+def git_phases(feedback: Feedback) -> Iterator[Callable[[str], None]]:
+    """A receiver of git's progress lines ("Receiving objects:  45% (450/1000)") that shows each phase
+    as a progress bar of `feedback` (nothing when it draws no progress)."""
+    if feedback.on_progress is None:
+        yield lambda line: None
+        return
+    bars = ExitStack()
+    shown: dict[str, Advance] = {}
+
+    def on_line(line: str) -> None:
+        found = _GIT_PROGRESS.match(line)
+        if found is None:
+            return
+        phase = found.group("phase")
+        if phase not in shown:
+            bars.close()
+            shown.clear()
+            shown[phase] = bars.enter_context(feedback.progress(phase, int(found.group("total"))))
+        shown[phase](int(found.group("done")))
+
+    with bars:
+        yield on_line

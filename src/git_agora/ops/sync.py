@@ -48,12 +48,14 @@ class Synced:
 def fetch(project: Project, cross_refs: bool = False) -> Fetched:
     """Fetch every account log of the project's remote and update the index. With `cross_refs`, also
     fetch (read-only) the commits that contributions cite from other projects."""
+    from ..feedback import git_phases
     from ..refs.sync import fetch as fetch_logs
 
     if project.remote is None:
         raise AgoraError("no remote to fetch from: add one (`git remote add origin URL`) or name it")
     try:
-        result: FetchResult = fetch_logs(project.repo, project.remote)
+        with git_phases(project.feedback) as on_progress:
+            result: FetchResult = fetch_logs(project.repo, project.remote, on_progress)
     except RemoteError as exc:
         raise AgoraError(str(exc)) from None
     record_tampering(project.repo, list(result.rewritten))

@@ -7,8 +7,12 @@ remote the user's git speaks to, with their credentials). dulwich builds and rea
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,6 +76,32 @@ class Git:
         except subprocess.TimeoutExpired:
             return subprocess.CompletedProcess(["git", *args], 124, "", f"timed out after {timeout} s")
 
+    def transfer(self, *args: str, on_line: Callable[[str], None] | None = None) -> subprocess.CompletedProcess:
+        """A fetch or push that is never killed while it makes progress: git reports progress on stderr
+        (`--progress`), and only a transfer silent for `stall_seconds()` is stopped (exit 124). HTTP
+        transfers also abort below 1 KB/s for that long (git's low-speed limit); ssh sends keepalives.
+        `on_line` gets each progress line as it comes."""
+        stall = stall_seconds()
+        command = ["git", "-c", "http.lowSpeedLimit=1000", "-c", f"http.lowSpeedTime={int(stall)}", *args]
+        env = {
+            **os.environ,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_SSH_COMMAND": "ssh -o BatchMode=yes -o ServerAliveInterval=15 -o ServerAliveCountMax=4",
+        }
+        proc = subprocess.Popen(
+            command, cwd=self.cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
+        )
+        watch = _Watch(proc, on_line)
+        try:
+            stalled = watch.wait(stall)
+        except BaseException:  # an interrupt stops git and its helpers too (they have their own session)
+            watch.stop()
+            raise
+        stderr = watch.stderr()
+        if stalled:
+            stderr += f"\nno progress for {stall:.0f} s: stopped (set AGORA_STALL_SECONDS to wait longer)"
+        return subprocess.CompletedProcess(command, 124 if stalled else proc.returncode, watch.stdout(), stderr)
+
     def ok(self, *args: str) -> bool:
         return subprocess.run(["git", *args], cwd=self.cwd, capture_output=True).returncode == 0
 
@@ -89,3 +119,79 @@ class Git:
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         return self.ok("merge-base", "--is-ancestor", ancestor, descendant)
+
+
+STALL_SECONDS = 300.0  # a transfer that reports nothing for this long is stopped
+
+
+def stall_seconds() -> float:
+    try:
+        return float(os.environ.get("AGORA_STALL_SECONDS", STALL_SECONDS))
+    except ValueError:
+        return STALL_SECONDS
+
+
+_LINE_END = re.compile(rb"[\r\n]")
+
+
+class _Watch:
+    """Reads a child's stdout and stderr on threads, noting when stderr last said anything."""
+
+    def __init__(self, proc: subprocess.Popen, on_line: Callable[[str], None] | None):
+        self.proc, self.on_line = proc, on_line
+        self.out: list[bytes] = []
+        self.err: list[bytes] = []
+        self.last = time.monotonic()
+        self.threads = [
+            threading.Thread(target=self._drain_out, daemon=True),
+            threading.Thread(target=self._drain_err, daemon=True),
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def _drain_out(self) -> None:
+        assert self.proc.stdout is not None
+        while chunk := self.proc.stdout.read1(1 << 16):
+            self.out.append(chunk)
+
+    def _drain_err(self) -> None:
+        assert self.proc.stderr is not None
+        while chunk := self.proc.stderr.read1(1 << 16):
+            self.err.append(chunk)
+            self.last = time.monotonic()
+            if self.on_line is not None:
+                for line in _LINE_END.split(chunk):
+                    if line.strip():
+                        self.on_line(line.decode("utf-8", "replace").strip())
+
+    def wait(self, stall: float) -> bool:
+        """Wait for the child; True when it was stopped for saying nothing for `stall` seconds."""
+        while True:
+            try:
+                self.proc.wait(timeout=min(1.0, stall))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() - self.last > stall:
+                    self.stop()
+                    return True
+        self._join()
+        return False
+
+    def stop(self) -> None:
+        """Kill the child and every helper it started (ssh, remote helpers, upload-pack)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        self._join()
+
+    def _join(self) -> None:
+        for thread in self.threads:
+            thread.join()
+
+    def stdout(self) -> str:
+        return b"".join(self.out).decode("utf-8", "replace")
+
+    def stderr(self) -> str:
+        return b"".join(self.err).decode("utf-8", "replace")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -19,7 +20,6 @@ from .quarantine import RewrittenLog, quarantine_rewritten_logs
 from .store import LOG_ENTRY_KEY, MAX_REF_ATTEMPTS, Repository
 
 MAX_PUSH_ATTEMPTS = 40
-NETWORK_TIMEOUT_S = 120
 _STALE = re.compile(r"fetch first|non-fast-forward|stale info|cannot lock ref|failed to update ref", re.IGNORECASE)
 
 
@@ -79,9 +79,7 @@ def push_log(repo: Repository, account: str, remote: str | None) -> PushResult:
             return PushResult(PushOutcome.NOTHING, 0)
         if repo.ref(log.tracking(remote)) == tip:
             return PushResult(PushOutcome.UP_TO_DATE, 0)
-        proc = repo.git.attempt(
-            "push", "--porcelain", "--no-verify", remote, f"{tip}:{log.local}", timeout=NETWORK_TIMEOUT_S
-        )
+        proc = repo.git.transfer("push", "--porcelain", "--progress", "--no-verify", remote, f"{tip}:{log.local}")
         if proc.returncode == 0:
             repo.set_ref(log.tracking(remote), tip)
             return PushResult(PushOutcome.PUSHED, 0)
@@ -107,7 +105,7 @@ def push_identity(repo: Repository, account: str, remote: str) -> str | None:
     tracking = f"{REMOTES_PREFIX}{remote}/identity/{account}"
     if tip is None or repo.ref(tracking) == tip:
         return None
-    proc = repo.git.attempt("push", "--porcelain", "--no-verify", remote, f"{tip}:{local}", timeout=NETWORK_TIMEOUT_S)
+    proc = repo.git.transfer("push", "--porcelain", "--progress", "--no-verify", remote, f"{tip}:{local}")
     if proc.returncode == 0:
         repo.set_ref(tracking, tip)
         return None
@@ -125,13 +123,8 @@ def _last_line(report: str) -> str:
 
 
 def _fetch_account(repo: Repository, remote: str, log: LogRef) -> bool:
-    proc = repo.git.attempt(
-        "fetch",
-        "--no-tags",
-        "--no-write-fetch-head",
-        remote,
-        f"+{log.local}:{log.tracking(remote)}",
-        timeout=NETWORK_TIMEOUT_S,
+    proc = repo.git.transfer(
+        "fetch", "--progress", "--no-tags", "--no-write-fetch-head", remote, f"+{log.local}:{log.tracking(remote)}"
     )
     return proc.returncode == 0
 
@@ -148,22 +141,25 @@ def _rebase_queue(repo: Repository, account: str, remote: str) -> None:
             return
 
 
-def fetch(repo: Repository, remote: str) -> FetchResult:
-    """Fetch every account log of `remote`; count new contributions; quarantine rewritten logs."""
+def fetch(repo: Repository, remote: str, on_progress: Callable[[str], None] | None = None) -> FetchResult:
+    """Fetch every account log of `remote`; count new contributions; quarantine rewritten logs.
+    `on_progress` gets git's progress lines (a transfer is stopped only when it stops progressing)."""
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
     before = repo.git.for_each_ref(prefix)
-    proc = repo.git.attempt(
+    proc = repo.git.transfer(
         "fetch",
+        "--progress",
         "--no-tags",
         "--no-write-fetch-head",
         "--prune",  # a log deleted on the remote disappears here too, and is quarantined below
         remote,
         fetch_refspec(remote),
         identity_refspec(remote),
-        timeout=NETWORK_TIMEOUT_S,
+        on_line=on_progress,
     )
     if proc.returncode != 0:
-        raise RemoteError(f"could not fetch from {remote}: {_last_line(proc.stderr)}")
+        reason = proc.stderr.strip().splitlines()[-1] if proc.returncode == 124 else _last_line(proc.stderr)
+        raise RemoteError(f"could not fetch from {remote}: {reason}")
     after = repo.git.for_each_ref(prefix)
     changed = {ref: sha for ref, sha in after.items() if before.get(ref) != sha}
     rewritten = quarantine_rewritten_logs(repo, before, after)

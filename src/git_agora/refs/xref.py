@@ -11,7 +11,6 @@ from ..contribution import CrossRef
 from .store import Repository
 
 XREF_PREFIX = "refs/agora-xref/"
-NETWORK_TIMEOUT_S = 120
 
 
 @dataclass(frozen=True)
@@ -29,13 +28,13 @@ def fetch_cross_refs(repo: Repository, refs: Iterable[CrossRef]) -> list[CrossRe
             repo.set_ref(XREF_PREFIX + ref.sha, ref.sha)
             results.append(CrossRefFetch(ref, True, "already here"))
             continue
-        proc = repo.git.attempt(
+        proc = repo.git.transfer(
             "fetch",
+            "--progress",
             "--no-tags",
             "--no-write-fetch-head",
             ref.url,
             f"{ref.sha}:{XREF_PREFIX}{ref.sha}",
-            timeout=NETWORK_TIMEOUT_S,
         )
         detail = next((ln for ln in reversed(proc.stderr.splitlines()) if ln.strip()), "")
         results.append(CrossRefFetch(ref, proc.returncode == 0, "" if proc.returncode == 0 else detail))
