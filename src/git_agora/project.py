@@ -93,7 +93,7 @@ class Project:
                 f"competing setups here: {', '.join(self._describe(s) for s in setups)}; pin the one you were "
                 "told with `git config agora.setup SHA` (or `git agora clone URL --setup SHA`)"
             )
-        self.repo.git.run("config", SETUP_CONFIG_KEY, found, check=False)  # a cache: another reader may hold the lock
+        self.repo.git.config_set(SETUP_CONFIG_KEY, found, check=False)  # a cache: another reader may hold the lock
         return found
 
     def _describe(self, sha: str) -> str:

@@ -68,8 +68,8 @@ def ensure_identity(repo: Repository, account: str, key: SigningKey) -> str:
     known = [repo.ref(ref) for ref in identity_refs(repo, account) if ref != local]
     chains = {
         candidate: chain_keys(repo, candidate)
-        for candidate in [tip, *known]
-        if candidate is not None and (tip is None or repo.git.is_ancestor(tip, candidate))
+        for candidate in dict.fromkeys([tip, *known])
+        if candidate is not None and (tip in (None, candidate) or repo.git.is_ancestor(tip, candidate))
     }
     for candidate, keys in chains.items():
         if keys and same_key(keys[-1], key.public):

@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -31,6 +31,7 @@ class Git:
     """Runs git in one work tree (or bare repository)."""
 
     cwd: Path
+    _config: dict[str, str] = field(default_factory=dict, compare=False, repr=False)  # read once, on first use
 
     def run(
         self,
@@ -106,11 +107,15 @@ class Git:
         return subprocess.run(["git", *args], cwd=self.cwd, capture_output=True).returncode == 0
 
     def config_get(self, key: str) -> str | None:
-        out = subprocess.run(["git", "config", "--get", key], cwd=self.cwd, capture_output=True, text=True)
-        return out.stdout.strip() or None if out.returncode == 0 else None
+        """The value git would give for `key` (the last one set), from one read of every config scope."""
+        if not self._config:
+            self._config.update(_read_config(self.cwd))
+        return self._config.get(_config_key(key)) or None
 
-    def config_set(self, key: str, value: str) -> None:
-        self.run("config", key, value)
+    def config_set(self, key: str, value: str, check: bool = True) -> None:
+        self.run("config", key, value, check=check)
+        if self._config:
+            self._config[_config_key(key)] = value.strip()
 
     def for_each_ref(self, prefix: str) -> dict[str, str]:
         """Ref name -> commit sha for every ref under prefix."""
@@ -119,6 +124,26 @@ class Git:
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         return self.ok("merge-base", "--is-ancestor", ancestor, descendant)
+
+
+_LOADED = "\0loaded"  # marks the cache as read even when git has no config at all
+
+
+def _read_config(cwd: Path) -> dict[str, str]:
+    out = subprocess.run(["git", "config", "--list", "-z"], cwd=cwd, capture_output=True)
+    values = {_LOADED: "1"}
+    for entry in out.stdout.decode("utf-8", "surrogateescape").split("\0"):
+        key, _, value = entry.partition("\n")
+        if key:
+            values[_config_key(key)] = value.strip()
+    return values
+
+
+def _config_key(key: str) -> str:
+    """Git's spelling of a key: section and name are case-insensitive, a subsection is not."""
+    section, _, rest = key.partition(".")
+    subsection, _, name = rest.rpartition(".")
+    return ".".join(filter(None, [section.lower(), subsection, name.lower()]))
 
 
 STALL_SECONDS = 300.0  # a transfer that reports nothing for this long is stopped
