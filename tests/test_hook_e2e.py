@@ -8,6 +8,9 @@ import pytest
 
 from agora_testing import agora, forge, git, make_clone
 from git_agora.contribution import Contribution
+from git_agora.identity.chain import identity_message
+from git_agora.identity.keys import SigningKey
+from git_agora.refs.store import Repository
 from servers import smart_http
 
 
@@ -62,16 +65,49 @@ def test_the_hook_keeps_logs_append_only_and_contributions_valid(tmp_path, trans
             log = forge(b, message, [tip, sha], tree=git(b, "rev-parse", f"{tip}^{{tree}}").strip())
             refused = push(b, f"{log}:refs/agora/log/bob")
             assert refused.returncode != 0 and reason in refused.stderr, refused.stderr
+        honest = Contribution(account="bob", tags=("insight",), description="a fine insight", parents=(setup,))
+        unsigned = forge(b, honest.to_message(), [setup])
+        refused = push(b, f"{_log_commit(b, unsigned)}:refs/agora/log/bob")
+        assert refused.returncode != 0 and "unsigned, and the project requires signatures" in refused.stderr
+
+        repo = Repository.discover(b)
+        fake = tmp_path / f"fake-bob-{transport}"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(fake)], check=True)
+        repo.signer = SigningKey(fake, fake.with_suffix(".pub").read_text().strip()).sign
+        tree = git(b, "rev-parse", f"{setup}^{{tree}}").strip()
+        wrongly = repo.write_contribution(honest, tree)
+        refused = push(b, f"{_log_commit(b, wrongly, repo)}:refs/agora/log/bob")
+        assert refused.returncode != 0 and "does not verify with the key of its account" in refused.stderr
+
+        identity = git(b, "rev-parse", "refs/agora/identity/bob").strip()
+        grab = repo.write_commit(
+            repo.empty_tree, [identity], identity_message("bob", fake.with_suffix(".pub").read_text()), "bob"
+        )
+        refused = push(b, f"{grab}:refs/agora/identity/bob")
+        assert refused.returncode != 0 and "identity commit that its previous key did not sign" in refused.stderr
+        assert git(bare, "rev-parse", "refs/agora/identity/bob").strip() == identity
+
+        agora(b, "post", "-m", "signed by bob's own key", "--tag", "insight")  # and the honest one passes
         assert (
             git(bare, "rev-parse", "refs/agora/log/alice").strip()
             == git(a, "rev-parse", "refs/agora/log/alice").strip()
         )
+        assert git(bare, "rev-parse", "refs/agora/log/bob").strip() == git(b, "rev-parse", "refs/agora/log/bob").strip()
 
     if transport == "file":
         run(f"file://{bare}")
     else:
         with smart_http(served) as base:
             run(f"{base}/project.git")
+
+
+def _log_commit(clone, entry, repo=None):
+    """bob's log with `entry` appended (signed when `repo` has a signer), by hand."""
+    tip = git(clone, "rev-parse", "refs/agora/log/bob").strip()
+    message = f"agora log: bob\n\nAgora-Log-Format: 1\nAgora-Log-Entry: {entry}\n"
+    if repo is not None:
+        return repo.write_commit(git(clone, "rev-parse", f"{tip}^{{tree}}").strip(), [tip, entry], message, "bob")
+    return forge(clone, message, [tip, entry], tree=git(clone, "rev-parse", f"{tip}^{{tree}}").strip())
 
 
 def test_install_refuses_what_it_should(tmp_path):

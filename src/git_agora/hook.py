@@ -5,7 +5,10 @@ Refuses, with one line the pusher sees (`remote: git-agora: ...`):
 - deleting `refs/agora/log/*` or `refs/agora/identity/*`, or moving one other than forward;
 - a new contribution that breaks a rule a commit can break on its own (trailers, sizes, nesting, clock
   range, verification shape, ...: `contribution.intrinsic_problems` and `time_problems`);
-- a contribution whose account is not the log it is pushed into.
+- a contribution whose account is not the log it is pushed into;
+- an unsigned contribution where the project's setup requires signatures, and one whose signature
+  does not verify with a key the account's identity (on the server, or pushed with it) announces;
+- an identity commit that the key before it did not sign.
 Readers check everything again: the hook only keeps junk off the server.
 """
 
@@ -14,38 +17,57 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
 
+from .config import ConfigError, ProjectConfig
 from .contribution import Contribution, ContributionError, intrinsic_problems, time_problems
+from .identity.chain import chain_keys_in
+from .identity.signatures import verify_many
+from .index.signatures import BAD, precheck, raw_commits
+from .refs.git import Git
+from .refs.names import IDENTITY_PREFIX
 from .refs.store import LOG_ENTRY_KEY
 
 ZERO = "0" * 40
 PROTECTED = ("refs/agora/log/", "refs/agora/identity/")
 MAX_NEW_COMMITS = 100_000
+GIT = Git(Path("."))  # a hook runs in the bare repository
 
 
-def problems_of_update(old: str, new: str, ref: str) -> list[str]:
-    """Why this ref update must be refused (empty: accept)."""
+def problems_of_update(old: str, new: str, ref: str, pushed: Mapping[str, str] | None = None) -> list[str]:
+    """Why this ref update must be refused (empty: accept). `pushed`: every ref this push updates."""
     if not ref.startswith(PROTECTED):
         return []
     if new == ZERO:
         return [f"{ref}: deleting an account's log is refused (logs are append-only)"]
     if old != ZERO and _git("merge-base", "--is-ancestor", old, new).returncode != 0:
         return [f"{ref}: a forced update is refused (logs only move forward)"]
-    if not ref.startswith("refs/agora/log/"):
-        return []
+    if ref.startswith(IDENTITY_PREFIX):
+        return _identity_problems(ref, new)
     account = ref[len("refs/agora/log/") :]
-    return _entry_problems(account, old, new)
+    identity = (pushed or {}).get(IDENTITY_PREFIX + account) or _ref(IDENTITY_PREFIX + account)
+    return _entry_problems(account, old, new, identity)
 
 
-def _entry_problems(account: str, old: str, new: str) -> list[str]:
-    """The contributions this update appends to `account`'s log: each must be readable and valid."""
+def _identity_problems(ref: str, new: str) -> list[str]:
+    length = len(_git("rev-list", "--first-parent", new).stdout.split())
+    if len(chain_keys_in(GIT, new)) < length:
+        return [f"{ref}: an identity commit that its previous key did not sign (or that names no key) is refused"]
+    return []
+
+
+def _entry_problems(account: str, old: str, new: str, identity: str | None) -> list[str]:
+    """The contributions this update appends to `account`'s log: each must be readable, valid, and
+    signed as the project asks, by a key the account's identity announces."""
     span = [new] if old == ZERO else [new, f"^{old}"]
     out = _git("log", "--first-parent", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", *span).stdout
-    entries = [line for line in out.split() if len(line) == 40][:MAX_NEW_COMMITS]
-    problems, now = [], int(time.time())
-    for sha in entries:
-        header, _, message = _git("log", "-1", "--format=%ct %P%n%B", sha).stdout.partition("\n")
-        when, *parents = header.split()
+    entries = list(dict.fromkeys(line for line in out.split() if len(line) == 40))[:MAX_NEW_COMMITS]
+    keys = tuple(chain_keys_in(GIT, identity)) if identity else ()
+    raws = raw_commits(Path("."), entries)
+    problems, now, checks = [], int(time.time()), {}
+    for sha, (when, parents, message) in _read(entries).items():
         try:
             c = Contribution.from_message(message, sha=sha, parents=parents)
         except ContributionError as exc:
@@ -55,7 +77,48 @@ def _entry_problems(account: str, old: str, new: str) -> list[str]:
         found += time_problems(int(when), now) if when.isdigit() else ["unreadable committer time"]
         found += intrinsic_problems(c)
         problems += [f"{sha[:12]}: {p}" for p in found]
-    return problems
+        checks[sha] = precheck(raws.get(sha), keys, _signatures_required(sha))
+    jobs = {sha: job for sha, job in checks.items() if isinstance(job, tuple)}
+    checks |= {sha: None if good else BAD for sha, good in zip(jobs, verify_many(list(jobs.values())))}
+    return problems + [f"{sha[:12]}: {found}" for sha, found in checks.items() if isinstance(found, str)]
+
+
+def _read(shas: list[str]) -> dict[str, tuple[str, list[str], str]]:
+    """{sha: (committer time, parents, message)} of the given commits, in one `git log --no-walk`."""
+    if not shas:
+        return {}
+    args = ["git", "log", "--no-walk=unsorted", "-z", "--format=%H %ct %P%n%B", "--stdin"]
+    out = subprocess.run(args, input="\n".join(shas) + "\n", capture_output=True, text=True).stdout
+    records = {}
+    for record in filter(None, out.split("\0")):
+        header, _, message = record.partition("\n")
+        sha, when, *parents = header.split(" ") + [""]
+        records[sha] = (when, [p for p in parents if p], message)
+    return records
+
+
+@cache
+def _signatures_required(sha: str) -> bool:
+    """Whether the setup at the root of `sha`'s first-parent line requires signatures (new projects do)."""
+    roots = _git("rev-list", "--first-parent", "--max-parents=0", sha).stdout.split()
+    if not roots:
+        return False
+    return _required_by(roots[0])
+
+
+@cache
+def _required_by(root: str) -> bool:
+    text = _git("cat-file", "-p", f"{root}:agora.toml").stdout
+    try:
+        identity = ProjectConfig.parse(text).sections.get("identity", {})
+    except ConfigError:
+        return False
+    return isinstance(identity, dict) and identity.get("signatures") == "required"
+
+
+def _ref(name: str) -> str | None:
+    out = _git("rev-parse", "--verify", "--quiet", name).stdout.strip()
+    return out or None
 
 
 def _git(*args: str) -> subprocess.CompletedProcess:
@@ -63,11 +126,11 @@ def _git(*args: str) -> subprocess.CompletedProcess:
 
 
 def pre_receive(lines: list[str]) -> int:
+    updates = [parts for parts in (line.split() for line in lines) if len(parts) == 3]
+    pushed = {ref: new for _, new, ref in updates if new != ZERO}
     problems = []
-    for line in lines:
-        parts = line.split()
-        if len(parts) == 3:
-            problems += problems_of_update(*parts)
+    for old, new, ref in updates:
+        problems += problems_of_update(old, new, ref, pushed)
     for problem in problems[:20]:
         print(f"git-agora: {problem}", file=sys.stderr)
     if len(problems) > 20:

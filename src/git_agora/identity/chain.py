@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ..errors import AgoraError
+from ..refs.git import Git
 from ..refs.names import IDENTITY_PREFIX, REMOTES_PREFIX, ROOT
 from ..refs.store import Repository
 from .keys import SigningKey, same_key
@@ -44,10 +45,15 @@ def identity_refs(repo: Repository, account: str) -> list[str]:
 def chain_keys(repo: Repository, tip: str) -> list[str]:
     """The keys of a chain's valid prefix, oldest first: the root signs itself; each later commit is
     signed by the key before it. A commit that breaks the chain ends it."""
-    shas = repo.git.run("rev-list", "--first-parent", "--reverse", tip).split()
+    return chain_keys_in(repo.git, tip)
+
+
+def chain_keys_in(git: Git, tip: str) -> list[str]:
+    """`chain_keys` with git alone (the pre-receive hook has no work tree)."""
+    shas = git.run("rev-list", "--first-parent", "--reverse", tip).split()
     keys: list[str] = []
     for sha in shas:
-        raw = repo.git.run_bytes("cat-file", "commit", sha)
+        raw = git.run_bytes("cat-file", "commit", sha)
         payload, signature = split_signature(raw)
         found = _KEY.search(raw.decode("utf-8", "replace"))
         if found is None or signature is None:

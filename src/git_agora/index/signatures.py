@@ -13,8 +13,10 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
+if TYPE_CHECKING:  # the pre-receive hook reads signatures without pyarrow
+    import pyarrow as pa
 
 from ..identity.signatures import Job, split_signature, verify, verify_many
 
