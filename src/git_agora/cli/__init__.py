@@ -13,6 +13,7 @@ COMMANDS = {
     "clone": "clone",
     "push": "push",
     "post": "post",
+    "claim": "claim",
     "fetch": "fetch",
     "sync": "sync",
     "checkout": "checkout",

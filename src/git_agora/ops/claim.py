@@ -1,0 +1,39 @@
+"""`claim`: tell everyone what you are trying, until when, before spending compute on it."""
+
+from __future__ import annotations
+
+import time
+
+from ..errors import AgoraError
+from ..frontier.claims import DEFAULT_SECONDS, UNTIL_KEY, Claim, active_claims
+from ..project import Project
+from .publish import Published, post
+
+
+def claim(
+    project: Project, sha: str, description: str, seconds: int = DEFAULT_SECONDS, now: float | None = None
+) -> Published:
+    """Publish a claim on `sha` (a `wip` contribution built on it) lasting `seconds` from now."""
+    if not description.strip():
+        raise AgoraError("empty description: say what you are trying (-m)")
+    if seconds <= 0:
+        raise AgoraError("a claim lasts a positive time (--for 30m, 2h, 1d)")
+    until = int(now if now is not None else time.time()) + seconds
+    return post(project, description, ["wip"], parents=[sha], meta={UNTIL_KEY: until})
+
+
+def release(project: Project, sha: str, now: float | None = None) -> Published:
+    """End your claim on `sha` now (a newer claim of yours on it that has already expired)."""
+    target = project.contribution_sha(sha)
+    mine = [c for c in claims(project, now) if c.account == project.account and c.target == target]
+    if not mine:
+        raise AgoraError(f"you have no active claim on {sha[:12]}")
+    until = int(now if now is not None else time.time())
+    return post(project, f"released: {mine[0].title}", ["wip"], parents=[mine[0].target], meta={UNTIL_KEY: until})
+
+
+def claims(project: Project, now: float | None = None) -> tuple[Claim, ...]:
+    """The claims active now, newest first."""
+    from .indexing import load
+
+    return tuple(active_claims(load(project).contributions, now if now is not None else time.time()))
