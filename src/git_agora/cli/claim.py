@@ -22,7 +22,6 @@ from .common import account_option, emit_json, json_option, open_project, report
 def command(ctx, sha, description, duration, release, listing, account, as_json):
     """Claim SHA: publish a `wip` contribution on it that says what you try and until when. The slots of
     `analyze` and `search` show active claims; claims never count as evidence."""
-    from ..frontier.claims import parse_duration
     from ..ops.claim import claim, claims
     from ..ops.claim import release as release_claim
 
@@ -41,8 +40,4 @@ def command(ctx, sha, description, duration, release, listing, account, as_json)
         raise AgoraError("which contribution? git agora claim SHA -m 'what I am trying' --for 2h")
     if release:
         return report_published(release_claim(project, sha), as_json, "released")
-    try:
-        seconds = parse_duration(duration)
-    except ValueError as exc:
-        raise AgoraError(str(exc)) from None
-    return report_published(claim(project, sha, description, seconds), as_json, "claimed")
+    return report_published(claim(project, sha, description, duration), as_json, "claimed")

@@ -5,17 +5,22 @@ from __future__ import annotations
 import time
 
 from ..errors import AgoraError
-from ..frontier.claims import DEFAULT_SECONDS, UNTIL_KEY, Claim, active_claims
+from ..frontier.claims import DEFAULT_SECONDS, UNTIL_KEY, Claim, active_claims, parse_duration
 from ..project import Project
 from .publish import Published, post
 
 
 def claim(
-    project: Project, sha: str, description: str, seconds: int = DEFAULT_SECONDS, now: float | None = None
+    project: Project, sha: str, description: str, lasting: int | str = DEFAULT_SECONDS, now: float | None = None
 ) -> Published:
-    """Publish a claim on `sha` (a `wip` contribution built on it) lasting `seconds` from now."""
+    """Publish a claim on `sha` (a `wip` contribution built on it) lasting `lasting` (seconds, or a
+    duration such as '90m', '2h', '1d') from now."""
     if not description.strip():
         raise AgoraError("empty description: say what you are trying (-m)")
+    try:
+        seconds = parse_duration(lasting) if isinstance(lasting, str) else int(lasting)
+    except ValueError as exc:
+        raise AgoraError(str(exc)) from None
     if seconds <= 0:
         raise AgoraError("a claim lasts a positive time (--for 30m, 2h, 1d)")
     until = int(now if now is not None else time.time()) + seconds
