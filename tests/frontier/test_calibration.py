@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pyarrow as pa
 import pytest
 from frontier_tables import node, table, verify
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.bands import as_band, band_of, parse_band
-from git_agora.frontier.calibration import calibrate, frame_calibration, sign_test
+from git_agora.frontier.calibration import _read_all, band_ends, calibrate, frame_calibration, sign_test
 from git_agora.frontier.frame import build_frame
 from git_agora.frontier.views import compute_views
 
@@ -136,3 +141,36 @@ def test_no_prediction_anywhere():
     assert view.rows[0]["predicted"] == 0 and "push --predict" in view.note
     summary = analyze(f.contributions).to_dict()["summary"]
     assert summary["calibration"] is None and summary["over_optimistic"] == []
+
+
+number = st.one_of(st.integers(-5, 5), st.floats(-5, 5), st.sampled_from([1e400, -1e400]))
+prediction = st.one_of(st.none(), st.lists(number, max_size=3), st.text(max_size=3), st.booleans(), number)
+metadata = st.dictionaries(st.sampled_from(["prediction", "predicted_band", "note"]), prediction, max_size=3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(metadata, max_size=6))
+def test_the_fast_reader_agrees_with_the_rule(metas):
+    texts = [json.dumps(m) for m in metas] + ['{"x": {"prediction": [1, 2]}}', "{}"]
+    low, high = band_ends(pa.array(texts))
+    for text, lo, hi in zip(texts, low, high):
+        band = band_of(text)
+        assert (band is None and np.isnan(lo) and np.isnan(hi)) or band == (lo, hi), text
+
+
+shaped = st.dictionaries(
+    st.sampled_from(["prediction", "predicted_band", "note"]),
+    st.one_of(st.none(), st.lists(st.one_of(st.integers(-5, 5), st.floats(-5, 5, allow_nan=False)), max_size=3)),
+    max_size=3,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(shaped, min_size=1, max_size=6))
+def test_arrows_json_reader_reads_well_shaped_predictions_as_the_rule_does(metas):
+    texts = [json.dumps(m) for m in metas]
+    read = _read_all(texts)
+    assert read is not None  # one shape: the fast path runs
+    for text, lo, hi in zip(texts, *read):
+        band = band_of(text)
+        assert (band is None and np.isnan(lo) and np.isnan(hi)) or band == (lo, hi), text

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 PREDICTION = "prediction"
-KEYS = (PREDICTION, "predicted_band")  # the metadata keys read, the first one wins
+KEYS = (PREDICTION, "predicted_band")  # the metadata keys read, the first one present (not null) wins
 _NUMBER = r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*"
 _BAND = re.compile(rf"{_NUMBER}\.\.{_NUMBER}")
 
@@ -54,5 +54,5 @@ def band_of(metadata: str | Mapping[str, Any] | None) -> Band | None:
             return None
     if not isinstance(metadata, Mapping):
         return None
-    key = next((k for k in KEYS if k in metadata), None)
+    key = next((k for k in KEYS if metadata.get(k) is not None), None)
     return None if key is None else as_band(metadata[key])
