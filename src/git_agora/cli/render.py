@@ -439,7 +439,9 @@ def demo_progress(total: int) -> Iterator[Callable[[dict], None]]:
 
 def print_demo_summary(summary) -> None:
     click.echo()
-    render_analysis({**summary.analysis.to_dict(), "views": {}}, with_diversity=False, legend=sys.stdout.isatty())
+    analysis = summary.analysis.to_dict()
+    calibration = {name: view for name, view in analysis["views"].items() if name == "calibration"}
+    render_analysis({**analysis, "views": calibration}, with_diversity=False, legend=sys.stdout.isatty())
     click.secho("Statistics", bold=True)
     print_stats(summary.stats.to_dict())
     if summary.lineage is not None:
