@@ -36,6 +36,12 @@ def test_the_demo_never_writes_an_insight_for_an_unchanged_score(tmp_path, monke
     assert "helped (3.0481 -> 2.9000)" in posted[2][1]
 
 
+def results_of(founder):
+    """Scored results per worker account (the baseline is the founder's)."""
+    stats = agora(founder, "analyze", "--json", "--view", "contributors").json()["views"]["contributors"]["rows"]
+    return {row["account"]: row["results"] for row in stats if row["account"] != "founder"}
+
+
 @pytest.mark.slow
 def test_demo_small_run(tmp_path):
     directory = tmp_path / "demo"
@@ -45,7 +51,11 @@ def test_demo_small_run(tmp_path):
     assert "index ok" in result.stdout
     assert "Where to work next" in result.stdout
     assert "lineage of" in result.stdout
+    assert "Prediction calibration" in result.stdout  # the workers push with --predict
     founder = directory / "founder"
+    calibration = agora(founder, "analyze", "--json", "--view", "calibration").json()["views"]["calibration"]
+    predicted = {row["account"]: row["predicted"] for row in calibration["rows"]}
+    assert predicted["founder"] == 0 and all(predicted[a] == row for a, row in results_of(founder).items())
     rows = agora(founder, "log", "--limit", "1000", "--json").json()
     accounts = {r["account"] for r in rows}
     assert {"founder", "ada", "ben"} <= accounts

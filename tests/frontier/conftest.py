@@ -6,6 +6,7 @@ would pick up whichever conftest.py pytest imported last once other test folders
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ class Row:
     verdict: str | None = None
     valid: bool = True
     log_seq: int | None = None
+    meta: dict | None = None  # Agora-Meta, e.g. {"prediction": [low, high]}
 
 
 def sha(name: str) -> str:
@@ -64,7 +66,7 @@ def table(rows: Sequence[Row]) -> pa.Table:
             "tags": list(row.tags),
             "metrics": [] if row.metric is None else [("loss", row.metric)],
             "primary_metric": row.metric,
-            "metadata": "{}",
+            "metadata": json.dumps(row.meta or {}, sort_keys=True),
             "parents": [sha(p) for p in row.parents],
             "tree": "0" * 40,
             "code_bearing": "result" in row.tags,

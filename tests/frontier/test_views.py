@@ -99,7 +99,8 @@ def test_graph_views():
     assert built["c"]["score"] == 10.0  # d +5, h +5, w 0, v1 +20, v2 -20
     assert names(views["built_on"])[:2] == ["a", "c"]  # a: b +5, c +5; equal score, more descendants
     assert names(views["recent"])[0] == "v3"
-    assert "x" not in sum((names(v) for n, v in views.items() if n not in ("tags", "contributors", "rejected")), [])
+    per_account = ("tags", "contributors", "calibration", "rejected")
+    assert "x" not in sum((names(v) for n, v in views.items() if n not in per_account), [])
 
 
 def test_rejected_tags_contributors():
@@ -166,6 +167,7 @@ def test_registry_is_the_one_list_of_views():
         "recent",
         "tags",
         "contributors",
+        "calibration",
         "rejected",
     )
     views = compute_views(frame())

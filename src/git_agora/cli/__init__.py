@@ -70,7 +70,12 @@ def _module_exists(module: str) -> bool:
 @click.version_option(package_name="git-agora")
 @click.pass_context
 def cli(ctx: click.Context, account: str | None, directory: str | None) -> None:
-    """git-agora: research contributions as Git commits, shared over any Git remote."""
+    """git-agora: research contributions as Git commits, shared over any Git remote.
+
+    Every result, insight, hypothesis and verification is a signed commit under refs/agora/, appended
+    to its account's log and shared with plain git push and fetch: Git is the only state. The loop:
+    `git agora analyze`, `git agora checkout SHA`, change something, `git agora push --check --predict
+    LOW..HIGH -m "..." --tag result`, and `git agora verify SHA` for others' results."""
     ctx.obj = {"account": account, "directory": directory or "."}
 
 

@@ -111,6 +111,15 @@ def ref_option(f: Callable) -> Callable:
     )(f)
 
 
+def band_option(f: Callable) -> Callable:
+    return click.option(
+        "--predict",
+        "prediction",
+        metavar="LOW..HIGH",
+        help="The band you predict the primary metric in, e.g. 2.6..3.0 (recorded; analyze's calibration view).",
+    )(f)
+
+
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 

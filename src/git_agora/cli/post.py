@@ -8,7 +8,7 @@ import click
 
 from ..contribution import Verdict
 from ..errors import AgoraError
-from .common import account_option, open_project, parse_meta, parse_metrics, ref_option, report_published
+from .common import account_option, band_option, open_project, parse_meta, parse_metrics, ref_option, report_published
 
 
 @click.command("post")
@@ -19,6 +19,7 @@ from .common import account_option, open_project, parse_meta, parse_metrics, ref
 @click.option("--verdict", type=click.Choice([v.value for v in Verdict]), help="The verification verdict.")
 @click.option("--metric", "metrics", multiple=True, metavar="NAME=VALUE", help="A metric (repeatable).")
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Structured metadata (VALUE may be JSON).")
+@band_option
 @click.option(
     "--json",
     "record",
@@ -32,7 +33,7 @@ from .common import account_option, open_project, parse_meta, parse_metrics, ref
 @ref_option
 @account_option
 @click.pass_context
-def command(ctx, description, tags, parents, targets, verdict, metrics, meta, record, cross_refs, account):
+def command(ctx, description, tags, parents, targets, verdict, metrics, meta, prediction, record, cross_refs, account):
     """Publish an insight, hypothesis, verification or report on top of existing contributions
     (default: the checked-out one). `--json FILE` reads the paper's record from FILE (`-`: stdin)."""
     from ..ops.publish import post, read_record, record_fields
@@ -52,6 +53,7 @@ def command(ctx, description, tags, parents, targets, verdict, metrics, meta, re
         {**fields.get("metrics", {}), **parse_metrics(metrics)},
         {**fields.get("meta", {}), **parse_meta(meta)},
         cross_refs,
+        prediction,
     )
     return report_published(published, record is not None, "published")
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import click
 
-from .common import account_option, json_option, open_project, parse_meta, parse_metrics, ref_option, report_published
+from .common import (
+    account_option,
+    band_option,
+    json_option,
+    open_project,
+    parse_meta,
+    parse_metrics,
+    ref_option,
+    report_published,
+)
 
 
 @click.command("push")
@@ -19,6 +28,7 @@ from .common import account_option, json_option, open_project, parse_meta, parse
 )
 @click.option("--metric", "metrics", multiple=True, metavar="NAME=VALUE", help="A measured metric (repeatable).")
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Structured metadata (VALUE may be JSON).")
+@band_option
 @click.option(
     "--check", is_flag=True, help="Evaluate a clean export first; record the measured metric, refuse a wrong claim."
 )
@@ -27,7 +37,7 @@ from .common import account_option, json_option, open_project, parse_meta, parse
 @account_option
 @json_option
 @click.pass_context
-def command(ctx, description, tags, parents, metrics, meta, check, rerun, cross_refs, account, as_json):
+def command(ctx, description, tags, parents, metrics, meta, prediction, check, rerun, cross_refs, account, as_json):
     """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
     contribution, then move HEAD to it when HEAD was detached there."""
     from ..ops.publish import publish_worktree
@@ -43,5 +53,6 @@ def command(ctx, description, tags, parents, metrics, meta, check, rerun, cross_
         check_claim=check,
         cross_refs=cross_refs,
         rerun=rerun,
+        prediction=prediction,
     )
     return report_published(published, as_json, "published")

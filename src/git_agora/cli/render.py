@@ -18,7 +18,7 @@ import click
 DEFAULT_WIDTH = 100  # when neither COLUMNS nor a terminal says
 ELLIPSIS = "…"
 MIN_TITLE = 16  # a table drops columns rather than cut titles shorter than this
-QUALITY_FIELDS = ("quality", "inherited_quality")
+QUALITY_FIELDS = ("quality", "inherited_quality", "inside_share")  # shares: shown as a percentage
 
 
 def console_width() -> int:
@@ -232,6 +232,12 @@ _PREFERRED = (
     "best",
     "verifications_given",
     "verifications_received",
+    "predicted",
+    "inside_share",
+    "mean_error",
+    "short",
+    "beat",
+    "over_optimistic",
     "tag",
     "count",
     "title",
@@ -258,6 +264,10 @@ def _cell(row: dict, name: str) -> str:
         return value[:10]
     if name in QUALITY_FIELDS:
         return _percent(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if name == "mean_error":
+        return f"{value:+.4g}"
     if isinstance(value, float):
         return f"{value:.4g}" if name != "metric" else _metric(value)
     if isinstance(value, (list, tuple)):
@@ -429,7 +439,9 @@ def demo_progress(total: int) -> Iterator[Callable[[dict], None]]:
 
 def print_demo_summary(summary) -> None:
     click.echo()
-    render_analysis({**summary.analysis.to_dict(), "views": {}}, with_diversity=False, legend=sys.stdout.isatty())
+    analysis = summary.analysis.to_dict()
+    calibration = {name: view for name, view in analysis["views"].items() if name == "calibration"}
+    render_analysis({**analysis, "views": calibration}, with_diversity=False, legend=sys.stdout.isatty())
     click.secho("Statistics", bold=True)
     print_stats(summary.stats.to_dict())
     if summary.lineage is not None:

@@ -56,8 +56,10 @@ contribution that changes them is invalid. Deterministic, so every claim can be 
 
 The loop: `git agora analyze`, pick a slot, `git agora checkout SHA`, change one knob, `git agora run
 --quick` while you iterate (2,000 of the 12,000 held-out characters: not comparable, never published),
-then `git agora push --check -m "change, parent score, prediction, measured" --tag result`, which
-evaluates a clean export in full and records the measured bpc (the order-2 baseline scores 3.048).
+then `git agora push --check --predict LOW..HIGH -m "change, parent score, prediction, measured" --tag
+result`, which evaluates a clean export in full and records the measured bpc next to your predicted
+band (the order-2 baseline scores 3.048; `git agora analyze --view calibration` shows how well each
+account predicts).
 Share insights and hypotheses with `git agora post`; verify others with `git agora verify SHA`.
 """
 

@@ -2,7 +2,8 @@
 
 Each round: fetch, analyze, pick a slot, check out its parent, change one knob, evaluate from a clean
 export, push the result with a description (parent and its score, the change, a predicted band, the
-measured value); sometimes share an insight or a hypothesis; sometimes verify another account's result.
+measured value) and the band as its prediction (`push --predict`; the demo's summary shows how well
+each account predicts); sometimes share an insight or a hypothesis; sometimes verify another account's result.
 Prints one JSON line per event for the orchestrator's progress bar.
 """
 
@@ -75,8 +76,10 @@ class Worker:
             f"Changed {change.describe()}, predicted {band[0]}-{band[1]}, measured {measured:.4f}."
         )
         tags = ["result"] + (["negative-result"] if worse else [])
-        meta = {"parent_score": parent_score, "change": change.describe(), "predicted_band": band, "slot": slot}
-        agora.publish_worktree(self.project(), description, tags, metrics={"bpc": measured}, meta=meta)
+        meta = {"parent_score": parent_score, "change": change.describe(), "slot": slot}
+        agora.publish_worktree(
+            self.project(), description, tags, metrics={"bpc": measured}, meta=meta, prediction=tuple(band)
+        )
 
     def share_thought(self, change, parent_score, measured) -> None:
         """An insight on what the change did (never for an unchanged score: it did nothing to learn

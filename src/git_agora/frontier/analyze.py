@@ -13,7 +13,11 @@
   metric, timestamp, status, ties = other results within the tolerance of it; null without metric),
   ``notes`` (why parts are empty or degraded, and when the leaders are not comparable),
   ``incomparable`` (the ``[eval] comparable_on`` fields on which the leaders' recorded evaluator
-  outputs disagree: ``{field, values: [{value, results}]}``; see ``comparable``).
+  outputs disagree: ``{field, values: [{value, results}]}``; see ``comparable``), ``calibration``
+  (every account's predictions together: results, predicted, inside, short, beat, inside_share,
+  mean_error, p_value, over_optimistic; null when no scored result carries a prediction) and
+  ``over_optimistic`` (the accounts whose predictions are systematically over-optimistic; see
+  ``calibration``).
 - ``slots``: ``exploration_c`` (C), ``bunching``, ``n_total`` (N), ``params`` (the UCB constants) and
   ``slots``: three of ``{name, purpose, note, suggestions}``, names exploit, explore_known,
   explore_novel; each suggestion ``{sha, title, account, metric, status, ucb, quality,
@@ -40,6 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import comparable
+from .calibration import Calibration, FrameCalibration, frame_calibration
 from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
 from .frame import Frame, build_frame
@@ -108,10 +113,14 @@ class Summary:
     best: Best | None
     notes: tuple[str, ...]
     incomparable: tuple[comparable.Difference, ...] = ()
+    calibration: Calibration | None = None
+    over_optimistic: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["best"] = None if self.best is None else self.best.to_dict()
+        out["calibration"] = None if self.calibration is None else self.calibration.to_dict()
+        out["over_optimistic"] = list(self.over_optimistic)
         out["notes"] = list(self.notes)
         out["incomparable"] = [d.to_dict() for d in self.incomparable]
         return out
@@ -197,6 +206,8 @@ def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity) -> Summary:
     incomparable = _leaders_differ(frame, config)
     if incomparable:
         notes.append(str(comparable.warning(f"the top {config.limit} leaders", incomparable)))
+    calibrated = frame_calibration(frame, config.view_params.calibration_alpha)
+    notes.extend(_over_optimism(calibrated))
     accounts = len(pc.unique(frame.table["account"])) if frame.n else 0
     return Summary(
         warning=None if div.warning is None else div.warning.message,
@@ -215,7 +226,21 @@ def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity) -> Summary:
         best=best(frame),
         notes=tuple(notes),
         incomparable=incomparable,
+        calibration=calibrated.overall if calibrated.overall.predicted else None,
+        over_optimistic=calibrated.over_optimistic,
     )
+
+
+def _over_optimism(calibrated: FrameCalibration) -> list[str]:
+    """A note per account whose predictions are systematically over-optimistic (else one for everyone's)."""
+    flagged = [c for c in calibrated.accounts if c.over_optimistic] or (
+        [calibrated.overall] if calibrated.overall.over_optimistic else []
+    )
+    return [
+        f"{c.account or 'all accounts'}: predictions are systematically over-optimistic: {c.short} of "
+        f"{c.predicted} predicted results fell short of the band, {c.beat} beat it (sign test p = {c.p_value:.2g})"
+        for c in flagged
+    ]
 
 
 def _leaders_differ(frame: Frame, config: AnalyzeConfig) -> tuple[comparable.Difference, ...]:

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import calibration
 from .frame import Frame, build_frame, inherit_quality, int_column, quality
 from .graph import combined
 from .scored import best_node, new_best_nodes
@@ -49,10 +50,12 @@ __all__ = [  # build_frame, Frame and the quality functions live in ``frame``; r
 
 @dataclass(frozen=True)
 class ViewParams:
-    """Thresholds of the views. ``promising``: Q >= promising_q and follow-ons <= few_follow_ons."""
+    """Thresholds of the views. ``promising``: Q >= promising_q and follow-ons <= few_follow_ons;
+    ``calibration``: an account is over-optimistic at p <= calibration_alpha."""
 
     promising_q: float = 0.75
     few_follow_ons: int = 1
+    calibration_alpha: float = calibration.ALPHA  # over-optimism's sign test (``calibration``)
 
 
 @dataclass(frozen=True)
@@ -297,6 +300,35 @@ def contributors(frame: Frame, limit: int, params: ViewParams) -> Listing:
     return Listing(tuple(rows), k)
 
 
+def calibration_view(frame: Frame, limit: int, params: ViewParams) -> Listing:
+    """Prediction calibration per account with a scored result, most predictions first (rules in
+    ``calibration``). Rows: {account, results, predicted, inside, inside_share, mean_error (measured -
+    band midpoint), short, beat, p_value, over_optimistic}; the note sums up every account together."""
+    calibrated = calibration.frame_calibration(frame, params.calibration_alpha)
+    rows = []
+    for c in calibrated.accounts[:limit]:
+        row = c.to_dict()
+        rows.append({"account": row.pop("account"), **row})
+    return Listing(tuple(rows), len(calibrated.accounts), calibration_note(calibrated, frame.direction))
+
+
+def calibration_note(calibrated: calibration.FrameCalibration, direction: str) -> str | None:
+    """One sentence on every account's predictions together, and who is over-optimistic."""
+    c = calibrated.overall
+    if not c.predicted:
+        return "no scored result carries a prediction (push --predict LOW..HIGH)" if c.results else None
+    worse = "positive" if direction == "min" else "negative"
+    text = (
+        f"all accounts: {c.predicted} of {c.results} scored results predicted, {c.inside_share:.0%} inside the band, "
+        f"{c.short} short of it, {c.beat} beyond it; mean error {c.mean_error:+.4g} (measured - band midpoint; "
+        f"{worse} is worse than predicted)"
+    )
+    flagged = calibrated.over_optimistic
+    if flagged or c.over_optimistic:
+        text += f"; over-optimistic: {', '.join(flagged) if flagged else 'accounts together'}"
+    return text
+
+
 def rejected(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Invalid contributions (valid == false) with the reasons, newest first.
     Rows: {sha, title, account, timestamp, reasons}."""
@@ -322,6 +354,7 @@ REGISTRY: dict[str, ViewSpec] = {
     "recent": ViewSpec("Recent activity", recent),
     "tags": ViewSpec("Tags", tags),
     "contributors": ViewSpec("Contributors", contributors),
+    "calibration": ViewSpec("Prediction calibration", calibration_view),
     "rejected": ViewSpec("Rejected", rejected),
 }
 VIEW_NAMES: tuple[str, ...] = tuple(REGISTRY)

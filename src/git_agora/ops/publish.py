@@ -7,7 +7,7 @@ publishes a light one on top of existing contributions (insight, hypothesis, rep
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -95,18 +95,21 @@ def publish_worktree(
     check_claim: bool = False,
     cross_refs: Iterable[str] = (),
     rerun: bool = False,
+    prediction: str | Sequence[float] | None = None,
 ) -> Published:
     """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
     contribution and `parents`. With `check_claim`, evaluate a clean export first and record the
     measured metric (a claim the run contradicts is refused). A result must change the tree of the
-    contribution it builds on, unless `rerun` says it re-measures it (recorded as `rerun: true`)."""
+    contribution it builds on, unless `rerun` says it re-measures it (recorded as `rerun: true`).
+    `prediction`, the band the metric was expected in (`LOW..HIGH` or a pair), is recorded in
+    Agora-Meta (`with_prediction`)."""
     from ..workspace import advance_head, check_size, snapshot
 
     _ = project.account  # who publishes is the first thing to know
     base = project.base
     parent_shas = resolve_parents(project, [base, *parents])
     tags = tuple(dict.fromkeys(tags))
-    measured, metadata = dict(metrics or {}), dict(meta or {})
+    measured, metadata = dict(metrics or {}), with_prediction(meta, prediction)
     draft = Contribution(
         account=project.account,
         tags=tags,
@@ -204,9 +207,12 @@ def post(
     metrics: Mapping[str, float] | None = None,
     meta: Mapping[str, Any] | None = None,
     cross_refs: Iterable[str] = (),
+    prediction: str | Sequence[float] | None = None,
 ) -> Published:
     """Publish a light contribution (the first parent's tree) on top of `parents` (default: the
-    checked-out contribution). A target or verdict makes it a verification of that target."""
+    checked-out contribution). A target or verdict makes it a verification of that target;
+    `prediction` as in `publish_worktree`."""
+    metadata = with_prediction(meta, prediction)
     tag_list = list(dict.fromkeys(tags))
     target_shas = tuple(project.contribution_sha(rev) for rev in targets)
     if (target_shas or verdict) and "verification" not in tag_list:
@@ -220,7 +226,7 @@ def post(
             description=description,
             parents=parent_shas,
             metrics=dict(metrics or {}),
-            metadata=dict(meta or {}),
+            metadata=metadata,
             target=target,
             extra_targets=target_shas[1:],
             verdict=Verdict(verdict) if verdict else None,
@@ -231,6 +237,29 @@ def post(
     first = project.repo.commit_info(parent_shas[0])
     assert first is not None
     return publish(project, contribution, first.tree)
+
+
+def with_prediction(meta: Mapping[str, Any] | None, prediction: str | Sequence[float] | None) -> dict[str, Any]:
+    """`meta` with the predicted band under `prediction` (`frontier.bands`' rule: two finite
+    numbers, low <= high); a band that does not parse, or a second, different one in `meta`, is refused."""
+    from ..frontier.bands import PREDICTION, as_band, parse_band
+
+    metadata = dict(meta or {})
+    if PREDICTION in metadata and as_band(metadata[PREDICTION]) is None:
+        shown = json.dumps(metadata[PREDICTION], default=str)
+        raise AgoraError(f"--meta prediction={shown} is not a band [LOW, HIGH] with LOW <= HIGH; nothing published")
+    if prediction is None:
+        return metadata
+    try:
+        band = parse_band(prediction) if isinstance(prediction, str) else as_band(prediction)
+    except ValueError as exc:
+        raise AgoraError(f"--predict {exc}; nothing published") from None
+    if band is None:
+        raise AgoraError(f"--predict {prediction!r} is not a band (LOW, HIGH) with LOW <= HIGH; nothing published")
+    if PREDICTION in metadata and as_band(metadata[PREDICTION]) != band:
+        raise AgoraError("two different predictions (--predict and --meta prediction): give one")
+    metadata[PREDICTION] = list(band)
+    return metadata
 
 
 def read_record(source: str, text: str) -> dict[str, Any]:
