@@ -30,6 +30,12 @@ def test_a_claim_is_seen_by_others_until_released_or_followed_up(tmp_path, remot
     assert 7100 <= listed[0]["until"] - listed[0]["since"] <= 7300
     assert "bob" in agora(project, "claim", "--list").stdout
     assert _score(project, r1) == before, "a claim is not evidence"
+    analysis = agora(project, "analyze", "--json", "--model", "hashing").json()
+    assert [c["account"] for c in analysis["claims"]] == ["bob"]
+    suggested = [s for slot in analysis["slots"]["slots"] for s in slot["suggestions"] if s["sha"] == r1]
+    assert suggested and all(s["claimed_by"][0]["account"] == "bob" for s in suggested)
+    text = agora(project, "analyze", "--model", "hashing", env={"COLUMNS": "120"}).stdout
+    assert "claimed by bob until" in text and "Claimed: work in progress" in text
 
     agora(b, "claim", r1, "--release")
     agora(project, "fetch")

@@ -33,7 +33,7 @@ def small():
 def test_result_has_every_part_and_is_json():
     result = analyze(small(), config=AnalyzeConfig(metric="bpb", tolerance=0.01, limit=5))
     data = json.loads(dumps(result))
-    assert list(data) == ["summary", "slots", "views", "diversity", "references"]
+    assert list(data) == ["summary", "slots", "views", "diversity", "references", "claims"]
     summary = data["summary"]
     assert list(summary)[0] == "warning" and summary["warning"] is None
     assert (summary["contributions"], summary["valid"], summary["rejected"], summary["results"]) == (6, 5, 1, 2)

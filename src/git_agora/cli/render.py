@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -37,6 +38,8 @@ def render_analysis(data: dict, only_views: bool = False, with_diversity: bool =
     if not only_views:
         _render_summary(out, summary)
         _render_slots(out, data["slots"])
+        if data.get("claims"):
+            _render_claims(out, data["claims"])
     for view in data["views"].values():
         _render_view(out, view)
     if not only_views and with_diversity:
@@ -162,6 +165,24 @@ def _render_slots(out: _Out, slots: dict) -> None:
             head = f"    {s['sha'][:10]}  {_metric(s['metric']):>9}  {s['account'][:12]:<12}  "
             out.line(head + cut(s["title"], out.width - _cells(head)))
             out.flow(_fields(s["reason"]), indent=6, first=" " * 6, style="dim")
+            for c in s.get("claimed_by", []):
+                out.flow(_claimed(c).split(), indent=6, first=" " * 6, style="yellow")
+    out.blank()
+
+
+def _until(claim: dict) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(claim["until"]))
+
+
+def _claimed(claim: dict) -> str:
+    return f"claimed by {claim['account']} until {_until(claim)}: {claim['title']}"
+
+
+def _render_claims(out: _Out, claims: list[dict]) -> None:
+    out.line("Claimed: work in progress (build elsewhere, or coordinate)", style="bold")
+    for c in claims:
+        head = f"    {c['target'][:10]}  {c['account'][:12]:<12}  until {_until(c)}  "
+        out.line(head + cut(c["title"], out.width - _cells(head)))
     out.blank()
 
 

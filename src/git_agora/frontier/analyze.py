@@ -21,7 +21,10 @@
 - ``slots``: ``exploration_c`` (C), ``bunching``, ``n_total`` (N), ``params`` (the UCB constants) and
   ``slots``: three of ``{name, purpose, note, suggestions}``, names exploit, explore_known,
   explore_novel; each suggestion ``{sha, title, account, metric, status, ucb, quality,
-  quality_source (own|inherited|none), follow_ons, cluster, cluster_size, duplicates, reason}``.
+  quality_source (own|inherited|none), follow_ons, cluster, cluster_size, duplicates, reason,
+  claimed_by}`` (``claimed_by``: the active claims on it, ``{account, until, sha, title}``).
+- ``claims``: the active claims at ``AnalyzeConfig.now`` (``claims.active_claims``), newest first:
+  ``{sha, target, account, since, until, title}``; empty when ``now`` is not given.
 - ``views``: ``{name: {name, title, total, note, rows}}`` for the selected views (see
   ``views.VIEW_NAMES``; rows carry sha, title, account, timestamp, tags, metric + view fields).
 - ``diversity``: ``available``, ``note``, ``model``, ``coverage``, ``window``, ``threshold``,
@@ -45,6 +48,7 @@ import pyarrow.compute as pc
 
 from . import comparable
 from .calibration import Calibration, FrameCalibration, frame_calibration
+from .claims import Claim, active_claims, claims_on
 from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
 from .frame import Frame, build_frame
@@ -75,6 +79,7 @@ class AnalyzeConfig:
     weights: Mapping[str, float] | None = None
     embedding_model: str | None = None
     comparable_on: tuple[str, ...] = ()
+    now: float | None = None  # the reader's clock, for claims (None: no claims)
 
     @classmethod
     def from_project(cls, project: Any, **overrides: Any) -> AnalyzeConfig:
@@ -136,6 +141,7 @@ class AnalyzeResult:
     diversity: Diversity
     frame: Frame = field(repr=False)
     references: tuple[dict[str, Any], ...] = ()
+    claims: tuple[Claim, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -144,6 +150,7 @@ class AnalyzeResult:
             "views": {name: view.to_dict() for name, view in self.views.items()},
             "diversity": self.diversity.to_dict(),
             "references": list(self.references),
+            "claims": [c.to_dict() for c in self.claims],
         }
 
 
@@ -165,10 +172,27 @@ def analyze(
     model = pick_model(embeddings, config.embedding_model)
     has_vector, source = _vector_access(frame, embeddings, model)
     div = diversity(frame, has_vector, source, config.clusters, model, config.limit)
-    slots = plan_slots(frame, div.clustering, config.ucb)
+    claims = tuple(active_claims(contributions, config.now)) if config.now is not None else ()
+    slots = with_claims(plan_slots(frame, div.clustering, config.ucb), claims)
     views = compute_views(frame, config.limit, config.views, config.view_params)
     references = cited_commits(frame, cross_refs, config.limit)
-    return AnalyzeResult(_summary(frame, config, div), slots, views, div, frame, references)
+    return AnalyzeResult(_summary(frame, config, div), slots, views, div, frame, references, claims)
+
+
+def with_claims(slots: Slots, claims: tuple[Claim, ...]) -> Slots:
+    """Each suggestion with the active claims on it, so an agent sees who works there before it starts."""
+    on = claims_on(list(claims))
+    if not on:
+        return slots
+    marked = tuple(
+        replace(slot, suggestions=tuple(replace(s, claimed_by=_claimers(on.get(s.sha, []))) for s in slot.suggestions))
+        for slot in slots.slots
+    )
+    return replace(slots, slots=marked)
+
+
+def _claimers(claims: list[Claim]) -> tuple[dict[str, Any], ...]:
+    return tuple({"account": c.account, "until": c.until, "sha": c.sha, "title": c.title} for c in claims)
 
 
 def cited_commits(frame: Frame, cross_refs: pa.Table | None, limit: int) -> tuple[dict[str, Any], ...]:

@@ -92,9 +92,10 @@ class Suggestion:
     cluster_size: int | None
     duplicates: int | None
     reason: str
+    claimed_by: tuple[dict[str, Any], ...] = ()  # active claims on it: {account, until, sha, title}
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "claimed_by": [dict(c) for c in self.claimed_by]}
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 from ..errors import AgoraError
@@ -28,7 +29,7 @@ def analyze(project: Project, views: Iterable[str] = (), limit: int = 10, model:
         embeddings, model_id = read_embeddings(project.repo), _cached_model_id(_model(project, model))
     try:
         config = AnalyzeConfig.from_project(
-            project.config, limit=limit, views=tuple(views) or None, embedding_model=model_id
+            project.config, limit=limit, views=tuple(views) or None, embedding_model=model_id, now=time.time()
         )
     except ValueError as exc:
         raise AgoraError(f"agora.toml {exc}") from None
