@@ -36,15 +36,38 @@ def new_entries(git_dir: Path, old_tips: Mapping[str, str], new_tips: Mapping[st
         account = log_account(ref)
         if account is None or old_tips.get(ref) == tip:
             continue
-        args = ["git", "--git-dir", str(git_dir), "log", "--first-parent"]
-        args += [f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", tip]
         old = old_tips.get(ref)
-        stdin = f"^{old}\n" if old else ""
-        proc = subprocess.run([*args, "--stdin"], input=stdin, capture_output=True, text=True)
-        if proc.returncode != 0 and old:  # the old tip is gone: read the whole chain
-            proc = subprocess.run(args, capture_output=True, text=True)
-        out = proc.stdout
-        for line in out.split():
-            if len(line) == 40:
-                listed.setdefault(line, set()).add(account)
+        entries = _chain_entries(git_dir, tip, old)
+        if entries is None:  # the old tip is gone: read the whole chain
+            entries = _chain_entries(git_dir, tip, None) or []
+        for entry in entries:
+            listed.setdefault(entry, set()).add(account)
     return listed
+
+
+def _chain_entries(git_dir: Path, tip: str, old: str | None) -> list[str] | None:
+    """The entries of the log commits on `tip`'s first-parent chain, down to `old`. The chain of a new
+    log ends at its first commit, whose first parent is a contribution: reading stops there instead of
+    following the contribution graph down to the setup. None when git cannot read the range."""
+    args = ["git", "--git-dir", str(git_dir), "log", "--first-parent", "-z"]
+    args += [f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", tip, "--stdin"]
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(f"^{old}\n".encode() if old else b"")
+    proc.stdin.close()
+    entries, pending, ended = [], b"", False
+    while not ended and (chunk := proc.stdout.read(1 << 16)):
+        records = (pending + chunk).split(b"\0")
+        pending = records.pop()
+        for record in records:
+            found = [line for line in record.decode("utf-8", "replace").split() if len(line) == 40]
+            if not found:  # not a log commit: the chain has ended
+                ended = True
+                break
+            entries += found
+    if ended:
+        proc.kill()
+    elif pending.strip():
+        entries += [line for line in pending.decode("utf-8", "replace").split() if len(line) == 40]
+    code = proc.wait()
+    return entries if ended or code == 0 else None

@@ -46,11 +46,20 @@ def walk(git_dir: Path, tips: list[str], exclude: list[str]) -> Iterator[RawComm
     """
     if not tips:
         return
-    args = ["git", "--git-dir", str(git_dir), "log", "-z", "--date-order", f"--format={_FORMAT}", "--stdin"]
-    stdin = "\n".join([*tips, *(f"^{sha}" for sha in exclude)]) + "\n"
+    yield from _records(["log", "--date-order"], [*tips, *(f"^{sha}" for sha in exclude)], git_dir)
+
+
+def read(git_dir: Path, shas: list[str]) -> Iterator[RawCommit]:
+    """These commits only (no walk), log commits left out: the same records as `walk` gives."""
+    if shas:
+        yield from _records(["log", "--no-walk=unsorted", "--ignore-missing"], shas, git_dir)
+
+
+def _records(command: list[str], revisions: list[str], git_dir: Path) -> Iterator[RawCommit]:
+    args = ["git", "--git-dir", str(git_dir), *command, "-z", f"--format={_FORMAT}", "--stdin"]
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
-        proc.stdin.write(stdin.encode())
+        proc.stdin.write(("\n".join(revisions) + "\n").encode())
         proc.stdin.close()
         pending = b""
         while chunk := proc.stdout.read(1 << 20):
@@ -73,7 +82,13 @@ _IDENTITY_BLOCK = b"\n\nAgora-Identity-Format: 1\nAgora-Key: "
 
 def _is_log_record(record: bytes) -> bool:
     """Transport, not contributions: account log commits and identity commits."""
-    return record[-_LOG_BLOCK_LENGTH:].startswith(_LOG_BLOCK) or _IDENTITY_BLOCK in record[-1024:]
+    return is_transport(record)
+
+
+def is_transport(text: bytes) -> bool:
+    """Whether a commit message (or a `git log` record, which ends with it) is an account log commit's or
+    an identity commit's."""
+    return text[-_LOG_BLOCK_LENGTH:].startswith(_LOG_BLOCK) or _IDENTITY_BLOCK in text[-1024:]
 
 
 _INT64_MAX = 2**63 - 1
