@@ -31,6 +31,7 @@ COMMANDS = {
     "run": "run",
     "verify": "verify",
     "demo": "demo",
+    "launch": "launch",
 }
 
 
