@@ -171,6 +171,23 @@ def test_a_crashed_agent_is_reported_and_never_restarted(tmp_path, project, remo
     assert starts.read_text() == "started\n"
 
 
+def test_an_agent_killed_from_outside_is_reported_with_its_signal(tmp_path, project, remote):
+    agents = tmp_path / "agents"
+    launch(tmp_path, remote, "--agents", "2", "--command", SLEEPER, "--dir", str(agents), "--grace", "1")
+    victim, survivor = status(tmp_path, agents)["agents"]
+    os.killpg(victim["pid"], signal.SIGKILL)
+
+    def reported():
+        agents_now = status(tmp_path, agents)["agents"]
+        return agents_now if agents_now[0]["state"] != "running" else None
+
+    killed, other = wait_for(reported, 60, "the killed agent to be reported")
+    assert killed["state"] == "crashed" and killed["signal"] == "SIGKILL" and not killed["running"]
+    assert other["state"] == "running" and other["pid"] == survivor["pid"]  # the others go on
+    assert killed["pid"] == victim["pid"]  # the same process, ended: nothing started in its place
+    agora(tmp_path, "launch", "stop", "--dir", str(agents), timeout=60)
+
+
 def test_the_budget_stops_an_agent_that_overruns_it(tmp_path, project, remote):
     """0.01 minutes: the agents are stopped, whenever the busy machine gets to it, long before their 600 s."""
     stubborn = "sh -c 'trap \"\" TERM; sleep 600' {prompt}"  # ignores SIGTERM: needs SIGKILL after the grace

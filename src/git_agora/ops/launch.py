@@ -45,6 +45,7 @@ DEFAULT_BUDGET_MINUTES = 60.0
 DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_ROUNDS = 3
 START_TIMEOUT = 120.0
+PREPARING = ".preparing"  # made first, exclusively: two launches never prepare in one directory
 PROMPT = (
     "You are one agent of several on this Agora project, in your own clone (your account and signing key "
     "are set up): read program.md, run `git agora analyze`, and follow the loop of program.md (pick a slot, "
@@ -153,6 +154,11 @@ def launch(
     _check_directory(where)
     created = not where.exists()
     where.mkdir(parents=True, exist_ok=True)
+    marker = where / PREPARING
+    try:
+        marker.open("x").close()
+    except FileExistsError:
+        raise AgoraError(f"another launch is being prepared in {where}: choose another --dir") from None
     try:
         records = _prepare(remote, where, names, command, scripted, rounds or DEFAULT_ROUNDS, seed, feedback)
         state = LaunchState(
@@ -169,6 +175,7 @@ def launch(
     except BaseException:
         _remove(where, created)
         raise
+    marker.unlink()
     if wait:
         from ..supervise.supervisor import supervise
 
@@ -285,6 +292,8 @@ def _check_directory(where: Path) -> None:
                 f"{where} already has running agents ({names}): `git agora launch stop --dir {where}` first"
             )
         raise AgoraError(f"{where} holds an earlier launch: remove it or choose another --dir")
+    if (where / PREPARING).exists():
+        raise AgoraError(f"another launch is being prepared in {where}: choose another --dir")
     raise AgoraError(f"{where} is not empty: choose another --dir")
 
 
