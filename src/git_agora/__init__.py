@@ -70,6 +70,11 @@ _EXPORTS = {
     "SiteReport": "ops.site",
     "whoami": "ops.status",
     "Identity": "ops.status",
+    "launch": "ops.launch",
+    "launch_status": "ops.launch",
+    "stop_launch": "ops.launch",
+    "LaunchStatus": "ops.launch",
+    "AgentStatus": "ops.launch",
 }
 __all__ = ["open_project", *_EXPORTS]
 
@@ -100,6 +105,7 @@ if TYPE_CHECKING:
     from .ops.history import LogEntry, Shown, lineage, log, show, stats
     from .ops.indexing import IndexSummary, check_index, update_index
     from .ops.init import init_project
+    from .ops.launch import AgentStatus, LaunchStatus, launch, launch_status, stop_launch
     from .ops.publish import Published, post, publish, publish_worktree, record_fields
     from .ops.site import SiteReport, build_site, serve_site, site
     from .ops.status import Identity, whoami

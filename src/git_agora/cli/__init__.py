@@ -32,6 +32,7 @@ COMMANDS = {
     "run": "run",
     "verify": "verify",
     "demo": "demo",
+    "launch": "launch",
 }
 
 

@@ -499,3 +499,48 @@ def print_site_report(report) -> None:
     for note in report.notes:
         click.echo(f"note: {note}")
     click.echo(f"open {report.directory / 'index.html'}")
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def print_launch_status(status) -> None:
+    """The agents of a launch: state, pid, budget used and left, exit, contributions, the last one."""
+    import time
+
+    supervisor = "running" if status.supervisor_running else "ended"
+    click.echo(
+        f"launch in {status.directory}: {len(status.agents)} agent{'s' if len(status.agents) != 1 else ''} "
+        f"on {status.remote}; "
+        f"supervisor pid {status.supervisor_pid} ({status.supervisor_mode or '-'}) {supervisor}"
+    )
+    what = f"scripted worker, {status.rounds} round(s)" if status.command == "scripted" else status.command
+    budget = "no budget" if status.budget_seconds is None else f"budget {_duration(status.budget_seconds)} each"
+    click.echo(f"command: {what}; {budget}, grace {status.grace_seconds:g} s")
+    now = time.time()
+    columns = [(n, "left") for n in ("agent", "state", "pid", "used/left", "exit", "contributions")]
+    cells = []
+    for a in status.agents:
+        exit_code = a.signal or ("-" if a.exit_code is None else str(a.exit_code))
+        count = f"{a.contributions}" + (f" ({a.queued} queued)" if a.queued else "")
+        last = a.last_contribution
+        title = f"{last.sha[:10]} {_duration(now - last.timestamp)} ago: {last.title}" if last else "-"
+        used = f"{_duration(a.used_seconds)}/{_duration(a.left_seconds)}"
+        cells.append([a.name, a.state, str(a.pid or "-"), used, exit_code, count, title])
+    lines = _table([*columns, ("title", "left")], cells, console_width())
+    for line in [lines[0].replace("title", "last contribution"), *lines[1:]]:
+        click.echo(line)
+    for a in status.agents:
+        if a.note:
+            click.echo(f"{a.name}: {a.note}")
+    if status.agents:
+        first = status.agents[0]
+        click.echo(f"logs: {first.stdout.parent.parent}/AGENT/stdout.log, stderr.log; clones in AGENT/clone")
+    if status.running:
+        click.echo(f"stop them: git agora launch stop --dir {status.directory}")

@@ -1,0 +1,5 @@
+import sys
+
+from .supervisor import main
+
+sys.exit(main())
