@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -310,3 +311,14 @@ def test_a_stale_ref_lock_is_a_clear_error_not_a_hang(project):
     assert r.returncode == 1 and "stays locked" in r.stderr
     lock.unlink()
     agora(project, "post", "-m", "after the lock", "--tag", "insight")
+
+
+def test_publishing_imports_nothing_heavy(tmp_path, project):
+    """post and push of a light contribution start fast: no pyarrow, numpy, torch, sklearn or pandas."""
+    heavy = re.compile(r"\| (pyarrow|numpy|torch|sklearn|pandas|sentence_transformers)$", re.M)
+    timed = {"PYTHONPROFILEIMPORTTIME": "1"}
+    post = agora(project, "post", "-m", "an insight", "--tag", "insight", env=timed)
+    (project / "model.py").write_text("order = 5\n")
+    push = agora(project, "push", "-m", "order 5", "--tag", "result", "--metric", "bpc=2.4", env=timed)
+    for run in (post, push):
+        assert "import time:" in run.stderr and not heavy.findall(run.stderr)
