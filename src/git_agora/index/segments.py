@@ -311,7 +311,10 @@ def write_segment(directory: Path, id: int, table: pa.Table, refs: pa.Table, rep
     """Write a segment's files durably (temporary file, fsync, rename; the directory is synced by
     `commit`). `table` must be in canonical order."""
     folder = segment_dir(directory)
-    _mkdir(folder)
+    try:
+        _mkdir(folder)
+    except OSError as exc:
+        raise WriteFailed(exc, folder) from None
     data = _write_table(folder, f"{id:08d}.parquet", table, statistics=["timestamp"])
     ref_file = _write_table(folder, f"{id:08d}.refs.parquet", refs.sort_by(REFS_KEY)) if refs.num_rows else None
     first, last = key_range(table)
@@ -329,7 +332,7 @@ def _write_table(folder: Path, name: str, table: pa.Table, statistics: list[str]
             _fsync(handle.fileno())
         _replace(tmp, path)
     except OSError as exc:
-        _discard(tmp)
+        discard(tmp)
         raise WriteFailed(exc, tmp) from None
     return FileRef(name, size, crc)
 
@@ -361,7 +364,7 @@ def commit(directory: Path, manifest: Manifest) -> None:
         _replace(tmp, path)
         _sync_dir(directory)
     except OSError as exc:
-        _discard(tmp)
+        discard(tmp)
         raise WriteFailed(exc, tmp) from None
     collect_garbage(directory, manifest)
 
@@ -373,11 +376,11 @@ def collect_garbage(directory: Path, manifest: Manifest) -> None:
     named = {f.name for s in manifest.segments for f in (s.data, s.refs) if f is not None}
     try:
         entries = list(folder.iterdir())
-    except FileNotFoundError:
+    except OSError:
         return
     for entry in entries:
         if entry.name not in named:
-            _discard(entry)
+            discard(entry)
 
 
 def read_segment(directory: Path, segment: Segment, columns: Sequence[str] | None = None) -> pa.Table:
@@ -506,10 +509,7 @@ def _read_groups(
 
 
 def _mkdir(folder: Path) -> None:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise WriteFailed(exc, folder) from None
+    folder.mkdir(parents=True, exist_ok=True)
 
 
 def _fsync(fd: int) -> None:
@@ -531,9 +531,14 @@ def _sync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _discard(path: Path) -> None:
+def _unlink(path: Path) -> None:
+    path.unlink()
+
+
+def discard(path: Path) -> None:
+    """Best effort: what is left behind is collected by the next update."""
     try:
-        path.unlink()
+        _unlink(path)
     except OSError:
         pass
 

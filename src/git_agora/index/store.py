@@ -111,15 +111,21 @@ class IndexRules:
 
 
 def update_index(
-    repo: Repository, rules: IndexRules, rebuild: bool = False, directory: Path | None = None
+    repo: Repository,
+    rules: IndexRules,
+    rebuild: bool = False,
+    directory: Path | None = None,
+    now: int | None = None,
 ) -> UpdateReport:
     """Bring the index up to date with the refs; rebuild from scratch when asked or when damaged.
-    A current index is recognised without a lock, so reading commands work on a read-only index."""
+    A current index is recognised without a lock, so reading commands work on a read-only index.
+    `now`: the reader's clock (default: the system's), which decides what is dated in the future."""
     directory = directory or index_dir(repo)
-    if not rebuild and _current(read_state(directory), current_tips(repo), int(time.time())):
+    now = int(time.time()) if now is None else now
+    if not rebuild and _current(read_state(directory), current_tips(repo), now):
         return UpdateReport(0, False)
     with locked(directory, exclusive=True):
-        return _update_locked(repo, directory, rebuild, rules)
+        return _update_locked(repo, directory, rebuild, rules, now)
 
 
 def _current(state: dict | None, tips: dict[str, str], now: int) -> bool:
@@ -129,8 +135,7 @@ def _current(state: dict | None, tips: dict[str, str], now: int) -> bool:
     return pending is None or pending > now + LIMITS.future_slack_s
 
 
-def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: IndexRules) -> UpdateReport:
-    now = int(time.time())
+def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: IndexRules, now: int) -> UpdateReport:
     warnings: list[str] = []
     tips = current_tips(repo)
     base = None if rebuild else _stored_manifest(directory, warnings)
@@ -152,7 +157,7 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
         manifest, new_rows = _advance(repo, directory, empty, tips, rules, now)
     segments.commit(directory, manifest)
     for name in LEGACY_FILES:
-        (directory / name).unlink(missing_ok=True)
+        segments.discard(directory / name)
     return UpdateReport(new_rows, base is None, tuple(warnings))
 
 
@@ -192,7 +197,7 @@ def _advance(
     parsed = [reader.parse(raw) for raw in reader.walk(repo.common_dir, sorted(set(tips.values())), exclude)]
     listed = listing.new_entries(repo.common_dir, base.tips, tips)
     known = _known_parents(repo, directory, base, parsed)
-    rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, listed=listed)
+    rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, now=now, listed=listed)
     _apply_evaluator_policy(repo, rows, rules.root)
     signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, _members(repo))
     new_rows, new_refs = build.rows_to_table(rows)
@@ -421,13 +426,14 @@ def _link_copy(directory: Path, copy: Path) -> None:
                 os.symlink(segments.segment_dir(directory) / ref.name, copy / segments.SEGMENTS / ref.name)
 
 
-def check_index(repo: Repository, rules: IndexRules) -> list[str]:
+def check_index(repo: Repository, rules: IndexRules, now: int | None = None) -> list[str]:
     """Rebuild into a temporary place and compare the logical content with the incremental index: the
     ref tips, then every row of the tables (same rows, same canonical order); what differs, row by row."""
-    update_index(repo, rules)
+    now = int(time.time()) if now is None else now
+    update_index(repo, rules, now=now)
     directory = index_dir(repo)
     with tempfile.TemporaryDirectory(prefix="agora-check-") as tmp:
-        update_index(repo, rules, rebuild=True, directory=Path(tmp))
+        update_index(repo, rules, rebuild=True, directory=Path(tmp), now=now)
         theirs = _read(Path(tmp), None)
         try:
             with locked(directory, exclusive=False):
