@@ -36,6 +36,36 @@ class IndexSummary:
         }
 
 
+# What the commands read of the contributions table (the descriptions, the largest column, only analyze,
+# search and the site read; the index reads just these columns from disk)
+GRAPH_COLUMNS = (
+    "sha",
+    "account",
+    "timestamp",
+    "log_seq",
+    "parents",
+    "tags",
+    "valid",
+    "target",
+    "verdict",
+    "primary_metric",
+)
+FRAME_COLUMNS = (*GRAPH_COLUMNS, "title", "metrics", "metadata")
+LOG_COLUMNS = (
+    "sha",
+    "account",
+    "timestamp",
+    "title",
+    "tags",
+    "metrics",
+    "parents",
+    "target",
+    "verdict",
+    "reasons",
+    "valid",
+)
+
+
 def refresh(project: Project, rebuild: bool = False):
     """Bring the index up to date with the refs (quarantining rewritten remote logs first)."""
     from ..index.state import index_dir, read_state

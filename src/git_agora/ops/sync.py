@@ -139,7 +139,7 @@ def _fetch_cross_refs(project: Project) -> tuple[CrossRefFetch, ...]:
     from ..refs.xref import fetch_cross_refs
     from .indexing import load
 
-    index = load(project)
+    index = load(project, ("sha", "valid"))
     valid = set(index.contributions.filter(index.contributions["valid"])["sha"].to_pylist())
     refs = []
     for sha, url, target in zip(*(index.cross_refs[c].to_pylist() for c in ("sha", "url", "target"))):
