@@ -257,8 +257,8 @@ STEPS = ("_mkdir", "_write_parquet", "_fsync", "_replace", "_sync_dir", "_unlink
 
 
 def prepared(forged) -> tuple[Path, int, set[str], set[str]]:
-    """An index of three segments, and refs that add two rows (moving nine stored ones) and fill the
-    fourth segment, so the update also compacts."""
+    """An index of three small segments, and refs that add two rows (one moves a stored row) in a fourth
+    small one: the update also compacts the four."""
     clone, t0 = forged.clone, forged.t0
     now = t0 + 1000
     update(clone, now)
@@ -267,7 +267,7 @@ def prepared(forged) -> tuple[Path, int, set[str], set[str]]:
         update(clone, now)
     assert len(manifest_of(clone).segments) == 3
     before = set(logical(clone).column("sha").to_pylist())
-    new = [forged.contribution("mallory", t0 + 5), forged.contribution("mallory", t0 + 95)]
+    new = [forged.contribution("mallory", t0 + 55), forged.contribution("mallory", t0 + 95)]
     forged.list("mallory", *new)
     return clone, now, before, before | set(new)
 
@@ -295,7 +295,7 @@ def test_a_failure_at_any_write_step_leaves_the_old_or_the_new_index(forged, mon
         count_steps(m, None, calls)
         update(clone, now)
     steps = len(calls)
-    assert {"_write_parquet", "_fsync", "_replace", "_sync_dir", "_unlink"} <= set(calls)  # compaction ran
+    assert calls.count("_write_parquet") == 2 and calls.count("_unlink") == 4  # the update compacted
     for fail_at in range(1, steps + 1):
         shutil.rmtree(directory)
         shutil.copytree(snapshot, directory)
@@ -311,7 +311,9 @@ def test_a_failure_at_any_write_step_leaves_the_old_or_the_new_index(forged, mon
         update(clone, now)
         assert check(clone, now) == [], f"step {fail_at}: {calls[-1]}"
         named = {f.name for s in manifest_of(clone).segments for f in (s.data, s.refs) if f}
-        assert {p.name for p in (directory / "segments").iterdir()} == named
+        present = {p.name for p in (directory / "segments").iterdir()}
+        assert named <= present  # what a failed delete leaves, the next writing update collects
+        assert present == named or calls[-1] == "_unlink", f"step {fail_at}: {calls[-1]}"
 
 
 KILLER = """

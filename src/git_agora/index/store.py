@@ -157,7 +157,8 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
         manifest, new_rows = _advance(repo, directory, empty, tips, rules, now)
     segments.commit(directory, manifest)
     for name in LEGACY_FILES:
-        segments.discard(directory / name)
+        if (directory / name).exists():
+            segments.discard(directory / name)
     return UpdateReport(new_rows, base is None, tuple(warnings))
 
 
