@@ -1,6 +1,7 @@
 """The Parquet index: validation in the reader, automatic updates, damage and concurrency."""
 
 import json
+import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
@@ -143,3 +144,18 @@ def test_index_tables_are_readable_by_plain_tools(tmp_path, project):
     assert all(r["valid"] for r in contributions)
     segments = [pq.read_table(f) for f in segment_files(project)]  # each segment is plain Parquet too
     assert sum(t.num_rows for t in segments) == 2
+
+
+def test_an_index_of_the_old_format_is_rebuilt_once(project):
+    agora(project, "post", "-m", "an insight", "--tag", "insight")
+    index_dir = project / ".git" / "agora" / "index"
+    agora(project, "index")
+    shutil.rmtree(index_dir / "segments")
+    (index_dir / "manifest.json").unlink()
+    (index_dir / "state.json").write_text(json.dumps({"format_version": 2, "tips": {}}))  # format 2: whole tables
+    (index_dir / "contributions.parquet").write_bytes(b"PAR1 old")
+    r = agora(project, "log", "--json")
+    assert "an insight" in [row["title"] for row in r.json()]
+    assert r.stderr.strip() == "git agora: note: the index format changed (2 -> 3); rebuilt it from Git"
+    assert not (index_dir / "state.json").exists() and not (index_dir / "contributions.parquet").exists()
+    assert agora(project, "log").stderr == ""
