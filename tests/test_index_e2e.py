@@ -100,6 +100,7 @@ def test_damaged_and_future_indexes(project):
     segment.write_bytes(bytes(data))
     r = agora(project, "log", "--json")
     assert "rebuilt it from Git" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert [f.name for f in segment_files(project)] > [segment.name]  # a rebuild never reuses a name
     agora(project, "post", "-m", "after damage", "--tag", "insight")
     segment_files(project)[0].write_bytes(b"PAR1")  # truncated
     r = agora(project, "log", "--json")

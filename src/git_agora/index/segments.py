@@ -115,10 +115,6 @@ class Manifest:
     def pending_until(self) -> int | None:
         return min(self.watch.pending.values()) if self.watch.pending else None
 
-    @property
-    def rows(self) -> int:
-        return sum(s.rows for s in self.segments) - sum(s.replaces for s in self.segments)
-
     def to_json(self) -> str:
         body = {
             "format_version": self.format_version,
@@ -295,6 +291,15 @@ def key_range(table: pa.Table) -> tuple[Key | None, Key | None]:
 
 def segment_dir(directory: Path) -> Path:
     return directory / SEGMENTS
+
+
+def unused_id(directory: Path) -> int:
+    """An id above every segment file present (named by a manifest or left by a crash)."""
+    try:
+        heads = [p.name.split(".")[0] for p in segment_dir(directory).iterdir()]
+    except OSError:
+        heads = []
+    return max((int(h) for h in heads if h.isdigit()), default=0) + 1
 
 
 def read_manifest(directory: Path) -> Manifest | None:

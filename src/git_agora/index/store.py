@@ -148,7 +148,8 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
         gone = set(base.tips.values()) - set(tips.values())
         if any(repo.commit_info(sha) is None for sha in gone):
             base = None  # an old tip vanished: the new commits cannot be told from the indexed ones
-    empty = Manifest(FORMAT_VERSION, {}, rules.recorded())
+    # a rebuild never reuses the name of a file the old manifest may still name
+    empty = Manifest(FORMAT_VERSION, {}, rules.recorded(), next_id=segments.unused_id(directory))
     try:
         manifest, new_rows = _advance(repo, directory, base or empty, tips, rules, now)
     except Damaged as exc:
