@@ -1,6 +1,7 @@
 """The Parquet index: validation in the reader, automatic updates, damage and concurrency."""
 
 import json
+import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
@@ -86,21 +87,31 @@ def test_a_rewritten_log_is_quarantined_and_reported(tmp_path, remote, project):
     assert "first insight" in titles, "nothing once fetched disappears"
 
 
+def segment_files(clone):
+    return sorted((clone / ".git" / "agora" / "index" / "segments").glob("*[0-9].parquet"))
+
+
 def test_damaged_and_future_indexes(project):
     agora(project, "index")
     index_dir = project / ".git" / "agora" / "index"
-    contributions = index_dir / "contributions.parquet"
-    contributions.write_bytes(contributions.read_bytes()[:100])
+    [segment] = segment_files(project)
+    data = bytearray(segment.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte: the checksum notices
+    segment.write_bytes(bytes(data))
+    r = agora(project, "log", "--json")
+    assert "rebuilt it from Git" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert [f.name for f in segment_files(project)] > [segment.name]  # a rebuild never reuses a name
     agora(project, "post", "-m", "after damage", "--tag", "insight")
+    segment_files(project)[0].write_bytes(b"PAR1")  # truncated
     r = agora(project, "log", "--json")
     assert "rebuilt it from Git" in r.stderr
     assert "after damage" in [row["title"] for row in r.json()]
     agora(project, "index", "--check")
 
-    state = index_dir / "state.json"
-    data = json.loads(state.read_text())
+    manifest = index_dir / "manifest.json"
+    data = json.loads(manifest.read_text())
     data["format_version"] = 99
-    state.write_text(json.dumps(data))
+    manifest.write_text(json.dumps(data))
     r = agora(project, "log", check=False)
     assert r.returncode == 1 and "newer than this git-agora understands" in r.stderr
 
@@ -120,8 +131,7 @@ def test_concurrent_updates_do_not_corrupt(tmp_path, remote, project):
         results = list(pool.map(lambda _: agora(b, "log", "--json", "--limit", "100"), range(6)))
     assert all(len(r.json()) == 6 for r in results)
     agora(b, "index", "--check")
-    table = pq.read_table(b / ".git" / "agora" / "index" / "contributions.parquet")
-    assert table.num_rows == 6
+    assert sum(pq.read_metadata(f).num_rows for f in segment_files(b)) == 6
 
 
 def test_index_tables_are_readable_by_plain_tools(tmp_path, project):
@@ -130,7 +140,23 @@ def test_index_tables_are_readable_by_plain_tools(tmp_path, project):
     edges = pq.read_table(tmp_path / "export" / "edges.parquet").to_pylist()
     assert [(e["child"], e["cross_account"]) for e in edges] == [(insight["sha"], False)]
     assert pq.read_table(tmp_path / "export" / "accounts.parquet").to_pylist()[0]["contributions"] == 2
-    index_dir = project / ".git" / "agora" / "index"
-    contributions = pq.read_table(index_dir / "contributions.parquet").to_pylist()
+    contributions = pq.read_table(tmp_path / "export" / "contributions.parquet").to_pylist()
     assert {r["title"] for r in contributions} == {"Setup: a", "an insight"}
     assert all(r["valid"] for r in contributions)
+    segments = [pq.read_table(f) for f in segment_files(project)]  # each segment is plain Parquet too
+    assert sum(t.num_rows for t in segments) == 2
+
+
+def test_an_index_of_the_old_format_is_rebuilt_once(project):
+    agora(project, "post", "-m", "an insight", "--tag", "insight")
+    index_dir = project / ".git" / "agora" / "index"
+    agora(project, "index")
+    shutil.rmtree(index_dir / "segments")
+    (index_dir / "manifest.json").unlink()
+    (index_dir / "state.json").write_text(json.dumps({"format_version": 2, "tips": {}}))  # format 2: whole tables
+    (index_dir / "contributions.parquet").write_bytes(b"PAR1 old")
+    r = agora(project, "log", "--json")
+    assert "an insight" in [row["title"] for row in r.json()]
+    assert r.stderr.strip() == "git agora: note: the index format changed (2 -> 3); rebuilt it from Git"
+    assert not (index_dir / "state.json").exists() and not (index_dir / "contributions.parquet").exists()
+    assert agora(project, "log").stderr == ""

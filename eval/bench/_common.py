@@ -102,6 +102,16 @@ def plain_clone(origin: Path, path: Path) -> Path:
     return path
 
 
+def index_table(clone: Path):
+    """The logical contributions table of a clone's index (its segments merged, in canonical order)."""
+    from git_agora.index import store
+    from git_agora.ops.indexing import _rules
+    from git_agora.project import Project
+
+    p = Project.open(clone)
+    return store.load_index(p.repo, _rules(p), update=False).contributions
+
+
 def machine() -> dict:
     git = sh("git", "--version").strip()
     return {"python": platform.python_version(), "git": git, "cpus": os.cpu_count(), "platform": platform.platform()}

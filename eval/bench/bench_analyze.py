@@ -16,7 +16,20 @@ import subprocess
 import sys
 import time
 
-from _common import BIN, WORK_DIR, env, plain_clone, project, ratio, sample, sh, stats, verdict, write_json
+from _common import (
+    BIN,
+    WORK_DIR,
+    env,
+    index_table,
+    plain_clone,
+    project,
+    ratio,
+    sample,
+    sh,
+    stats,
+    verdict,
+    write_json,
+)
 
 IN_PROCESS = """
 import json, resource, sys, time
@@ -42,9 +55,7 @@ def analyze_once(clone, model: str | None) -> dict:
 
 
 def read_floor(clone) -> float:
-    import pyarrow.parquet as pq
-
-    return min(sample(lambda: pq.read_table(clone / ".git/agora/index/contributions.parquet"), 5))
+    return min(sample(lambda: index_table(clone), 5))
 
 
 def prepared_clone(size: int, accounts: int, model: str | None) -> tuple[object, float]:
@@ -87,13 +98,12 @@ def bench_project(size: int, accounts: int, model: str | None, repeat: int, targ
 def bench_clustering(big_clone) -> dict:
     """Embed the 5,000 most recent descriptions with MiniLM, then time the single-link clustering."""
     import numpy as np
-    import pyarrow.parquet as pq
 
     from git_agora.embedding.backends import load_backend
     from git_agora.frontier.clusters import single_link
     from git_agora.frontier.embeddings import contribution_text
 
-    table = pq.read_table(big_clone / ".git/agora/index/contributions.parquet").sort_by([("timestamp", "descending")])
+    table = index_table(big_clone).sort_by([("timestamp", "descending")])
     texts = [
         contribution_text(t, d)
         for t, d in zip(table["title"].to_pylist()[:5000], table["description"].to_pylist()[:5000])

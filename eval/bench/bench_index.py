@@ -46,7 +46,7 @@ from _common import (
     verdict,
     write_json,
 )
-from git_agora.index import build, reader, store
+from git_agora.index import build, reader, segments, store
 from git_agora.ops.indexing import refresh
 from git_agora.project import Project
 from git_agora.refs.store import Repository
@@ -72,7 +72,7 @@ def rebuild_in_process(clone: Path) -> None:
 
 
 def phases(clone: Path) -> dict[str, float]:
-    """The rebuild, step by step (mirrors store._update_locked; private API, for attribution only)."""
+    """The rebuild, step by step (mirrors store._advance; private API, for attribution only)."""
     repo = Repository.discover(clone)
     out: dict[str, float] = {}
     t = time.perf_counter()
@@ -96,7 +96,7 @@ def phases(clone: Path) -> dict[str, float]:
     out["finalize"] = time.perf_counter() - t
     t = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        store._write(Path(tmp), {"contributions": table, "cross_refs": refs}, {"tips": tips})
+        segments.write_segment(Path(tmp), 1, table, refs, 0)
     out["write Parquet"] = time.perf_counter() - t
     out["total"] = sum(out.values())
     return out

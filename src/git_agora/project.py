@@ -176,6 +176,20 @@ class Project:
         tmp.write_text(sha + "\n")
         tmp.replace(self._base_file)
 
+    def recorded_base(self) -> str | None:
+        """The base as recorded in this work tree (None: none recorded yet), for `restore_base`."""
+        try:
+            return self._base_file.read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def restore_base(self, recorded: str | None) -> None:
+        """Put back what `recorded_base` returned (a rolled-back checkout)."""
+        if recorded is None:
+            self._base_file.unlink(missing_ok=True)
+        else:
+            self.set_base(recorded)
+
     # --- reading contributions -------------------------------------------------------------
 
     def contribution_sha(self, rev: str) -> str:

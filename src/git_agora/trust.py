@@ -7,6 +7,7 @@ kept). A report stays listed by `git agora status`, `analyze` and `log --rejecte
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -54,12 +55,23 @@ def _load(repo: Repository) -> dict:
     return data if isinstance(data, dict) else {"tamper": []}
 
 
-def _save(repo: Repository, data: dict) -> None:
+def _save(repo: Repository, data: dict, best_effort: bool = False) -> None:
+    """Replace trust.json. With `best_effort` (reading commands), a read-only `.git/agora` keeps the
+    change in memory only: it is made again by the next command that can write."""
+    from .locks import READ_ONLY_ERRORS
+
     path = _path(repo)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{TRUST_FILE}.{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+        if best_effort and exc.errno in READ_ONLY_ERRORS:
+            return
+        raise
 
 
 def record_tampering(repo: Repository, events: list[RewrittenLog]) -> None:
@@ -85,7 +97,7 @@ def record_tampering(repo: Repository, events: list[RewrittenLog]) -> None:
                 )
             )
         )
-    _save(repo, data)
+    _save(repo, data, best_effort=True)
 
 
 def tamper_reports(repo: Repository, include_acknowledged: bool = False) -> list[TamperReport]:
@@ -139,7 +151,7 @@ def trusted_keys(repo: Repository, refs: Mapping[str, str]) -> dict[str, tuple[s
     for account, pinned in pins.items():  # an identity gone from the remote: the pinned key still holds
         trusted.setdefault(account, (pinned,))
     if json.dumps(data, sort_keys=True) != before:
-        _save(repo, data)
+        _save(repo, data, best_effort=True)
     return trusted
 
 

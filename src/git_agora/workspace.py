@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,20 +90,37 @@ def is_dirty(repo: Repository) -> bool:
     return bool(repo.git.run("status", "--porcelain", "--untracked-files=no").strip())
 
 
-def checkout(repo: Repository, sha: str, worktree: Path | None = None) -> Path:
-    """The exact tree of a contribution, in place (detached HEAD) or in a new linked work tree."""
+def checkout(
+    repo: Repository, sha: str, worktree: Path | None = None, record: Callable[[Path], None] | None = None
+) -> Path:
+    """The exact tree of a contribution, in place (detached HEAD) or in a new linked work tree.
+
+    `record(path)` runs after the checks and before HEAD moves (in place) or the files appear (a new work
+    tree, whose HEAD exists only once git created it); a failure after it is rolled back by the caller
+    (in place) or here (the new work tree is removed).
+    """
     if worktree is not None:
         if worktree.exists() and any(worktree.iterdir()):
             raise AgoraError(f"{worktree} exists and is not empty")
         try:
-            repo.git.run("worktree", "add", "--detach", "--force", str(worktree), sha)
+            repo.git.run("worktree", "add", "--no-checkout", "--detach", "--force", str(worktree), sha)
         except GitError as exc:
             raise AgoraError(str(exc)) from None
-        return worktree.resolve()
+        path = worktree.resolve()
+        try:
+            if record is not None:
+                record(path)
+            repo.git.run("-C", str(path), "reset", "--hard", "--quiet", sha)
+        except BaseException:
+            repo.git.attempt("worktree", "remove", "--force", str(path))
+            raise
+        return path
     if repo.bare:
         raise AgoraError("a bare repository has no work tree: use --worktree DIR")
     if is_dirty(repo):
         raise AgoraError("the work tree has uncommitted changes: publish, commit or stash them, or use --worktree DIR")
+    if record is not None:
+        record(repo.worktree)
     try:
         repo.git.run("checkout", "--quiet", "--detach", sha)
     except GitError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -11,6 +12,9 @@ from typing import Any
 import click
 
 from ..errors import AgoraError, ExitCode
+
+# a full disk or a missing permission: one line naming the path, never a traceback
+DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 def run_cli(group: click.Group, argv: list[str] | None) -> int:
@@ -49,6 +53,12 @@ def run_cli(group: click.Group, argv: list[str] | None) -> int:
         return ExitCode.ERROR
     except BrokenPipeError:
         return ExitCode.OK
+    except OSError as exc:
+        if exc.errno not in DISK_ERRORS:
+            raise
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"git agora: error: {exc.strerror or exc}{where}", err=True)
+        return ExitCode.ERROR
     except KeyboardInterrupt:
         click.echo("git agora: interrupted", err=True)
         return 130

@@ -12,7 +12,11 @@ from .common import emit_json, json_option, open_project
 
 @click.command("index")
 @click.option("--rebuild", is_flag=True, help="Rebuild from scratch instead of updating.")
-@click.option("--check", is_flag=True, help="Rebuild into a temporary place and fail if it differs from the index.")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Rebuild into a temporary place and fail, naming the rows, if it differs from the index.",
+)
 @click.option(
     "--export",
     "export_dir",
@@ -31,7 +35,10 @@ def command(ctx, rebuild, check, export_dir, as_json):
         if as_json:
             emit_json({"ok": not differences, "differences": differences})
         if differences:
-            raise AgoraError(f"the incremental index differs from a rebuild in: {', '.join(differences)}")
+            if not as_json:
+                for line in differences:
+                    click.echo(line, err=True)
+            raise AgoraError("the incremental index differs from a rebuild: the rows above differ")
         if not as_json:
             click.echo("index ok: identical to a rebuild from scratch")
         return 0

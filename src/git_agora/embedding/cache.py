@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from ..feedback import Feedback
 from ..frontier.embeddings import empty_cache, rows_table, texts_by_sha
 from ..index.schema import EMBEDDINGS
+from ..index.segments import WriteFailed, discard
 from ..index.state import index_dir
 from ..index.store import locked
 from ..refs.store import Repository
@@ -71,11 +72,16 @@ def write_embeddings(repo: Repository, table: pa.Table) -> None:
     )
     with locked(directory, exclusive=True):
         tmp_vectors = directory / f".{VECTORS_FILE}.{os.getpid()}"
-        flat.tofile(tmp_vectors)
         tmp_keys = directory / f".{EMBEDDINGS_FILE}.{os.getpid()}"
-        pq.write_table(keys, tmp_keys, compression="zstd", use_dictionary=["model"])
-        os.replace(tmp_vectors, directory / VECTORS_FILE)
-        os.replace(tmp_keys, directory / EMBEDDINGS_FILE)
+        try:
+            flat.tofile(tmp_vectors)
+            pq.write_table(keys, tmp_keys, compression="zstd", use_dictionary=["model"])
+            os.replace(tmp_vectors, directory / VECTORS_FILE)
+            os.replace(tmp_keys, directory / EMBEDDINGS_FILE)
+        except OSError as exc:  # a full disk: one line naming the file, nothing half-written left
+            discard(tmp_vectors)
+            discard(tmp_keys)
+            raise WriteFailed(exc, directory) from None
 
 
 def embed_missing(
@@ -136,5 +142,10 @@ def cached_embeddings(
     else:
         with feedback.progress("embedding descriptions", len(texts)) as advance:
             updated = embed_missing(texts, cache, backend, progress=lambda done, total: advance(done))
-    write_embeddings(repo, updated)
+    try:
+        write_embeddings(repo, updated)
+    except WriteFailed as exc:  # a read-only .git/agora: use the vectors, keep none
+        if not exc.read_only:
+            raise
+        feedback.notice(f"{exc}: the new embeddings are not cached")
     return updated, backend.model

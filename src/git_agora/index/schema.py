@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 CONTRIBUTIONS = pa.schema(
     [

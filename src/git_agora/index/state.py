@@ -1,5 +1,5 @@
-"""The index's state file (format version and the ref tips indexed), readable without pyarrow, so a
-command can tell cheaply whether the index is current."""
+"""The index's manifest read as plain JSON (format version, the ref tips indexed, the earliest pending
+time), without pyarrow, so a command can tell cheaply whether the index is current."""
 
 from __future__ import annotations
 
@@ -11,18 +11,19 @@ from ..contribution import LIMITS
 from ..refs.names import ROOT
 from ..refs.store import Repository
 
-STATE_FILE = "state.json"
+STATE_FILE = "manifest.json"  # written by index.segments
 
 
 def index_dir(repo: Repository) -> Path:
     return repo.agora_dir / "index"
 
 
-def read_state(directory: Path) -> dict | None:
+def read_state(directory: Path, name: str = STATE_FILE) -> dict | None:
     try:
-        return json.loads((directory / STATE_FILE).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
+        state = json.loads((directory / name).read_text())
+    except (OSError, ValueError):
         return None
+    return state if isinstance(state, dict) else None
 
 
 def is_current(repo: Repository) -> bool:

@@ -1,18 +1,18 @@
-"""The index on disk, `.git/agora/index/`: Parquet tables, the ref tips they cover, a lock.
+"""The index as commands use it: brought up to date with the refs, loaded, checked.
 
 Every read compares the stored tips with the current refs under refs/agora/, so a plain `git fetch`
-is noticed too; an update reads only commits not reachable from the stored tips. Writers take an
-exclusive lock and replace files atomically; readers take a shared lock. Nothing here writes refs or
-prints: warnings are returned in `UpdateReport`.
+is noticed too. An update reads only the commits not reachable from the stored tips, applies the
+whole-set rules to them and to the stored rows they can change (`delta`), writes the result as one new
+segment and commits it by replacing the manifest (`segments`). Writers take an exclusive lock, readers
+a shared one. Nothing here writes refs or prints: warnings are returned.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
 import os
+import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,27 +20,32 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ..contribution import LIMITS
 from ..errors import AgoraError
+from ..locks import acquire, release
 from ..refs.names import ROOT
 from ..refs.store import Repository
-from . import build, listing, reader, signatures
-from .schema import CONTRIBUTIONS, CROSS_REFS, FORMAT_VERSION, TABLES
-from .state import STATE_FILE, index_dir, read_state
+from . import build, compare, delta, listing, reader, segments, signatures
+from .schema import CONTRIBUTIONS, FORMAT_VERSION, TABLES
+from .segments import MANIFEST, Damaged, Manifest, OtherFormat, Segment, WriteFailed
+from .state import index_dir, read_state
 
 STORED = ("contributions", "cross_refs")  # the rest is derived on load
-DICTIONARY_COLUMNS = ("account", "tags", "verdict", "url")  # few distinct values; shas and texts are unique
+LOCK = "lock"
+LEGACY_FILES = ("contributions.parquet", "cross_refs.parquet", "state.json")  # format 2: whole tables
 
 
 class Index:
     """The tables of one project. Edges, tags, accounts and verdicts are derived when first used."""
 
-    def __init__(self, contributions: pa.Table, cross_refs: pa.Table, tips: dict[str, str]):
+    def __init__(
+        self, contributions: pa.Table, cross_refs: pa.Table, tips: dict[str, str], warnings: tuple[str, ...] = ()
+    ):
         self.contributions = contributions
         self.cross_refs = cross_refs
         self.tips = tips
+        self.warnings = warnings
 
     @cached_property
     def _derived(self) -> dict[str, pa.Table]:
@@ -75,56 +80,19 @@ class UpdateReport:
 
 @contextmanager
 def locked(directory: Path, exclusive: bool) -> Iterator[None]:
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / "lock", "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    """The index's lock; an exclusive one that cannot be created raises `WriteFailed` (naming the path)."""
+    try:
+        fd = acquire(directory / LOCK, exclusive)
+    except OSError as exc:
+        raise WriteFailed(exc, directory / LOCK) from None
+    try:
+        yield
+    finally:
+        release(fd)
 
 
 def current_tips(repo: Repository) -> dict[str, str]:
     return repo.git.for_each_ref(ROOT)
-
-
-def _read_state(directory: Path) -> dict | None:
-    state = read_state(directory)
-    if state is not None and state.get("format_version", 0) > FORMAT_VERSION:
-        raise AgoraError(
-            f"the index in {directory} has format {state['format_version']}, newer than this git-agora "
-            f"understands ({FORMAT_VERSION}): upgrade git-agora"
-        )
-    return state
-
-
-def _read_stored(directory: Path) -> dict[str, pa.Table]:
-    tables = {}
-    for name, schema in (("contributions", CONTRIBUTIONS), ("cross_refs", CROSS_REFS)):
-        table = pq.ParquetFile(directory / f"{name}.parquet").read()
-        if table.schema != schema:
-            raise ValueError(f"{name}.parquet has an unexpected schema")
-        tables[name] = table.cast(schema)  # Parquet names list items "element"; Arrow says "item"
-    return tables
-
-
-def _write(directory: Path, tables: dict[str, pa.Table], state: dict) -> None:
-    """Write every table to a temporary file, then rename; the state file goes last."""
-    for name, table in tables.items():
-        tmp = directory / f".{name}.parquet.{os.getpid()}"
-        # one chunk: the bytes must not depend on how many updates built the table
-        # uncompressed: the index is a local cache, and the update after every fetch rewrites it
-        pq.write_table(
-            table.combine_chunks(),
-            tmp,
-            compression="none",
-            use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
-            write_statistics=False,
-        )
-        os.replace(tmp, directory / f"{name}.parquet")
-    tmp = directory / f".{STATE_FILE}.{os.getpid()}"
-    tmp.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, directory / STATE_FILE)
 
 
 @dataclass(frozen=True)
@@ -137,56 +105,163 @@ class IndexRules:
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # trusted public keys per account
     signatures_required: bool = False
 
+    def recorded(self) -> dict:
+        """The rules a stored index was built under (a change means a rebuild)."""
+        return {"metric": self.primary_metric, "root": self.root, "signatures_required": self.signatures_required}
+
 
 def update_index(
-    repo: Repository, rules: IndexRules, rebuild: bool = False, directory: Path | None = None
+    repo: Repository,
+    rules: IndexRules,
+    rebuild: bool = False,
+    directory: Path | None = None,
+    now: int | None = None,
 ) -> UpdateReport:
-    """Bring the index up to date with the refs; rebuild from scratch when asked or when damaged."""
+    """Bring the index up to date with the refs; rebuild from scratch when asked or when damaged.
+    A current index is recognised without a lock, so reading commands work on a read-only index.
+    `now`: the reader's clock (default: the system's), which decides what is dated in the future."""
     directory = directory or index_dir(repo)
+    now = int(time.time()) if now is None else now
+    if not rebuild and _current(read_state(directory), current_tips(repo), now):
+        return UpdateReport(0, False)
     with locked(directory, exclusive=True):
-        return _update_locked(repo, directory, rebuild, rules)
+        return _update_locked(repo, directory, rebuild, rules, now)
 
 
-def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: IndexRules) -> UpdateReport:
+def _current(state: dict | None, tips: dict[str, str], now: int) -> bool:
+    if state is None or state.get("format_version") != FORMAT_VERSION or state.get("tips") != tips:
+        return False
+    pending = state.get("pending_until")  # a commit dated in the future waits for the clock
+    return pending is None or pending > now + LIMITS.future_slack_s
+
+
+def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: IndexRules, now: int) -> UpdateReport:
     warnings: list[str] = []
     tips = current_tips(repo)
-    state = None if rebuild else _read_state(directory)
-    stored = None
-    if state is not None and state.get("format_version", 0) < FORMAT_VERSION:
-        warnings.append(
-            f"the index format changed ({state.get('format_version', 0)} -> {FORMAT_VERSION}); rebuilt it from Git"
-        )
-        state = None
-    if state is not None:
-        pending = state.get("pending_until")
-        if state.get("tips") == tips and (pending is None or pending > time.time() + LIMITS.future_slack_s):
+    base = None if rebuild else _stored_manifest(directory, warnings)
+    if base is not None and base.rules != rules.recorded():
+        base = None  # another root or metric: every row may change
+    if base is not None:
+        summary = {"format_version": FORMAT_VERSION, "tips": base.tips, "pending_until": base.pending_until}
+        if _current(summary, tips, now):
             return UpdateReport(0, False)
-        try:
-            stored = _read_stored(directory)
-        except (OSError, ValueError, pa.ArrowException) as exc:
-            warnings.append(f"the index was damaged ({type(exc).__name__}); rebuilt it from Git")
-            state = None
-    old_tips = state["tips"] if state else {}
-    exclude = [sha for sha in set(old_tips.values()) if repo.commit_info(sha) is not None]
+        gone = set(base.tips.values()) - set(tips.values())
+        if any(repo.commit_info(sha) is None for sha in gone):
+            base = None  # an old tip vanished: the new commits cannot be told from the indexed ones
+    # a rebuild never reuses the name of a file the old manifest may still name
+    empty = Manifest(FORMAT_VERSION, {}, rules.recorded(), next_id=segments.unused_id(directory))
+    try:
+        manifest, new_rows = _advance(repo, directory, base or empty, tips, rules, now)
+    except Damaged as exc:
+        warnings.append(f"the index was damaged ({exc}); rebuilt it from Git")
+        base = None
+        manifest, new_rows = _advance(repo, directory, empty, tips, rules, now)
+    segments.commit(directory, manifest)
+    for name in LEGACY_FILES:
+        if (directory / name).exists():
+            segments.discard(directory / name)
+    return UpdateReport(new_rows, base is None, tuple(warnings))
+
+
+def _stored_manifest(directory: Path, warnings: list[str]) -> Manifest | None:
+    try:
+        manifest = segments.read_manifest(directory)
+    except OtherFormat as exc:
+        _refuse_newer(directory, exc.version)
+        warnings.append(f"the index format changed ({exc.version} -> {FORMAT_VERSION}); rebuilt it from Git")
+        return None
+    except Damaged as exc:
+        warnings.append(f"the index was damaged ({exc}); rebuilt it from Git")
+        return None
+    if manifest is None:
+        legacy = read_state(directory, "state.json")
+        if legacy is not None:
+            _refuse_newer(directory, legacy.get("format_version", 0))
+            version = legacy.get("format_version", 0)
+            warnings.append(f"the index format changed ({version} -> {FORMAT_VERSION}); rebuilt it from Git")
+    return manifest
+
+
+def _refuse_newer(directory: Path, version: int) -> None:
+    if version > FORMAT_VERSION:
+        raise AgoraError(
+            f"the index in {directory} has format {version}, newer than this git-agora "
+            f"understands ({FORMAT_VERSION}): upgrade git-agora"
+        )
+
+
+def _advance(
+    repo: Repository, directory: Path, base: Manifest, tips: dict[str, str], rules: IndexRules, now: int
+) -> tuple[Manifest, int]:
+    """The manifest after indexing the commits the tips add to `base` (new segments written, not yet
+    committed), and how many rows are new."""
+    exclude = sorted(set(base.tips.values()))
     parsed = [reader.parse(raw) for raw in reader.walk(repo.common_dir, sorted(set(tips.values())), exclude)]
-    old = stored["contributions"] if stored else CONTRIBUTIONS.empty_table()
-    old_refs = stored["cross_refs"] if stored else CROSS_REFS.empty_table()
-    known = _known_parents(old, parsed)
-    listed = listing.new_entries(repo.common_dir, old_tips, tips)
-    rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, listed=listed)
+    listed = listing.new_entries(repo.common_dir, base.tips, tips)
+    known = _known_parents(repo, directory, base, parsed)
+    rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, now=now, listed=listed)
     _apply_evaluator_policy(repo, rows, rules.root)
     signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, _members(repo))
     new_rows, new_refs = build.rows_to_table(rows)
-    combined = build.clear_listed(pa.concat_tables([old, new_rows]), listed)
-    combined = signatures.recheck_waiting(repo.common_dir, combined, rules.keys)
-    contributions = build.finalize(combined, rules.root, presorted=_appends_in_order(old, new_rows))
-    cross_refs = pa.concat_tables([old_refs, new_refs]).sort_by([("sha", "ascending"), ("url", "ascending")])
-    _write(
-        directory,
-        {"contributions": contributions, "cross_refs": cross_refs},
-        {"format_version": FORMAT_VERSION, "tips": tips, "pending_until": build.pending_until(contributions)},
+
+    stored = segments.find_rows(directory, base.segments, _revisited(directory, base, new_rows, listed, rules, now))
+    worked = pa.concat_tables([new_rows, stored])
+    worked = build.clear_listed(worked, listed)
+    worked = signatures.recheck_waiting(repo.common_dir, worked, rules.keys)
+    worked = build.finalize(worked, rules.root, now=now)
+    is_new = pc.invert(pc.is_in(worked.column("sha"), value_set=stored.column("sha")))
+    worked = delta.place_log_seq(worked, stored, is_new, base.accounts)
+    rows_out, replaces = delta.changes(worked, stored)
+
+    found = list(base.segments)
+    next_id = base.next_id
+    if rows_out.num_rows:
+        found.append(segments.write_segment(directory, next_id, rows_out, new_refs, replaces))
+        next_id += 1
+    found, next_id = _compact(directory, found, next_id)
+    manifest = Manifest(
+        FORMAT_VERSION,
+        tips,
+        rules.recorded(),
+        tuple(found),
+        next_id,
+        segments.merge_accounts(base.accounts, segments.accounts_of(worked.filter(is_new))),
+        delta.advance(base.watch, worked),
     )
-    return UpdateReport(new_rows.num_rows, stored is None, tuple(warnings))
+    return manifest, new_rows.num_rows
+
+
+def _revisited(
+    directory: Path,
+    base: Manifest,
+    new_rows: pa.Table,
+    listed: Mapping[str, set[str]],
+    rules: IndexRules,
+    now: int,
+) -> set[segments.Key]:
+    """Keys of the stored rows this update may change (`delta.touched`), and of the rows whose log_seq
+    moves because a new row of their account sorts before them."""
+    keys = delta.touched(base.watch, new_rows, listed, rules.keys, now)
+    shifted = delta.first_new_keys(new_rows, base.accounts)
+    if shifted:
+        later = segments.rows_after(directory, base.segments, min(shifted.values()), ["sha", "timestamp", "account"])
+        columns = (later.column(c).to_pylist() for c in ("sha", "timestamp", "account"))
+        keys |= {(ts, sha) for sha, ts, account in zip(*columns) if account in shifted and (ts, sha) > shifted[account]}
+    return keys
+
+
+def _compact(directory: Path, found: list[Segment], next_id: int) -> tuple[list[Segment], int]:
+    """Merge runs of segments while the policy asks for it (`segments.plan_merge`)."""
+    while (run := segments.plan_merge([s.rows for s in found])) is not None:
+        start, stop = run
+        part = found[start:stop]
+        table = segments.logical([segments.read_segment(directory, s) for s in part], part)
+        refs = segments.logical_refs([segments.read_refs(directory, s) for s in part])
+        dropped = sum(s.rows for s in part) - table.num_rows
+        replaces = 0 if start == 0 else max(0, sum(s.replaces for s in part) - dropped)
+        found[start:stop] = [segments.write_segment(directory, next_id, table, refs, replaces)]
+        next_id += 1
+    return found, next_id
 
 
 def _members(repo: Repository) -> signatures.Members:
@@ -226,64 +301,153 @@ def _apply_evaluator_policy(repo: Repository, rows: list[dict], root: str | None
             row["valid"] = False
 
 
-def _appends_in_order(old: pa.Table, new: pa.Table) -> bool:
-    """Do the new rows (already in canonical order) all sort after the old ones? The usual case: then
-    no re-sort is needed."""
-    if old.num_rows == 0 or new.num_rows == 0:
-        return False
-    last = (old["timestamp"][-1].as_py(), old["sha"][-1].as_py())
-    return (new["timestamp"][0].as_py(), new["sha"][0].as_py()) > last
+KNOWN_COLUMNS = ("sha", "account", "tree", "policy")
 
 
-def _known_parents(old: pa.Table, parsed: list[reader.ParsedCommit]) -> dict[str, build.Known]:
-    """The already indexed commits that new ones name as parents (all that validation needs)."""
+def _known_parents(
+    repo: Repository, directory: Path, base: Manifest, parsed: list[reader.ParsedCommit]
+) -> dict[str, build.Known]:
+    """The already indexed commits that new ones name as parents (all that validation needs), looked up
+    by key: the parent's committer time from Git, then the row groups that can hold it."""
     new = {p.raw.sha for p in parsed}
     wanted = sorted({parent for p in parsed for parent in p.raw.parents} - new)
-    if not wanted or old.num_rows == 0:
+    if not wanted or not base.segments:
         return {}
-    rows = old.filter(pc.is_in(old.column("sha"), value_set=pa.array(wanted, pa.string())))
+    keys = set()
+    for sha in wanted:
+        info = repo.commit_info(sha)
+        if info is not None:
+            keys.add((info.timestamp, sha))
+    rows = segments.find_rows(directory, base.segments, keys, KNOWN_COLUMNS)
+    missing = set(wanted) - set(rows.column("sha").to_pylist())
+    if missing:  # a time Git and the reader see differently, or a parent that is no contribution
+        rows = pa.concat_tables([rows, _by_sha(directory, base.segments, missing)])
     return build.known_from_table(rows)
 
 
-def load_index(repo: Repository, rules: IndexRules, update: bool = True) -> Index:
-    """The index, brought up to date first (an unchanged project costs one for-each-ref)."""
+def _by_sha(directory: Path, found: Sequence[Segment], shas: set[str]) -> pa.Table:
+    """Rows by sha alone: every segment's sha column is read (the rare path)."""
+    tables = [segments.read_segment(directory, s, KNOWN_COLUMNS) for s in found]
+    table = segments.newest_versions(pa.concat_tables(tables))[0]
+    return table.filter(pc.is_in(table.column("sha"), value_set=pa.array(sorted(shas), pa.string())))
+
+
+# --- reading --------------------------------------------------------------------------------------
+
+
+def _read(directory: Path, columns: Sequence[str] | None) -> tuple[Manifest, pa.Table, pa.Table]:
+    """The manifest and the logical tables (`columns` of contributions only, plus sha and timestamp)."""
+    manifest = segments.read_manifest(directory)
+    if manifest is None:
+        raise Damaged("there is no index yet")
+    names = None if columns is None else [c for c in CONTRIBUTIONS.names if c in {*columns, "sha", "timestamp"}]
+    tables = [segments.read_segment(directory, s, names) for s in manifest.segments]
+    if tables:
+        contributions = segments.logical(tables, manifest.segments)
+    else:
+        schema = CONTRIBUTIONS if names is None else pa.schema([CONTRIBUTIONS.field(c) for c in names])
+        contributions = schema.empty_table()
+    refs = segments.logical_refs([segments.read_refs(directory, s) for s in manifest.segments if s.refs])
+    return manifest, contributions, refs
+
+
+def load_index(repo: Repository, rules: IndexRules, update: bool = True, columns: Sequence[str] | None = None) -> Index:
+    """The index, brought up to date first (an unchanged project costs one for-each-ref). `columns`
+    reads only those columns of the contributions (sha and timestamp always come along). On a read-only
+    index directory the new commits are indexed into a temporary copy."""
     directory = index_dir(repo)
+    warnings: list[str] = []
     if update:
-        update_index(repo, rules, directory=directory)
-    with locked(directory, exclusive=False):
-        state = _read_state(directory) or {"tips": {}}
         try:
-            stored = _read_stored(directory)
-        except (OSError, ValueError, pa.ArrowException):
-            stored = None
-    if stored is None:
+            warnings += update_index(repo, rules, directory=directory).warnings
+        except WriteFailed as exc:
+            if not exc.read_only:
+                raise
+            return _load_in_copy(repo, rules, directory, columns, exc)
+    try:
+        with locked(directory, exclusive=False):
+            manifest, contributions, refs = _read(directory, columns)
+    except OtherFormat as exc:
+        _refuse_newer(directory, exc.version)
+        return _rebuilt(repo, rules, directory, columns, warnings)
+    except Damaged as exc:
+        if manifest_exists(directory):
+            warnings.append(f"the index was damaged ({exc}); rebuilt it from Git")
+        return _rebuilt(repo, rules, directory, columns, warnings)
+    return Index(contributions, refs, manifest.tips, tuple(warnings))
+
+
+def manifest_exists(directory: Path) -> bool:
+    return (directory / MANIFEST).exists()
+
+
+def _rebuilt(
+    repo: Repository, rules: IndexRules, directory: Path, columns: Sequence[str] | None, warnings: list[str]
+) -> Index:
+    try:
         update_index(repo, rules, rebuild=True, directory=directory)
-        return load_index(repo, rules, update=False)
-    return Index(stored["contributions"], stored["cross_refs"], state["tips"])
+    except WriteFailed as exc:
+        if not exc.read_only:
+            raise
+        return _load_in_copy(repo, rules, directory, columns, exc, rebuild=True)
+    index = load_index(repo, rules, update=False, columns=columns)
+    return Index(index.contributions, index.cross_refs, index.tips, (*warnings, *index.warnings))
 
 
-def check_index(repo: Repository, rules: IndexRules) -> list[str]:
-    """Rebuild into a temporary place and list the tables that differ from the incremental index."""
-    import tempfile
+def _load_in_copy(
+    repo: Repository,
+    rules: IndexRules,
+    directory: Path,
+    columns: Sequence[str] | None,
+    why: WriteFailed,
+    rebuild: bool = False,
+) -> Index:
+    """Index into a temporary directory that links to the stored segments (they never change), read it,
+    and leave the read-only index as it was."""
+    with tempfile.TemporaryDirectory(prefix="agora-index-") as tmp:
+        copy = Path(tmp)
+        with locked(directory, exclusive=False):
+            _link_copy(directory, copy)
+            report = update_index(repo, rules, rebuild=rebuild, directory=copy)
+            manifest, contributions, refs = _read(copy, columns)
+    note = f"{why}: indexed the new commits in a temporary copy"
+    return Index(contributions, refs, manifest.tips, (note, *report.warnings))
 
-    update_index(repo, rules)
+
+def _link_copy(directory: Path, copy: Path) -> None:
+    try:
+        text = (directory / MANIFEST).read_text()
+        manifest = Manifest.from_json(text)
+    except (OSError, Damaged, OtherFormat):
+        return
+    (copy / MANIFEST).write_text(text)
+    (copy / segments.SEGMENTS).mkdir()
+    for s in manifest.segments:
+        for ref in (s.data, s.refs):
+            if ref is not None:
+                os.symlink(segments.segment_dir(directory) / ref.name, copy / segments.SEGMENTS / ref.name)
+
+
+def check_index(repo: Repository, rules: IndexRules, now: int | None = None) -> list[str]:
+    """Rebuild into a temporary place and compare the logical content with the incremental index: the
+    ref tips, then every row of the tables (same rows, same canonical order); what differs, row by row."""
+    now = int(time.time()) if now is None else now
+    update_index(repo, rules, now=now)
     directory = index_dir(repo)
     with tempfile.TemporaryDirectory(prefix="agora-check-") as tmp:
-        update_index(repo, rules, rebuild=True, directory=Path(tmp))
-        differences = []
-        for name in (*STORED, STATE_FILE):
-            a, b = directory / _file(name), Path(tmp) / _file(name)
-            if name == STATE_FILE:
-                same = json.loads(a.read_text()) == json.loads(b.read_text())
-            else:
-                same = a.read_bytes() == b.read_bytes()
-            if not same:
-                differences.append(name)
-        return differences
-
-
-def _file(name: str) -> str:
-    return name if name.endswith(".json") else f"{name}.parquet"
+        update_index(repo, rules, rebuild=True, directory=Path(tmp), now=now)
+        theirs = _read(Path(tmp), None)
+        try:
+            with locked(directory, exclusive=False):
+                mine = _read(directory, None)  # every segment is checked against its checksum
+        except (Damaged, OtherFormat) as exc:
+            return [f"the index is damaged: {exc}"]
+    differences = []
+    if mine[0].tips != theirs[0].tips:
+        differences.append("the indexed ref tips differ from the refs")
+    differences += compare.differences("contributions", mine[1], theirs[1])
+    differences += compare.differences("cross_refs", mine[2], theirs[2])
+    return differences
 
 
 __all__ = ["Index", "UpdateReport", "load_index", "update_index", "check_index", "TABLES", "locked"]

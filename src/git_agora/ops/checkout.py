@@ -19,11 +19,23 @@ class CheckedOut:
 
 
 def checkout(project: Project, rev: str, worktree: Path | None = None) -> CheckedOut:
-    """Check out contribution `rev` in place (detached HEAD) or in a new linked work tree."""
+    """Check out contribution `rev` in place (detached HEAD) or in a new linked work tree.
+
+    The parent of the next push is recorded before HEAD moves; if the checkout then fails, the previous
+    record is put back (in place) or the new work tree removed, so HEAD and the record never disagree.
+    """
     from ..workspace import checkout as checkout_tree
 
     contribution = project.contribution(rev)
-    assert contribution.sha is not None
-    path = checkout_tree(project.repo, contribution.sha, worktree)
-    Project.open(path).set_base(contribution.sha)
-    return CheckedOut(contribution.sha, contribution.title, path)
+    sha = contribution.sha
+    assert sha is not None
+    if worktree is not None:
+        path = checkout_tree(project.repo, sha, worktree, record=lambda p: Project.open(p).set_base(sha))
+        return CheckedOut(sha, contribution.title, path)
+    previous = project.recorded_base()
+    try:
+        path = checkout_tree(project.repo, sha, None, record=lambda _: project.set_base(sha))
+    except BaseException:
+        project.restore_base(previous)
+        raise
+    return CheckedOut(sha, contribution.title, path)

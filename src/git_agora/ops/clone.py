@@ -86,7 +86,7 @@ def _clone(
     from ..refs.sync import RemoteError
     from ..refs.sync import fetch as fetch_logs
     from .checkout import checkout
-    from .indexing import load
+    from .indexing import FRAME_COLUMNS, load
 
     target.mkdir(parents=True, exist_ok=True)
     git = Git(target)
@@ -103,7 +103,7 @@ def _clone(
     if account is not None:
         git.config_set("agora.account", account)
     project = Project.open(target, account, REMOTE, feedback)
-    index = load(project)
+    index = load(project, FRAME_COLUMNS)
     sha, title, value = _best(project, index.contributions)
     checkout(project, sha or pinned)
     valid = index.contributions.filter(index.contributions["valid"])

@@ -71,10 +71,10 @@ def show(project: Project, rev: str) -> Shown:
 
     from ..contribution import parse_cross_ref
     from ..frontier.evidence import evidence
-    from .indexing import load
+    from .indexing import FRAME_COLUMNS, load
 
     c = project.contribution(rev)
-    contributions = load(project).contributions
+    contributions = load(project, FRAME_COLUMNS).contributions
     table = evidence(contributions, project.config.tag_weights)
     rows = table.filter(pc.equal(table["sha"], c.sha)).to_pylist()
     score = {k: v for k, v in rows[0].items() if k != "sha"} if rows else None
@@ -153,9 +153,9 @@ def log(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from .indexing import load
+    from .indexing import LOG_COLUMNS, load
 
-    table = load(project).contributions
+    table = load(project, LOG_COLUMNS).contributions
     table = table.filter(pc.invert(table["valid"]) if rejected else table["valid"])
     if accounts := list(accounts):
         table = table.filter(pc.is_in(table["account"], value_set=pa.array(accounts, pa.string())))
@@ -185,12 +185,14 @@ def lineage(project: Project, rev: str):
     """Ancestry of a contribution (`frontier.lineage.Lineage`): size, accounts, cross-account edges,
     reproduced ancestors and the milestone path of new bests."""
     from ..frontier.lineage import lineage as ancestry
-    from .indexing import load
+    from .indexing import GRAPH_COLUMNS, load
 
     target = project.contribution_sha(rev)
     config = project.config
     try:
-        return ancestry(load(project).contributions, target, direction=config.direction, tolerance=config.tolerance)
+        return ancestry(
+            load(project, GRAPH_COLUMNS).contributions, target, direction=config.direction, tolerance=config.tolerance
+        )
     except KeyError:
         raise AgoraError(f"{rev} is not a valid contribution (see `git agora log --rejected`)") from None
 
@@ -199,14 +201,16 @@ def titles(project: Project) -> dict[str, str]:
     """Title of every indexed commit, by sha (for rendering lineage and stats)."""
     from .indexing import load
 
-    table = load(project).contributions
+    table = load(project, ("sha", "title")).contributions
     return dict(zip(table["sha"].to_pylist(), table["title"].to_pylist()))
 
 
 def stats(project: Project):
     """Graph statistics of the project (`frontier.stats.GraphStats`), as the paper's section 4.6 defines them."""
     from ..frontier.stats import graph_stats
-    from .indexing import load
+    from .indexing import GRAPH_COLUMNS, load
 
     config = project.config
-    return graph_stats(load(project).contributions, direction=config.direction, tolerance=config.tolerance)
+    return graph_stats(
+        load(project, GRAPH_COLUMNS).contributions, direction=config.direction, tolerance=config.tolerance
+    )

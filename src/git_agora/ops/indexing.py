@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,36 @@ class IndexSummary:
         }
 
 
+# What the commands read of the contributions table (the descriptions, the largest column, only analyze,
+# search and the site read; the index reads just these columns from disk)
+GRAPH_COLUMNS = (
+    "sha",
+    "account",
+    "timestamp",
+    "log_seq",
+    "parents",
+    "tags",
+    "valid",
+    "target",
+    "verdict",
+    "primary_metric",
+)
+FRAME_COLUMNS = (*GRAPH_COLUMNS, "title", "metrics", "metadata")
+LOG_COLUMNS = (
+    "sha",
+    "account",
+    "timestamp",
+    "title",
+    "tags",
+    "metrics",
+    "parents",
+    "target",
+    "verdict",
+    "reasons",
+    "valid",
+)
+
+
 def refresh(project: Project, rebuild: bool = False):
     """Bring the index up to date with the refs (quarantining rewritten remote logs first)."""
     from ..index.state import index_dir, read_state
@@ -51,13 +82,25 @@ def refresh(project: Project, rebuild: bool = False):
     return report
 
 
-def load(project: Project):
-    """The current index (updated first; an unchanged project costs one for-each-ref)."""
+def load(project: Project, columns: Sequence[str] | None = None):
+    """The current index (updated first; an unchanged project costs one for-each-ref). `columns`: read
+    only these columns of the contributions (sha and timestamp come along). On a read-only
+    `.git/agora/index`, new commits are indexed into a temporary copy and the stored index is left as is."""
+    from ..index.segments import WriteFailed
     from ..index.store import load_index
 
     _ = project.setup
-    refresh(project)
-    return load_index(project.repo, _rules(project), update=False)
+    try:
+        refresh(project)
+        stale = False
+    except WriteFailed as exc:
+        if not exc.read_only:
+            raise
+        stale = True
+    index = load_index(project.repo, _rules(project), update=stale, columns=columns)
+    for warning in index.warnings:
+        project.feedback.notice(warning)
+    return index
 
 
 def refresh_if_stale(project: Project) -> None:
@@ -75,7 +118,7 @@ def update_index(project: Project, rebuild: bool = False, export_to: Path | None
 
     _ = project.setup
     report = refresh(project, rebuild=rebuild)
-    index = load_index(project.repo, _rules(project), update=False)
+    index = load_index(project.repo, _rules(project), update=False, columns=None if export_to else ("valid",))
     exported = export_index(index, export_to) if export_to else ()
     valid = int(sum(index.contributions["valid"].to_pylist()))
     return IndexSummary(
@@ -85,12 +128,13 @@ def update_index(project: Project, rebuild: bool = False, export_to: Path | None
         report.new_rows,
         report.rebuilt,
         exported,
-        report.warnings,
+        (*report.warnings, *index.warnings),
     )
 
 
 def check_index(project: Project) -> list[str]:
-    """The stored tables that differ from a rebuild from scratch (empty: the index is right)."""
+    """How the index differs from a rebuild from scratch, one line per differing row (empty: the index
+    is right)."""
     from ..index.store import check_index as check
 
     _ = project.setup

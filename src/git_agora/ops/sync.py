@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import AgoraError
@@ -47,15 +49,44 @@ class Synced:
 
 def fetch(project: Project, cross_refs: bool = False) -> Fetched:
     """Fetch every account log of the project's remote and update the index. With `cross_refs`, also
-    fetch (read-only) the commits that contributions cite from other projects."""
+    fetch (read-only) the commits that contributions cite from other projects. Concurrent fetches in one
+    clone take turns."""
+    if project.remote is None:
+        raise AgoraError("no remote to fetch from: add one (`git remote add origin URL`) or name it")
+    with _fetch_lock(project):
+        return _fetch_locked(project, project.remote, cross_refs)
+
+
+FETCH_LOCK = "fetch.lock"
+
+
+@contextmanager
+def _fetch_lock(project: Project) -> Iterator[None]:
+    """One fetch at a time in a clone (two would race on the same remote-tracking refs); the second
+    says so and waits for the first."""
+    from ..locks import acquire, release
+
+    path = project.repo.agora_dir / FETCH_LOCK
+    try:
+        fd = acquire(path, exclusive=True, on_wait=lambda: project.feedback.notice(WAITING))
+    except OSError as exc:
+        raise AgoraError(f"cannot lock {exc.filename or path}: {exc.strerror or exc}") from None
+    try:
+        yield
+    finally:
+        release(fd)
+
+
+WAITING = "another git agora fetch is running in this clone: waiting for it to finish"
+
+
+def _fetch_locked(project: Project, remote: str, cross_refs: bool) -> Fetched:
     from ..feedback import git_phases
     from ..refs.sync import fetch as fetch_logs
 
-    if project.remote is None:
-        raise AgoraError("no remote to fetch from: add one (`git remote add origin URL`) or name it")
     try:
         with git_phases(project.feedback) as on_progress:
-            result: FetchResult = fetch_logs(project.repo, project.remote, on_progress)
+            result: FetchResult = fetch_logs(project.repo, remote, on_progress)
     except RemoteError as exc:
         raise AgoraError(str(exc)) from None
     record_tampering(project.repo, list(result.rewritten))
@@ -108,7 +139,7 @@ def _fetch_cross_refs(project: Project) -> tuple[CrossRefFetch, ...]:
     from ..refs.xref import fetch_cross_refs
     from .indexing import load
 
-    index = load(project)
+    index = load(project, ("sha", "valid"))
     valid = set(index.contributions.filter(index.contributions["valid"])["sha"].to_pylist())
     refs = []
     for sha, url, target in zip(*(index.cross_refs[c].to_pylist() for c in ("sha", "url", "target"))):

@@ -1,0 +1,575 @@
+"""The stored index: immutable Parquet segments and one small manifest that names them.
+
+`.git/agora/index/manifest.json` is the only file ever replaced. It lists the segments (with their
+sizes, CRC-32 checksums and key ranges), the ref tips they cover, the format version, per-account
+counts and the few rows later updates may have to revisit. `segments/<id>.parquet` holds rows in
+canonical order (timestamp, sha); `<id>.refs.parquet` the cross-project references of its new rows.
+
+A segment is written, fsynced and renamed into place before a manifest names it, and deleted only
+after a manifest that no longer names it is durable: a crash at any point leaves the old manifest or
+the new one, each naming complete files. A segment may carry newer versions of rows an older segment
+holds (`replaces` counts them); the logical table keeps the newest version of each sha.
+
+Compaction is tiered: a contiguous run of segments (in age order, so newer versions still win) whose
+sizes share a level (log base FANOUT of the row count) is merged once it holds FANOUT of them, and the
+count never exceeds MAX_SEGMENTS.
+
+Every read verifies a checksum: a whole-segment read the file's CRC-32 from the manifest, a partial
+read (some columns or row groups) Parquet's page checksums.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import AgoraError
+from ..locks import READ_ONLY_ERRORS
+from .schema import CONTRIBUTIONS, CROSS_REFS, FORMAT_VERSION
+
+MANIFEST = "manifest.json"
+SEGMENTS = "segments"
+KEY = [("timestamp", "ascending"), ("sha", "ascending")]
+REFS_KEY = [("sha", "ascending"), ("url", "ascending"), ("target", "ascending")]
+FANOUT = 4
+MAX_SEGMENTS = 32
+ROW_GROUP = 8192  # rows: a lookup by key reads one row group of the columns it needs
+DICTIONARY_COLUMNS = ("account", "tags", "verdict", "url")  # few distinct values; shas and texts are unique
+
+Key = tuple[int, str]  # (timestamp, sha): the canonical order
+
+
+class Damaged(Exception):
+    """A segment or the manifest does not match its checksum, size or schema."""
+
+
+class OtherFormat(Exception):
+    """The manifest was written by another format version of the index."""
+
+    def __init__(self, version: int):
+        super().__init__(f"index format {version}")
+        self.version = version
+
+
+class WriteFailed(AgoraError):
+    """The index could not be written (full disk, no permission); the message names the path."""
+
+    def __init__(self, exc: OSError, path: Path | str):
+        self.errno = exc.errno
+        super().__init__(f"cannot write {exc.filename or path}: {exc.strerror or exc}")
+
+    @property
+    def read_only(self) -> bool:
+        return self.errno in READ_ONLY_ERRORS
+
+
+@dataclass(frozen=True)
+class FileRef:
+    name: str
+    size: int
+    crc32: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    id: int
+    rows: int
+    replaces: int  # rows that are newer versions of rows in older segments
+    first: Key | None
+    last: Key | None
+    data: FileRef
+    refs: FileRef | None = None
+
+
+@dataclass(frozen=True)
+class Watch:
+    """Stored rows that later updates may change, by sha: pending ones (dated in the future), ones not yet
+    listed by their account's log, ones waiting for their account's identity, and the setups."""
+
+    pending: dict[str, int] = field(default_factory=dict)  # sha -> timestamp
+    not_listed: dict[str, tuple[int, str]] = field(default_factory=dict)  # sha -> (timestamp, account)
+    waiting: dict[str, tuple[int, str]] = field(default_factory=dict)
+    setups: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    format_version: int
+    tips: dict[str, str]
+    rules: dict  # what rows depend on besides the commits (root, metric, ...): a change means a rebuild
+    segments: tuple[Segment, ...] = ()
+    next_id: int = 1
+    accounts: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # account -> (rows, last key)
+    watch: Watch = field(default_factory=Watch)
+
+    @property
+    def pending_until(self) -> int | None:
+        return min(self.watch.pending.values()) if self.watch.pending else None
+
+    def to_json(self) -> str:
+        body = {
+            "format_version": self.format_version,
+            "tips": self.tips,
+            "pending_until": self.pending_until,  # read by state.is_current without this module
+            "rules": self.rules,
+            "next_id": self.next_id,
+            "segments": [_segment_json(s) for s in self.segments],
+            "accounts": {a: list(v) for a, v in sorted(self.accounts.items())},
+            "watch": {
+                "pending": dict(sorted(self.watch.pending.items())),
+                "not_listed": {k: list(v) for k, v in sorted(self.watch.not_listed.items())},
+                "waiting": {k: list(v) for k, v in sorted(self.watch.waiting.items())},
+                "setups": dict(sorted(self.watch.setups.items())),
+            },
+        }
+        return json.dumps({**body, "checksum": _checksum(body)}, sort_keys=True, separators=(",", ":")) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Manifest:
+        try:
+            data = json.loads(text)
+            version = data.get("format_version")
+            if isinstance(version, int) and version != FORMAT_VERSION:
+                raise OtherFormat(version)
+            body = {k: v for k, v in data.items() if k != "checksum"}
+            if data.get("checksum") != _checksum(body):
+                raise Damaged("the manifest does not match its checksum")
+            w = data["watch"]
+            return cls(
+                format_version=data["format_version"],
+                tips=data["tips"],
+                rules=data["rules"],
+                segments=tuple(_segment_from(s) for s in data["segments"]),
+                next_id=data["next_id"],
+                accounts={a: (v[0], v[1], v[2]) for a, v in data["accounts"].items()},
+                watch=Watch(
+                    pending=dict(w["pending"]),
+                    not_listed={k: (v[0], v[1]) for k, v in w["not_listed"].items()},
+                    waiting={k: (v[0], v[1]) for k, v in w["waiting"].items()},
+                    setups=dict(w["setups"]),
+                ),
+            )
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            raise Damaged(f"the manifest is unreadable ({type(exc).__name__})") from None
+
+
+def _checksum(body: dict) -> int:
+    return zlib.crc32(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+
+
+def _segment_json(s: Segment) -> dict:
+    return {
+        "id": s.id,
+        "rows": s.rows,
+        "replaces": s.replaces,
+        "first": list(s.first) if s.first else None,
+        "last": list(s.last) if s.last else None,
+        "data": [s.data.name, s.data.size, s.data.crc32],
+        "refs": [s.refs.name, s.refs.size, s.refs.crc32] if s.refs else None,
+    }
+
+
+def _segment_from(d: dict) -> Segment:
+    return Segment(
+        id=d["id"],
+        rows=d["rows"],
+        replaces=d["replaces"],
+        first=(d["first"][0], d["first"][1]) if d["first"] else None,
+        last=(d["last"][0], d["last"][1]) if d["last"] else None,
+        data=FileRef(*d["data"]),
+        refs=FileRef(*d["refs"]) if d["refs"] else None,
+    )
+
+
+# --- the compaction policy (pure) -----------------------------------------------------------------
+
+
+def level(rows: int, fanout: int = FANOUT) -> int:
+    n, found = max(rows, 1), 0
+    while n >= fanout:
+        n //= fanout
+        found += 1
+    return found
+
+
+def plan_merge(rows: Sequence[int], fanout: int = FANOUT, cap: int = MAX_SEGMENTS) -> tuple[int, int] | None:
+    """The contiguous run [start, stop) of segments (oldest first) to merge next, or None.
+
+    Lowest level first: a run of consecutive segments no larger than level L that holds `fanout`
+    segments of level L is merged (smaller neighbours ride along). Above the cap, the adjacent pair
+    with the fewest rows is merged. Each row is rewritten about log_fanout(total) times in its life.
+    """
+    levels = [level(n, fanout) for n in rows]
+    for lv in sorted(set(levels)):
+        start = 0
+        while start < len(levels):
+            if levels[start] > lv:
+                start += 1
+                continue
+            stop = start
+            while stop < len(levels) and levels[stop] <= lv:
+                stop += 1
+            if sum(1 for i in range(start, stop) if levels[i] == lv) >= fanout:
+                return start, stop
+            start = stop
+    if len(rows) > cap:
+        i = min(range(len(rows) - 1), key=lambda i: (rows[i] + rows[i + 1], -i))
+        return i, i + 2
+    return None
+
+
+# --- the logical table (pure) ---------------------------------------------------------------------
+
+
+def newest_versions(table: pa.Table) -> tuple[pa.Table, int]:
+    """Keep the last row of each sha (rows in age order); also how many older versions were dropped."""
+    import numpy as np
+
+    if table.num_rows == 0:
+        return table, 0
+    positions = pa.table({"sha": table.column("sha"), "i": pa.array(np.arange(table.num_rows), pa.int64())})
+    last = positions.group_by("sha", use_threads=False).aggregate([("i", "max")]).column("i_max")
+    if len(last) == table.num_rows:
+        return table, 0
+    return table.take(np.sort(last.to_numpy())), table.num_rows - len(last)
+
+
+def logical(tables: Sequence[pa.Table], segments: Sequence[Segment]) -> pa.Table:
+    """The rows of these segments (oldest first) as one table: newest version of each sha, canonical
+    order. Without replaced rows, segments whose key ranges do not overlap are only concatenated."""
+    if not tables:
+        raise ValueError("no segments")
+    if any(s.replaces for s in segments):
+        return newest_versions(pa.concat_tables(tables))[0].sort_by(KEY)
+    order = sorted((i for i in range(len(tables)) if segments[i].first), key=lambda i: segments[i].first)
+    parts: list[pa.Table] = []
+    run: list[int] = []
+    reach: Key | None = None
+    for i in order:
+        first = segments[i].first
+        if run and reach is not None and first is not None and first <= reach:
+            run.append(i)
+        else:
+            parts.extend(_sorted_run(tables, run))
+            run = [i]
+        last = segments[i].last
+        reach = last if reach is None or (last is not None and last > reach) else reach
+    parts.extend(_sorted_run(tables, run))
+    return pa.concat_tables(parts) if parts else tables[0].slice(0, 0)
+
+
+def _sorted_run(tables: Sequence[pa.Table], run: list[int]) -> list[pa.Table]:
+    if not run:
+        return []
+    if len(run) == 1:
+        return [tables[run[0]]]
+    return [pa.concat_tables([tables[i] for i in run]).sort_by(KEY)]
+
+
+def logical_refs(tables: Sequence[pa.Table]) -> pa.Table:
+    return pa.concat_tables(tables).sort_by(REFS_KEY) if tables else CROSS_REFS.empty_table()
+
+
+def key_range(table: pa.Table) -> tuple[Key | None, Key | None]:
+    if table.num_rows == 0:
+        return None, None
+    ts, sha = table.column("timestamp"), table.column("sha")
+    return (ts[0].as_py(), sha[0].as_py()), (ts[-1].as_py(), sha[-1].as_py())
+
+
+# --- files ----------------------------------------------------------------------------------------
+
+
+def segment_dir(directory: Path) -> Path:
+    return directory / SEGMENTS
+
+
+def unused_id(directory: Path) -> int:
+    """An id above every segment file present (named by a manifest or left by a crash)."""
+    try:
+        heads = [p.name.split(".")[0] for p in segment_dir(directory).iterdir()]
+    except OSError:
+        heads = []
+    return max((int(h) for h in heads if h.isdigit()), default=0) + 1
+
+
+def read_manifest(directory: Path) -> Manifest | None:
+    try:
+        text = (directory / MANIFEST).read_text()
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise Damaged("the manifest is unreadable") from None
+    return Manifest.from_json(text)
+
+
+def write_segment(directory: Path, id: int, table: pa.Table, refs: pa.Table, replaces: int) -> Segment:
+    """Write a segment's files durably (temporary file, fsync, rename; the directory is synced by
+    `commit`). `table` must be in canonical order."""
+    folder = segment_dir(directory)
+    try:
+        _mkdir(folder)
+    except OSError as exc:
+        raise WriteFailed(exc, folder) from None
+    data = _write_table(folder, f"{id:08d}.parquet", table, statistics=["timestamp"])
+    ref_file = _write_table(folder, f"{id:08d}.refs.parquet", refs.sort_by(REFS_KEY)) if refs.num_rows else None
+    first, last = key_range(table)
+    return Segment(id, table.num_rows, replaces, first, last, data, ref_file)
+
+
+def _write_table(folder: Path, name: str, table: pa.Table, statistics: list[str] | None = None) -> FileRef:
+    path, tmp = folder / name, folder / f".{name}.{os.getpid()}"
+    try:
+        _write_parquet(table, tmp, statistics)
+        with open(tmp, "rb") as handle:
+            crc, size = 0, 0
+            while chunk := handle.read(1 << 22):
+                crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+            _fsync(handle.fileno())
+        _replace(tmp, path)
+    except OSError as exc:
+        discard(tmp)
+        raise WriteFailed(exc, tmp) from None
+    return FileRef(name, size, crc)
+
+
+def _write_parquet(table: pa.Table, path: Path, statistics: list[str] | None) -> None:
+    # uncompressed: the index is a local cache and update time matters more than disk
+    pq.write_table(
+        table,
+        path,
+        compression="none",
+        use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
+        write_statistics=statistics or False,
+        row_group_size=ROW_GROUP,
+        write_page_checksum=True,
+    )
+
+
+def commit(directory: Path, manifest: Manifest) -> None:
+    """Make the new segments durable, then atomically replace the manifest, then drop unnamed files."""
+    folder = segment_dir(directory)
+    path, tmp = directory / MANIFEST, directory / f".{MANIFEST}.{os.getpid()}"
+    try:
+        if folder.exists():
+            _sync_dir(folder)
+        with open(tmp, "w") as handle:
+            handle.write(manifest.to_json())
+            handle.flush()
+            _fsync(handle.fileno())
+        _replace(tmp, path)
+        _sync_dir(directory)
+    except OSError as exc:
+        discard(tmp)
+        raise WriteFailed(exc, tmp) from None
+    collect_garbage(directory, manifest)
+
+
+def collect_garbage(directory: Path, manifest: Manifest) -> None:
+    """Delete segment files the manifest does not name (merged ones, or a crashed update's). Callers
+    hold the exclusive lock, so no reader is between reading the manifest and opening its files."""
+    folder = segment_dir(directory)
+    named = {f.name for s in manifest.segments for f in (s.data, s.refs) if f is not None}
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name not in named:
+            discard(entry)
+
+
+def read_segment(directory: Path, segment: Segment, columns: Sequence[str] | None = None) -> pa.Table:
+    """One segment's rows; the whole file is checked against its CRC-32 when every column is read."""
+    path = segment_dir(directory) / segment.data.name
+    schema = CONTRIBUTIONS if columns is None else pa.schema([CONTRIBUTIONS.field(c) for c in columns])
+    try:
+        if columns is None:
+            _verify(path, segment.data)
+            table = pq.ParquetFile(path).read()
+        else:
+            _check_size(path, segment.data)
+            table = pq.ParquetFile(path, page_checksum_verification=True).read(columns=list(columns))
+        if table.schema.names != schema.names:
+            raise Damaged(f"{path} has an unexpected schema")
+        return table.cast(schema)  # Parquet names list items "element"; Arrow says "item"
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise Damaged(f"{path}: {type(exc).__name__}") from None
+
+
+def read_refs(directory: Path, segment: Segment) -> pa.Table:
+    if segment.refs is None:
+        return CROSS_REFS.empty_table()
+    path = segment_dir(directory) / segment.refs.name
+    try:
+        _verify(path, segment.refs)
+        table = pq.ParquetFile(path).read()
+        if table.schema.names != CROSS_REFS.names:
+            raise Damaged(f"{path} has an unexpected schema")
+        return table.cast(CROSS_REFS)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise Damaged(f"{path}: {type(exc).__name__}") from None
+
+
+def verify(directory: Path, segment: Segment) -> None:
+    """Check every file of a segment against its size and checksum."""
+    for ref in (segment.data, segment.refs):
+        if ref is not None:
+            try:
+                _verify(segment_dir(directory) / ref.name, ref)
+            except OSError as exc:
+                raise Damaged(f"{ref.name}: {type(exc).__name__}") from None
+
+
+def _check_size(path: Path, ref: FileRef) -> None:
+    if path.stat().st_size != ref.size:
+        raise Damaged(f"{path} has {path.stat().st_size} bytes, the manifest says {ref.size}")
+
+
+def _verify(path: Path, ref: FileRef) -> None:
+    crc, size = 0, 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 22):
+            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+    if size != ref.size or crc != ref.crc32:
+        raise Damaged(f"{path} does not match its checksum")
+
+
+def find_rows(
+    directory: Path, segments: Sequence[Segment], keys: Iterable[Key], columns: Sequence[str] | None = None
+) -> pa.Table:
+    """The newest stored version of the rows with these keys (those found), reading only the row groups
+    whose timestamps can hold them."""
+    wanted = {sha: ts for ts, sha in keys}
+    names = list(columns) if columns is not None else CONTRIBUTIONS.names
+    found: list[pa.Table] = []
+    for segment in reversed(segments):  # newest first: the first version found is the current one
+        if not wanted or segment.first is None or segment.last is None:
+            continue
+        here = {sha: ts for sha, ts in wanted.items() if segment.first <= (ts, sha) <= segment.last}
+        if not here:
+            continue
+        table = _read_groups(directory, segment, names, set(here.values()), None)
+        table = table.filter(pc.is_in(table.column("sha"), value_set=pa.array(sorted(here), pa.string())))
+        table = table.select(names)
+        for sha in table.column("sha").to_pylist():
+            wanted.pop(sha, None)
+        found.append(table)
+    schema = pa.schema([CONTRIBUTIONS.field(c) for c in names])
+    return pa.concat_tables(found) if found else schema.empty_table()
+
+
+def rows_after(directory: Path, segments: Sequence[Segment], after: Key, columns: Sequence[str]) -> pa.Table:
+    """Every stored version of the rows with a key above `after` (row groups by timestamp)."""
+    found = []
+    for segment in segments:
+        if segment.last is None or segment.last <= after:
+            continue
+        table = _read_groups(directory, segment, list(columns), None, after[0])
+        ts, sha = table.column("timestamp"), table.column("sha")
+        later = pc.or_(pc.greater(ts, after[0]), pc.and_(pc.equal(ts, after[0]), pc.greater(sha, after[1])))
+        found.append(table.filter(later).select(list(columns)))
+    schema = pa.schema([CONTRIBUTIONS.field(c) for c in columns])
+    return pa.concat_tables(found) if found else schema.empty_table()
+
+
+def _read_groups(
+    directory: Path, segment: Segment, columns: list[str], timestamps: set[int] | None, since: int | None
+) -> pa.Table:
+    """The row groups of a segment that may hold these timestamps (or any at or after `since`)."""
+    path = segment_dir(directory) / segment.data.name
+    needed = list(dict.fromkeys([*columns, "sha", "timestamp"]))
+    try:
+        _check_size(path, segment.data)
+        f = pq.ParquetFile(path, page_checksum_verification=True)
+        meta = f.metadata
+        ts_col = f.schema_arrow.get_field_index("timestamp")
+        groups = []
+        for i in range(meta.num_row_groups):
+            stats = meta.row_group(i).column(ts_col).statistics
+            if stats is None or not stats.has_min_max:
+                groups.append(i)
+            elif timestamps is not None and any(stats.min <= t <= stats.max for t in timestamps):
+                groups.append(i)
+            elif since is not None and stats.max >= since:
+                groups.append(i)
+        table = f.read_row_groups(groups, columns=needed) if groups else None
+        schema = pa.schema([CONTRIBUTIONS.field(c) for c in needed])
+        table = schema.empty_table() if table is None else table.cast(schema)
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise Damaged(f"{path}: {type(exc).__name__}") from None
+    return table
+
+
+# --- the primitive steps (each one a place where a crash is injected in the tests) ----------------
+
+
+def _mkdir(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+
+
+def _fsync(fd: int) -> None:
+    os.fsync(fd)
+
+
+def _replace(src: Path, dst: Path) -> None:
+    os.replace(src, dst)
+
+
+def _sync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:  # some file systems cannot sync a directory
+            raise
+    finally:
+        os.close(fd)
+
+
+def _unlink(path: Path) -> None:
+    path.unlink()
+
+
+def discard(path: Path) -> None:
+    """Best effort: what is left behind is collected by the next update."""
+    try:
+        _unlink(path)
+    except OSError:
+        pass
+
+
+def with_segments(manifest: Manifest, segments: Sequence[Segment], **changes) -> Manifest:
+    return replace(manifest, segments=tuple(segments), **changes)
+
+
+def accounts_of(table: pa.Table) -> dict[str, tuple[int, int, str]]:
+    """Rows and last key per account of a table in canonical order."""
+    named = table.select(["account", "timestamp", "sha"]).filter(pc.is_valid(table.column("account")))
+    grouped = named.group_by("account", use_threads=False).aggregate(
+        [("sha", "count"), ("timestamp", "last"), ("sha", "last")]
+    )
+    columns = ("account", "sha_count", "timestamp_last", "sha_last")
+    return {a: (n, ts, sha) for a, n, ts, sha in zip(*(grouped.column(c).to_pylist() for c in columns))}
+
+
+def merge_accounts(
+    old: Mapping[str, tuple[int, int, str]], new: Mapping[str, tuple[int, int, str]]
+) -> dict[str, tuple[int, int, str]]:
+    merged = dict(old)
+    for account, (count, ts, sha) in new.items():
+        if account in merged:
+            n, lts, lsha = merged[account]
+            merged[account] = (n + count, *max((lts, lsha), (ts, sha)))
+        else:
+            merged[account] = (count, ts, sha)
+    return merged

@@ -1,0 +1,355 @@
+"""The segmented index: the compaction policy, the logical table, and updates that equal a rebuild
+whatever arrives late, out of order or dated in the future, with a crash injected at every step."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from agora_testing import agora, forge, git
+from git_agora.contribution import Contribution
+from git_agora.index import segments, store
+from git_agora.index.schema import CONTRIBUTIONS
+from git_agora.index.state import index_dir
+from git_agora.ops.indexing import _rules
+from git_agora.project import Project
+
+# --- the compaction policy ------------------------------------------------------------------------
+
+
+def run_policy(sizes: list[int], arrivals: list[int]) -> tuple[list[int], int, int]:
+    """Apply the policy after each arrival; return the final sizes, the most segments seen, rows written."""
+    most, written = len(sizes), 0
+    for n in arrivals:
+        sizes.append(n)
+        written += n
+        while (run := segments.plan_merge(sizes)) is not None:
+            start, stop = run
+            assert stop - start >= 2
+            merged = sum(sizes[start:stop])
+            sizes[start:stop] = [merged]
+            written += merged
+        most = max(most, len(sizes))
+    return sizes, most, written
+
+
+def test_one_row_updates_keep_the_segment_count_logarithmic():
+    sizes, most, written = run_policy([100_000], [1] * 20_000)
+    assert sum(sizes) == 120_000
+    assert most <= 3 * 10  # (fanout - 1) per level
+    assert written < 20_000 * 12  # each row rewritten about log_4(n) times
+
+
+def test_the_cap_holds_for_any_arrival_sizes():
+    import random
+
+    rng = random.Random(7)
+    sizes, most, _ = run_policy([], [rng.choice([1, 1, 1, 5, 300, 70_000]) for _ in range(3000)])
+    assert most <= segments.MAX_SEGMENTS + 1
+
+
+def test_no_merge_below_the_fanout():
+    assert segments.plan_merge([1_000_000, 1, 1, 1]) is None
+    assert segments.plan_merge([1_000_000, 1, 1, 1, 1]) == (1, 5)
+    assert segments.plan_merge([500, 3, 20, 20, 20, 20]) == (1, 6)  # a smaller neighbour rides along
+
+
+# --- the logical table ----------------------------------------------------------------------------
+
+
+def rows(*items: tuple[int, str, str]) -> pa.Table:
+    base = {name: None for name in CONTRIBUTIONS.names}
+    return pa.Table.from_pylist(
+        [{**base, "timestamp": ts, "sha": sha, "title": title, "tags": [], "reasons": []} for ts, sha, title in items],
+        schema=CONTRIBUTIONS,
+    )
+
+
+def segment(table: pa.Table, replaces: int = 0) -> segments.Segment:
+    first, last = segments.key_range(table)
+    return segments.Segment(0, table.num_rows, replaces, first, last, segments.FileRef("x", 0, 0))
+
+
+def test_the_logical_table_is_canonical_and_keeps_the_newest_version():
+    a = rows((1, "a", "one"), (5, "e", "five"))
+    b = rows((3, "c", "three"), (9, "i", "nine"))  # overlaps a
+    c = rows((10, "j", "ten"))
+    table = segments.logical([a, b, c], [segment(a), segment(b), segment(c)])
+    assert table.column("sha").to_pylist() == ["a", "c", "e", "i", "j"]
+    patch = rows((5, "e", "five, revised"))
+    table = segments.logical([a, b, patch], [segment(a), segment(b), segment(patch, replaces=1)])
+    assert table.column("title").to_pylist() == ["one", "three", "five, revised", "nine"]
+
+
+def test_a_damaged_manifest_is_noticed():
+    manifest = segments.Manifest(3, {"refs/agora/log/a": "1" * 40}, {"root": None})
+    text = manifest.to_json()
+    assert segments.Manifest.from_json(text) == manifest
+    with pytest.raises(segments.Damaged):
+        segments.Manifest.from_json(text.replace("1111", "1112"))
+
+
+# --- updates against a rebuild --------------------------------------------------------------------
+
+DAY = 86_400
+
+
+class Forger:
+    """Contributions written by hand with chosen committer times, listed by local account logs."""
+
+    def __init__(self, clone: Path):
+        self.clone = clone
+        self.setup = agora(clone, "whoami", "--json").json()["setup"]
+        self.logs: dict[str, list[str]] = {}
+        self.n = 0
+
+    def contribution(self, account: str, ts: int, parents: list[str] | None = None) -> str:
+        self.n += 1
+        c = Contribution(account=account, tags=("insight",), description=f"note {self.n}")
+        return self._commit(c.to_message(), parents or [self.setup], ts)
+
+    def second_setup(self, account: str, ts: int) -> str:
+        empty = subprocess.run(["git", "mktree"], cwd=self.clone, input="", capture_output=True, text=True)
+        message = Contribution(account=account, tags=("setup",), description=f"another root {ts}").to_message()
+        env = {**os.environ, "GIT_COMMITTER_DATE": f"{ts} +0000"}
+        return subprocess.run(
+            ["git", "commit-tree", empty.stdout.strip()],
+            cwd=self.clone,
+            input=message,
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        ).stdout.strip()
+
+    def _commit(self, message: str, parents: list[str], ts: int) -> str:
+        old = os.environ.get("GIT_COMMITTER_DATE")
+        os.environ["GIT_COMMITTER_DATE"] = f"{ts} +0000"
+        try:
+            return forge(self.clone, message, parents)
+        finally:
+            if old is None:
+                del os.environ["GIT_COMMITTER_DATE"]
+            else:
+                os.environ["GIT_COMMITTER_DATE"] = old
+
+    def list(self, account: str, *entries: str) -> None:
+        """Append entries to the local log of `account` (no push: the index reads local logs too)."""
+        empty = subprocess.run(["git", "mktree"], cwd=self.clone, input="", capture_output=True, text=True)
+        tip = git_quiet(self.clone, "rev-parse", "-q", "--verify", f"refs/agora/log/{account}").strip() or None
+        for entry in entries:
+            message = f"agora log: {account}\n\nAgora-Log-Format: 1\nAgora-Log-Entry: {entry}\n"
+            tip = forge(self.clone, message, [tip, entry] if tip else [entry], tree=empty.stdout.strip())
+        git(self.clone, "update-ref", f"refs/agora/log/{account}", tip)
+
+
+def git_quiet(clone: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=clone, capture_output=True, text=True).stdout
+
+
+def index_state(clone: Path, now: int) -> tuple[Project, store.IndexRules]:
+    project = Project.open(clone)
+    return project, _rules(project)
+
+
+def update(clone: Path, now: int) -> store.UpdateReport:
+    project, rules = index_state(clone, now)
+    return store.update_index(project.repo, rules, now=now)
+
+
+def check(clone: Path, now: int) -> list[str]:
+    project, rules = index_state(clone, now)
+    return store.check_index(project.repo, rules, now=now)
+
+
+def manifest_of(clone: Path) -> segments.Manifest:
+    manifest = segments.read_manifest(index_dir(Project.open(clone).repo))
+    assert manifest is not None
+    return manifest
+
+
+def logical(clone: Path) -> pa.Table:
+    project, rules = index_state(clone, 0)
+    return store.load_index(project.repo, rules, update=False).contributions
+
+
+@pytest.fixture
+def forged(project):
+    forger = Forger(project)
+    forger.t0 = int(git(project, "log", "-1", "--format=%ct", forger.setup).strip())
+    return forger
+
+
+def test_updates_equal_a_rebuild_through_late_out_of_order_and_future_rows(forged):
+    clone, t0 = forged.clone, forged.t0
+    now = t0 + 1000
+    assert update(clone, now).rebuilt
+    for i in range(9):  # one update each: compaction runs along the way
+        forged.list("mallory", forged.contribution("mallory", t0 + 10 * (i + 1)))
+        assert update(clone, now).new_rows == 1
+        assert check(clone, now) == []
+    assert len(manifest_of(clone).segments) < 9
+
+    early = forged.contribution("mallory", t0 + 15)  # sorts before six stored rows of its account
+    forged.list("mallory", early)
+    update(clone, now)
+    assert manifest_of(clone).segments[-1].replaces == 8  # mallory's rows after it moved one place
+    assert check(clone, now) == []
+    seqs = dict(zip(*(logical(clone).column(c).to_pylist() for c in ("sha", "log_seq"))))
+    assert seqs[early] == 1
+
+    future = forged.contribution("mallory", now + 3 * DAY)
+    carried = forged.contribution("bob", t0 + 500)  # bob's work, listed only by mallory's log so far
+    forged.list("mallory", future, carried)
+    update(clone, now)
+    watch = manifest_of(clone).watch
+    assert future in watch.pending and carried in watch.not_listed
+    assert check(clone, now) == []
+
+    forged.list("bob", carried)
+    update(clone, now)
+    assert carried not in manifest_of(clone).watch.not_listed
+    assert check(clone, now) == []
+
+    later = now + 5 * DAY  # the clock passes the future row: it stops being pending
+    update(clone, later)
+    assert manifest_of(clone).watch.pending == {}
+    assert check(clone, later) == []
+
+    other = forged.second_setup("mallory", t0 - 50)  # an earlier setup: still not this clone's root
+    forged.list("mallory", other)
+    update(clone, later)
+    assert check(clone, later) == []
+    table = logical(clone)
+    valid = dict(zip(table.column("sha").to_pylist(), table.column("valid").to_pylist()))
+    assert valid[forged.setup] and not valid[other]
+    assert table.num_rows == len(set(table.column("sha").to_pylist())) == 14
+
+
+def test_check_names_the_rows_that_differ(forged):
+    clone, t0 = forged.clone, forged.t0
+    update(clone, t0 + 100)
+    forged.list("mallory", forged.contribution("mallory", t0 + 10))
+    update(clone, t0 + 100)
+    manifest = manifest_of(clone)
+    directory = index_dir(Project.open(clone).repo)
+    last = manifest.segments[-1]
+    table = segments.read_segment(directory, last)
+    wrong = table.set_column(table.schema.get_field_index("log_seq"), "log_seq", pa.array([7] * table.num_rows))
+    forged_segment = segments.write_segment(directory, manifest.next_id, wrong, segments.read_refs(directory, last), 0)
+    bad = segments.with_segments(manifest, [*manifest.segments[:-1], forged_segment], next_id=manifest.next_id + 1)
+    segments.commit(directory, bad)
+    differences = check(clone, t0 + 100)
+    sha = table.column("sha")[0].as_py()
+    assert differences == [f"contributions: {sha} log_seq: 7 in the index, 0 in a rebuild"]
+
+
+# --- crashes at every step ------------------------------------------------------------------------
+
+STEPS = ("_mkdir", "_write_parquet", "_fsync", "_replace", "_sync_dir", "_unlink")
+
+
+def prepared(forged) -> tuple[Path, int, set[str], set[str]]:
+    """An index of three small segments, and refs that add two rows (one moves a stored row) in a fourth
+    small one: the update also compacts the four."""
+    clone, t0 = forged.clone, forged.t0
+    now = t0 + 1000
+    update(clone, now)
+    for i in range(2):
+        forged.list("mallory", *(forged.contribution("mallory", t0 + 10 * (3 * i + j + 1)) for j in range(3)))
+        update(clone, now)
+    assert len(manifest_of(clone).segments) == 3
+    before = set(logical(clone).column("sha").to_pylist())
+    new = [forged.contribution("mallory", t0 + 55), forged.contribution("mallory", t0 + 95)]
+    forged.list("mallory", *new)
+    return clone, now, before, before | set(new)
+
+
+def count_steps(monkeypatch, fail_at: int | None, calls: list[str]) -> None:
+    for name in STEPS:
+        original = getattr(segments, name)
+
+        def step(*args, _original=original, _name=name, **kwargs):
+            calls.append(_name)
+            if len(calls) == fail_at:
+                raise OSError(errno.EIO, f"injected failure at {_name}")
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(segments, name, step)
+
+
+def test_a_failure_at_any_write_step_leaves_the_old_or_the_new_index(forged, monkeypatch, tmp_path):
+    clone, now, before, after = prepared(forged)
+    directory = index_dir(Project.open(clone).repo)
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(directory, snapshot)
+    calls: list[str] = []
+    with monkeypatch.context() as m:
+        count_steps(m, None, calls)
+        update(clone, now)
+    steps = len(calls)
+    assert calls.count("_write_parquet") == 2 and calls.count("_unlink") == 4  # the update compacted
+    for fail_at in range(1, steps + 1):
+        shutil.rmtree(directory)
+        shutil.copytree(snapshot, directory)
+        calls.clear()
+        with monkeypatch.context() as m:
+            count_steps(m, fail_at, calls)
+            try:
+                update(clone, now)
+            except segments.WriteFailed as exc:
+                assert "injected failure" in str(exc)
+        shas = logical(clone).column("sha").to_pylist()
+        assert len(shas) == len(set(shas)) and set(shas) in (before, after), f"step {fail_at}: {calls[-1]}"
+        update(clone, now)
+        assert check(clone, now) == [], f"step {fail_at}: {calls[-1]}"
+        named = {f.name for s in manifest_of(clone).segments for f in (s.data, s.refs) if f}
+        present = {p.name for p in (directory / "segments").iterdir()}
+        assert named <= present  # what a failed delete leaves, the next writing update collects
+        assert present == named or calls[-1] == "_unlink", f"step {fail_at}: {calls[-1]}"
+
+
+KILLER = """
+import os, sys
+from git_agora.index import segments
+target, calls = int(sys.argv[1]), [0]
+for name in {steps!r}:
+    def step(*args, _original=getattr(segments, name), **kwargs):
+        calls[0] += 1
+        if calls[0] == target:
+            os._exit(9)
+        return _original(*args, **kwargs)
+    setattr(segments, name, step)
+from git_agora.cli import main
+main(["index"])
+"""
+
+
+def test_a_kill_at_any_write_step_never_duplicates_or_loses_a_contribution(forged, tmp_path):
+    clone, now, before, after = prepared(forged)
+    directory = index_dir(Project.open(clone).repo)
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(directory, snapshot)
+    script = KILLER.format(steps=STEPS)
+    killed = 0
+    for target in range(1, 40):
+        shutil.rmtree(directory)
+        shutil.copytree(snapshot, directory)
+        proc = subprocess.run([sys.executable, "-c", script, str(target)], cwd=clone, capture_output=True, text=True)
+        if proc.returncode == 0:
+            break
+        assert proc.returncode == 9, proc.stderr
+        killed += 1
+        shas = logical(clone).column("sha").to_pylist()  # what the manifest names after the kill
+        assert len(shas) == len(set(shas)) and set(shas) in (before, after), f"kill {target}"
+        agora(clone, "index", "--check")
+        shas = logical(clone).column("sha").to_pylist()
+        assert len(shas) == len(set(shas)) and set(shas) == after
+    assert killed == 16  # every step of the update, compaction included, was killed once
