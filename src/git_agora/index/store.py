@@ -26,7 +26,7 @@ from ..errors import AgoraError
 from ..locks import acquire, release
 from ..refs.names import ROOT
 from ..refs.store import Repository
-from . import build, compare, delta, listing, reader, segments, signatures
+from . import build, compare, delta, discover, listing, reader, segments, signatures
 from .schema import CONTRIBUTIONS, FORMAT_VERSION, TABLES
 from .segments import MANIFEST, Damaged, Manifest, OtherFormat, Segment, WriteFailed
 from .state import index_dir, read_state
@@ -195,8 +195,7 @@ def _advance(
 ) -> tuple[Manifest, int]:
     """The manifest after indexing the commits the tips add to `base` (new segments written, not yet
     committed), and how many rows are new."""
-    exclude = sorted(set(base.tips.values()))
-    parsed = [reader.parse(raw) for raw in reader.walk(repo.common_dir, sorted(set(tips.values())), exclude)]
+    parsed = [reader.parse(raw) for raw in _new_commits(repo, directory, base, tips)]
     listed = listing.new_entries(repo.common_dir, base.tips, tips)
     known = _known_parents(repo, directory, base, parsed)
     rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, now=now, listed=listed)
@@ -229,6 +228,21 @@ def _advance(
         delta.advance(base.watch, worked),
     )
     return manifest, new_rows.num_rows
+
+
+def _new_commits(repo: Repository, directory: Path, base: Manifest, tips: dict[str, str]) -> Iterator[reader.RawCommit]:
+    """The commits the tips add: found from the moved refs alone when an index exists (`discover`: the
+    cost is what is new), else, or when that is most of the project, by one `git log` walk."""
+    if base.segments:
+
+        def known(keys: list[tuple[int, str]]) -> set[str]:
+            return set(segments.find_rows(directory, base.segments, set(keys), ["sha"]).column("sha").to_pylist())
+
+        try:
+            return reader.read(repo.common_dir, discover.new_commits(repo.common_dir, base.tips, tips, known))
+        except discover.TooMany:
+            pass
+    return reader.walk(repo.common_dir, sorted(set(tips.values())), sorted(set(base.tips.values())))
 
 
 def _revisited(
