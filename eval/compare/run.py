@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     out = args.out.resolve()
     if args.from_runs:
+        out.mkdir(parents=True, exist_ok=True)
         saved = json.loads(args.from_runs.read_text())
         write_report(out, saved["runs"], saved["template"], saved["note"])
         return 0
