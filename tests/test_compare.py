@@ -65,6 +65,17 @@ def test_repeats_first_new_best_and_running_best():
     assert stats.first_new_best(3.0, [3.0, 3.0000001, 2.9, 2.0]) == 3
     assert stats.first_new_best(3.0, [3.1, 2.9999995], 1e-6) is None
     assert stats.best_so_far(3.0, [3.2, 2.8, 2.9, 2.1]) == [3.0, 2.8, 2.8, 2.1]
+    assert stats.unchanged([3.0, 3.0, 2.5], [3.0000005, 2.9, 2.5]) == 2
+
+
+def test_unchanged_share_reads_parent_scores_from_the_ledger_or_the_baseline():
+    ledger = [
+        {"sha": "a", "parent": "base", "bpc": BASELINE},  # scored as the baseline: unchanged
+        {"sha": "b", "parent": "a", "bpc": 2.5},
+        {"sha": "c", "parent": "b", "bpc": 2.5},  # unchanged
+        {"sha": None, "parent": "b", "bpc": None},  # a crash is not a result
+    ]
+    assert report.unchanged_share({"baseline": BASELINE, "ledger": ledger}) == pytest.approx(2 / 3)
 
 
 def test_the_summary_pairs_each_arm_with_agora_on_the_same_seeds():
@@ -73,7 +84,7 @@ def test_the_summary_pairs_each_arm_with_agora_on_the_same_seeds():
             "arm": arm, "seed": seed, "workers": 2, "rounds": 1, "baseline": BASELINE, "best": best,
             "first_new_best": 1 if best < BASELINE else None, "equal_score_pairs": 0, "identical_choice_pairs": 1,
             "repeats": 1, "evaluations": 2, "effective_clusters": 2.0, "verified_share": 0.5, "verifications": 1,
-            "wall_s": 3.0, "errors": [], "ledger": [{"round": 0, "bpc": best}],
+            "wall_s": 3.0, "errors": [], "ledger": [{"round": 0, "bpc": best, "sha": "x", "parent": "base"}],
         }  # fmt: skip
 
     records = [record("agora", 0, 2.0), record("agora", 1, 2.2), record("flat_log", 0, 2.5), record("flat_log", 1, 3.1)]
@@ -116,6 +127,7 @@ def test_a_tiny_comparison_writes_a_sane_table_csv_and_plot(tmp_path):
         assert float(row["evaluations"]) == 4  # 2 workers x 2 evaluations
         assert 1 <= float(row["effective_clusters"]) <= 4
         assert 0 <= float(row["verified_share"]) <= 1 and 0 <= float(row["repeat_share"]) <= 1
+        assert 0 <= float(row["unchanged_share"]) <= 1
     assert float(rows["isolated"]["verifications"]) == 0 and float(rows["isolated"]["verified_share"]) == 0
     assert rows["agora"]["best_minus_agora"] == ""
 

@@ -29,6 +29,17 @@ def best_by_round(record: dict[str, Any]) -> list[float]:
     return out
 
 
+def unchanged_share(record: dict[str, Any], tolerance: float = 1e-6) -> float:
+    """Share of the run's results that scored the same as their parent (a parent outside the ledger is
+    the setup or the baseline, which share one tree: the baseline's score)."""
+    ledger = [r for r in record["ledger"] if r["bpc"] is not None]
+    if not ledger:
+        return math.nan
+    score = {r["sha"]: r["bpc"] for r in ledger}
+    parents = [score.get(r["parent"], record["baseline"]) for r in ledger]
+    return stats.unchanged(parents, [r["bpc"] for r in ledger], tolerance) / len(ledger)
+
+
 def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per arm (in ARMS order), every measure as mean with its 95% t-interval."""
     rows = []
@@ -49,6 +60,7 @@ def summarize(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "equal_score_pairs": [r["equal_score_pairs"] for r in runs],
             "identical_choice_pairs": [r["identical_choice_pairs"] for r in runs],
             "repeat_share": [r["repeats"] / r["evaluations"] if r["evaluations"] else math.nan for r in runs],
+            "unchanged_share": [unchanged_share(r) for r in runs],
             "effective_clusters": [r["effective_clusters"] for r in runs],
             "verified_share": [r["verified_share"] for r in runs],
             "verifications": [r["verifications"] for r in runs],
@@ -77,6 +89,7 @@ CSV_FIELDS = (
             "equal_score_pairs",
             "identical_choice_pairs",
             "repeat_share",
+            "unchanged_share",
             "effective_clusters",
             "verified_share",
             "verifications",
@@ -133,7 +146,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     """The table for people: means with their 95% t-intervals in brackets."""
     head = (
         "| arm | best bpc | best - Agora (paired) | evals to first new best | equal-score pairs "
-        "| identical-choice pairs | repeated evals | effective clusters | results verified "
+        "| identical-choice pairs | repeated evals | unchanged results | effective clusters | results verified "
         "| verifications | wall s |"
     )
     lines = [head, "|" + " --- |" * head.count(" | ") + " --- |"]
@@ -153,6 +166,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                     _ci(row, "equal_score_pairs", 1),
                     _ci(row, "identical_choice_pairs", 1),
                     f"{row['repeat_share']:.0%}",
+                    f"{row['unchanged_share']:.0%}",
                     _ci(row, "effective_clusters", 1),
                     f"{row['verified_share']:.0%}",
                     f"{row['verifications']:.1f}",
@@ -165,7 +179,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def plot(path: Path, records: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
-    """Six panels: best-so-far per round (mean and 95% band), then per-arm measures (mean, 95% CI, and
+    """Eight panels: best-so-far per round (mean and 95% band), then per-arm measures (mean, 95% CI, and
     every seed as a dot)."""
     import matplotlib
 
@@ -174,7 +188,7 @@ def plot(path: Path, records: list[dict[str, Any]], rows: list[dict[str, Any]]) 
 
     arms = [r["arm"] for r in rows]
     colors = dict(zip(ARMS, ["#7f7f7f", "#ff7f0e", "#2ca02c", "#1f77b4"]))
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
+    fig, axes = plt.subplots(2, 4, figsize=(19, 8.5))
     ax = axes[0][0]
     for arm in arms:
         curves = [best_by_round(r) for r in records if r["arm"] == arm]
@@ -189,9 +203,11 @@ def plot(path: Path, records: list[dict[str, Any]], rows: list[dict[str, Any]]) 
     panels = [
         ("best", "best bpc at the budget", lambda r: r["best"]),
         ("first_new_best", "evaluations to the first new best", lambda r: r["first_new_best"]),
+        ("verified_share", "results verified by another account (share)", lambda r: r["verified_share"]),
+        ("equal_score_pairs", "equal-score pairs across accounts", lambda r: r["equal_score_pairs"]),
         ("repeat_share", "repeated evaluations (share)", lambda r: r["repeats"] / max(r["evaluations"], 1)),
+        ("unchanged_share", "results scoring as their parent (share)", unchanged_share),
         ("effective_clusters", "effective clusters of results", lambda r: r["effective_clusters"]),
-        ("verified_share", "results verified (share)", lambda r: r["verified_share"]),
     ]
     for ax, (name, title, value) in zip([*axes[0][1:], *axes[1]], panels):
         for k, arm in enumerate(arms):

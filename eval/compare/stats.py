@@ -9,6 +9,8 @@
 - ``identical_choice_pairs``: pairs of results from different accounts that evaluated the same choices.
 - ``repeats``: results whose choices were already evaluated earlier in the run (by anyone, the
   baseline included): evaluations that could not teach the community anything new.
+- ``unchanged``: results whose score equals their parent's within the tolerance: the change did
+  nothing measurable (a knob the chosen method ignores, say); the other kind of wasted evaluation.
 - ``first_new_best``: the 1-based position of the first result that beats the starting score by more
   than the tolerance; None when none does.
 - ``best_so_far``: the running best (smaller is better).
@@ -87,6 +89,11 @@ def repeats(choices: Sequence[Hashable], seen: Sequence[Hashable] = ()) -> int:
         count += c in known
         known.add(c)
     return count
+
+
+def unchanged(parent_scores: Sequence[float], scores: Sequence[float], tolerance: float = 1e-6) -> int:
+    """How many scores equal their parent's score within the tolerance."""
+    return sum(abs(s - p) <= tolerance for p, s in zip(parent_scores, scores))
 
 
 def first_new_best(start: float, scores: Sequence[float], tolerance: float = 1e-6) -> int | None:
