@@ -39,11 +39,28 @@ def write_choice(text: str, knob: str, value: object) -> str:
     return "\n".join(lines) + "\n"
 
 
-def propose(values: dict[str, object], rng: random.Random) -> Change:
-    """One small change to one knob, as a researcher would try next."""
-    knob = rng.choice(
-        ["ORDER", "ORDER", "ORDER", "METHOD", "METHOD", "DISCOUNT", "ADDITIVE_ALPHA", "INTERPOLATE", "LOWERCASE"]
+KNOBS = ("ORDER", "METHOD", "DISCOUNT", "ADDITIVE_ALPHA", "INTERPOLATE", "LOWERCASE")
+
+
+def propose(values: dict[str, object], rng: random.Random, knob: str | None = None) -> Change:
+    """One small change to one knob, as a researcher would try next (`knob`: to this knob, when it can
+    still change; otherwise to one the researcher picks)."""
+    if knob is not None:
+        for _ in range(20):
+            change = _change(values, rng, knob)
+            if change.new != change.old:
+                return change
+    change = _change(
+        values,
+        rng,
+        rng.choice(
+            ["ORDER", "ORDER", "ORDER", "METHOD", "METHOD", "DISCOUNT", "ADDITIVE_ALPHA", "INTERPOLATE", "LOWERCASE"]
+        ),
     )
+    return change if change.new != change.old else propose(values, rng)
+
+
+def _change(values: dict[str, object], rng: random.Random, knob: str) -> Change:
     old = values[knob]
     if knob == "ORDER":
         new = min(7, max(0, int(old) + rng.choice([-1, 1, 1, 2])))
@@ -55,6 +72,4 @@ def propose(values: dict[str, object], rng: random.Random) -> Change:
         new = round(float(old) * rng.choice([0.1, 0.5, 2.0]), 4)
     else:
         new = not old
-    if new == old:
-        return propose(values, rng)
     return Change(knob, old, new)

@@ -13,14 +13,37 @@ import argparse
 import json
 import random
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import git_agora as agora
 
-from .choices import propose, read_choices, write_choice
+from .choices import Change, propose, read_choices, write_choice
 
 SLOT_WEIGHTS = {"exploit": 0.5, "explore_known": 0.25, "explore_novel": 0.25}
 UNCHANGED = 1e-6  # the demo's tolerance: a smaller difference in bpc is no change
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a worker does next: the slot (or rule) it came from, the parent row (`sha`, `metric`), the
+    knob to change (None: the worker picks one) and the result rows it may verify, first choice first."""
+
+    slot: str
+    parent: dict
+    knob: str | None = None
+    unverified: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A round's result: the step taken, the change made, the measured bpc and the published sha
+    (both None when the evaluation crashed)."""
+
+    step: Step
+    change: Change
+    measured: float | None
+    sha: str | None
 
 
 class Worker:
@@ -31,31 +54,43 @@ class Worker:
     def project(self):
         return agora.open_project(self.clone, account=self.account)
 
-    def round(self, number: int) -> None:
+    def round(self, number: int) -> Outcome:
+        return self.act(number, self.choose())
+
+    def choose(self) -> Step:
+        """Where to work next, the Agora way: fetch, analyze, pick a slot (the matched comparison in
+        eval/compare overrides this to run other ways of choosing with the same loop)."""
         try:
             agora.fetch(self.project())
         except agora.AgoraError:
             pass  # the remote is busy or away: work from what is here
         analysis = agora.analyze(self.project(), limit=5).to_dict()
         slot, parent = self.pick(analysis)
+        return Step(slot, parent, unverified=tuple(analysis["views"].get("unverified", {}).get("rows", [])))
+
+    def act(self, number: int, step: Step) -> Outcome:
+        """Check out the step's parent, change one knob, evaluate, publish; sometimes share a thought
+        or verify one of the step's unverified results."""
+        parent = step.parent
         agora.checkout(self.project(), parent["sha"])
         path = self.clone / "choices.py"
         text = path.read_text()
-        change = propose(read_choices(text), self.rng)
+        change = propose(read_choices(text), self.rng, step.knob)
         path.write_text(write_choice(text, change.knob, change.new))
         parent_score = parent.get("metric")
         evaluated = agora.run(self.project())
         if not evaluated.run.ok:
             emit(self.account, number, "crash", change.describe())
             path.write_text(text)
-            return
+            return Outcome(step, change, None, None)
         measured = evaluated.run.metrics["bpc"]
-        self.publish_result(slot, parent, parent_score, change, measured)
+        sha = self.publish_result(step.slot, parent, parent_score, change, measured)
         if self.rng.random() < 0.35:
             self.share_thought(change, parent_score, measured)
         if self.rng.random() < 0.6:
-            self.verify_someone(analysis)
-        emit(self.account, number, "round", f"{slot}: {change.describe()} -> {measured:.4f}")
+            self.verify_someone(step.unverified)
+        emit(self.account, number, "round", f"{step.slot}: {change.describe()} -> {measured:.4f}")
+        return Outcome(step, change, measured, sha)
 
     def pick(self, analysis: dict) -> tuple[str, dict]:
         slots = {s["name"]: s["suggestions"] for s in analysis["slots"]["slots"] if s["suggestions"]}
@@ -66,7 +101,7 @@ class Worker:
         name = self.rng.choices(names, weights=[SLOT_WEIGHTS[n] for n in names])[0]
         return name, self.rng.choice(slots[name][:2])
 
-    def publish_result(self, slot, parent, parent_score, change, measured) -> None:
+    def publish_result(self, slot, parent, parent_score, change, measured) -> str:
         base = parent_score if parent_score is not None else measured
         band = [round(base - 0.15, 3), round(base + 0.05, 3)]
         worse = parent_score is not None and measured > parent_score
@@ -77,9 +112,9 @@ class Worker:
         )
         tags = ["result"] + (["negative-result"] if worse else [])
         meta = {"parent_score": parent_score, "change": change.describe(), "slot": slot}
-        agora.publish_worktree(
+        return agora.publish_worktree(
             self.project(), description, tags, metrics={"bpc": measured}, meta=meta, prediction=tuple(band)
-        )
+        ).sha
 
     def share_thought(self, change, parent_score, measured) -> None:
         """An insight on what the change did (never for an unchanged score: it did nothing to learn
@@ -101,8 +136,9 @@ class Worker:
                 ["hypothesis"],
             )
 
-    def verify_someone(self, analysis: dict) -> None:
-        rows = analysis["views"].get("unverified", {}).get("rows", [])
+    def verify_someone(self, rows) -> None:
+        """Verify the first of `rows` (results, newest first) that another account published and this
+        worker has not verified yet."""
         candidates = [r for r in rows if r["account"] != self.account and r["sha"] not in self.verified]
         if candidates:
             target = candidates[0]["sha"]

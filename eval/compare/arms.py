@@ -1,0 +1,123 @@
+"""The four arms of the matched comparison (the paper's Appendix C): how a worker chooses its next step.
+
+Everything else is the demo's worker loop (`git_agora.demo.worker.Worker.act`): check out the parent,
+change one knob, evaluate from a clean export, publish the result, sometimes post an insight or a
+hypothesis, sometimes verify someone else's result. Only `choose` differs:
+
+- ``isolated``: the project brief only. The worker fetches once (the setup and the baseline) and never
+  again; it runs `analyze` and picks a slot over its own work, as the Agora worker does over everyone's.
+  It pushes, so the harness can read its work, but nobody reads it: no sharing, no verification.
+- ``flat_log``: chronological contributions. The worker fetches and reads `git agora log` as a flat
+  list: half the time it builds on the best raw score, otherwise on the newest result; it verifies the
+  newest result of another account that has no verification in the log. No analysis, no slots.
+- ``planner``: one coordinator with the full state assigns the work. Each round it fetches, takes the
+  global best and hands each worker that parent and the next knob of a round-robin over the knobs
+  (the worker draws the new value), and a distinct unverified result of another account to verify.
+- ``agora``: the demo worker: fetch, `analyze`, pick among the exploit / explore-known / explore-novel
+  UCB slots, verify from the `unverified` view.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git_agora as agora
+from git_agora.demo.choices import KNOBS
+from git_agora.demo.worker import Step, Worker
+
+ARMS = ("isolated", "flat_log", "planner", "agora")
+LABELS = {"isolated": "Isolated", "flat_log": "Flat log", "planner": "Central planner", "agora": "Agora"}
+EVERYTHING = 1_000_000  # a log limit no run reaches
+
+
+class AgoraWorker(Worker):
+    """The demo's worker unchanged: analyze and the UCB slots."""
+
+
+class IsolatedWorker(Worker):
+    """The Agora loop over its own work only: one fetch for the setup and the baseline, then none."""
+
+    fetched = False
+
+    def choose(self) -> Step:
+        if not self.fetched:
+            agora.fetch(self.project())
+            self.fetched = True
+        analysis = agora.analyze(self.project(), limit=5).to_dict()
+        slot, parent = self.pick(analysis)
+        return Step(slot, parent)  # it sees no one else's results, so it has nothing to verify
+
+
+class FlatLogWorker(Worker):
+    """Reads the log as a flat list: best raw score or newest result, no analysis."""
+
+    def choose(self) -> Step:
+        try:
+            agora.fetch(self.project())
+        except agora.AgoraError:
+            pass
+        results, verified = read_log(self.project())
+        if self.rng.random() < 0.5:
+            slot, parent = "best", min(results, key=lambda r: r["metric"])  # ties: the newest
+        else:
+            slot, parent = "newest", results[0]
+        return Step(slot, parent, unverified=tuple(r for r in results if r["sha"] not in verified))
+
+
+class PlannedWorker(Worker):
+    """Does what the planner assigns: fetches (for the assigned parent's objects), chooses nothing."""
+
+    def take(self, step: Step) -> Step:
+        try:
+            agora.fetch(self.project())
+        except agora.AgoraError:
+            pass
+        return step
+
+    def choose(self) -> Step:
+        raise RuntimeError("a planned worker is assigned its steps (Planner.assign)")
+
+
+class Planner:
+    """The central coordinator: reads the full state through its own clone and assigns every step."""
+
+    def __init__(self, clone: Path):
+        self.clone = clone
+        self.turn = 0
+
+    def assign(self, workers: list[Worker]) -> list[Step]:
+        project = agora.open_project(self.clone, account="planner")
+        agora.fetch(project)
+        results, verified = read_log(project)
+        best = min(results, key=lambda r: r["metric"])
+        pool = [r for r in results if r["sha"] not in verified]
+        steps = []
+        for worker in workers:
+            knob = KNOBS[self.turn % len(KNOBS)]
+            self.turn += 1
+            target = next((r for r in pool if r["account"] != worker.account), None)
+            if target is not None:
+                pool.remove(target)
+            steps.append(Step("planner", best, knob, () if target is None else (target,)))
+        return steps
+
+
+def read_log(project) -> tuple[list[dict], set[str]]:
+    """The log as a flat list: results with a bpc, newest first (rows with sha, account, metric), and
+    the shas some verification targets."""
+    entries = agora.log(project, limit=EVERYTHING)
+    results = [
+        {"sha": e.sha, "account": e.account, "metric": e.metrics["bpc"]}
+        for e in entries
+        if "result" in e.tags and e.target is None and e.verdict is None and "bpc" in e.metrics
+    ]
+    verified = {e.target for e in entries if e.target}
+    return results, verified
+
+
+WORKERS: dict[str, type[Worker]] = {
+    "isolated": IsolatedWorker,
+    "flat_log": FlatLogWorker,
+    "planner": PlannedWorker,
+    "agora": AgoraWorker,
+}
