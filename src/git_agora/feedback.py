@@ -18,7 +18,7 @@ Advance = Callable[[int], None]  # called with the number of items done so far
 class Feedback:
     notices: list[str] = field(default_factory=list)
     on_notice: Callable[[str], None] | None = None
-    on_progress: Callable[[str, int], AbstractContextManager[Advance]] | None = None
+    on_progress: Callable[[str, int | None], AbstractContextManager[Advance]] | None = None
     on_output: Callable[[str], None] | None = None  # a running evaluator's stderr, line by line
 
     def output(self, line: str) -> None:
@@ -30,7 +30,7 @@ class Feedback:
         if self.on_notice is not None:
             self.on_notice(message)
 
-    def progress(self, what: str, total: int) -> AbstractContextManager[Advance]:
+    def progress(self, what: str, total: int | None) -> AbstractContextManager[Advance]:
         """A context that yields `advance(done)`; silent unless a terminal asked for progress."""
         if self.on_progress is None:
             return nullcontext(_ignore)
@@ -67,3 +67,19 @@ def git_phases(feedback: Feedback) -> Iterator[Callable[[str], None]]:
 
     with bars:
         yield on_line
+
+
+@contextmanager
+def on_demand(feedback: Feedback, what: str) -> Iterator[Advance]:
+    """An `advance(done)` whose progress display (no total: a count and a rate) opens only when work
+    is reported, so a call with nothing to do draws nothing."""
+    bars = ExitStack()
+    shown: list[Advance] = []
+
+    def advance(done: int) -> None:
+        if not shown:
+            shown.append(bars.enter_context(feedback.progress(what, None)))
+        shown[0](done)
+
+    with bars:
+        yield advance

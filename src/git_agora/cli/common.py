@@ -92,11 +92,27 @@ def _evaluator_line(line: str) -> None:
 
 
 @contextmanager
-def _progress_bar(what: str, total: int) -> Iterator[Callable[[int], None]]:
+def _progress_bar(what: str, total: int | None) -> Iterator[Callable[[int], None]]:
+    """What, how many (of how many), the rate and the time left (elapsed when the total is unknown)."""
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
 
-    with Progress(transient=True, console=Console(stderr=True)) as progress:
+    class Rate(ProgressColumn):
+        def render(self, task) -> Text:
+            return Text(f"{task.speed:,.0f}/s" if task.speed else "")
+
+    timing = TimeRemainingColumn() if total else TimeElapsedColumn()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), Rate(), timing)
+    with Progress(*columns, transient=True, console=Console(stderr=True)) as progress:
         task = progress.add_task(what, total=total)
         yield lambda done: progress.update(task, completed=done)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -116,16 +116,18 @@ def update_index(
     rebuild: bool = False,
     directory: Path | None = None,
     now: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> UpdateReport:
     """Bring the index up to date with the refs; rebuild from scratch when asked or when damaged.
     A current index is recognised without a lock, so reading commands work on a read-only index.
-    `now`: the reader's clock (default: the system's), which decides what is dated in the future."""
+    `now`: the reader's clock (default: the system's), which decides what is dated in the future.
+    `progress(done)` hears how many commits a walk (a rebuild, a large update) has read so far."""
     directory = directory or index_dir(repo)
     now = int(time.time()) if now is None else now
     if not rebuild and _current(read_state(directory), current_tips(repo), now):
         return UpdateReport(0, False)
     with locked(directory, exclusive=True):
-        return _update_locked(repo, directory, rebuild, rules, now)
+        return _update_locked(repo, directory, rebuild, rules, now, progress)
 
 
 def _current(state: dict | None, tips: dict[str, str], now: int) -> bool:
@@ -135,7 +137,14 @@ def _current(state: dict | None, tips: dict[str, str], now: int) -> bool:
     return pending is None or pending > now + LIMITS.future_slack_s
 
 
-def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: IndexRules, now: int) -> UpdateReport:
+def _update_locked(
+    repo: Repository,
+    directory: Path,
+    rebuild: bool,
+    rules: IndexRules,
+    now: int,
+    progress: Callable[[int], None] | None = None,
+) -> UpdateReport:
     warnings: list[str] = []
     tips = current_tips(repo)
     base = None if rebuild else _stored_manifest(directory, warnings)
@@ -151,11 +160,11 @@ def _update_locked(repo: Repository, directory: Path, rebuild: bool, rules: Inde
     # a rebuild never reuses the name of a file the old manifest may still name
     empty = Manifest(FORMAT_VERSION, {}, rules.recorded(), next_id=segments.unused_id(directory))
     try:
-        manifest, new_rows = _advance(repo, directory, base or empty, tips, rules, now)
+        manifest, new_rows = _advance(repo, directory, base or empty, tips, rules, now, progress)
     except Damaged as exc:
         warnings.append(f"the index was damaged ({exc}); rebuilt it from Git")
         base = None
-        manifest, new_rows = _advance(repo, directory, empty, tips, rules, now)
+        manifest, new_rows = _advance(repo, directory, empty, tips, rules, now, progress)
     segments.commit(directory, manifest)
     for name in LEGACY_FILES:
         if (directory / name).exists():
@@ -191,11 +200,17 @@ def _refuse_newer(directory: Path, version: int) -> None:
 
 
 def _advance(
-    repo: Repository, directory: Path, base: Manifest, tips: dict[str, str], rules: IndexRules, now: int
+    repo: Repository,
+    directory: Path,
+    base: Manifest,
+    tips: dict[str, str],
+    rules: IndexRules,
+    now: int,
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[Manifest, int]:
     """The manifest after indexing the commits the tips add to `base` (new segments written, not yet
     committed), and how many rows are new."""
-    parsed = [reader.parse(raw) for raw in _new_commits(repo, directory, base, tips)]
+    parsed = [reader.parse(raw) for raw in _counted(_new_commits(repo, directory, base, tips), progress)]
     listed = listing.new_entries(repo.common_dir, base.tips, tips)
     known = _known_parents(repo, directory, base, parsed)
     rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, now=now, listed=listed)
@@ -243,6 +258,17 @@ def _new_commits(repo: Repository, directory: Path, base: Manifest, tips: dict[s
         except discover.TooMany:
             pass
     return reader.walk(repo.common_dir, sorted(set(tips.values())), sorted(set(base.tips.values())))
+
+
+def _counted(commits: Iterator[reader.RawCommit], progress: Callable[[int], None] | None) -> Iterator[reader.RawCommit]:
+    """The commits, telling `progress` every 2,000 (a walk of a large project takes seconds)."""
+    done = 0
+    for done, commit in enumerate(commits, 1):
+        if progress is not None and done % 2000 == 0:
+            progress(done)
+        yield commit
+    if progress is not None and done >= 2000:
+        progress(done)
 
 
 def _revisited(

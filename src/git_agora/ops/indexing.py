@@ -68,6 +68,7 @@ LOG_COLUMNS = (
 
 def refresh(project: Project, rebuild: bool = False):
     """Bring the index up to date with the refs (quarantining rewritten remote logs first)."""
+    from ..feedback import on_demand
     from ..index.state import index_dir, read_state
     from ..index.store import update_index as update
 
@@ -76,7 +77,8 @@ def refresh(project: Project, rebuild: bool = False):
     record_tampering(project.repo, kept)
     for rewritten in kept:
         project.feedback.notice(rewritten.describe())
-    report = update(project.repo, _rules(project), rebuild=rebuild)
+    with on_demand(project.feedback, "indexing commits") as advance:
+        report = update(project.repo, _rules(project), rebuild=rebuild, progress=advance)
     for warning in report.warnings:
         project.feedback.notice(warning)
     return report
