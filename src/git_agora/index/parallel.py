@@ -107,7 +107,7 @@ def parse_all(
             if pool is None:
                 done.append(local_rows(chunk, primary_metric, now))
                 continue
-            in_flight.append((chunk, pool.submit(local_rows, chunk, primary_metric, now)))
+            in_flight.append((chunk, pool.submit(_in_worker, chunk, primary_metric, now)))
             if len(in_flight) > 2 * count:
                 pool = _collect(in_flight, done, primary_metric, now, pool)
         while in_flight:
@@ -116,6 +116,10 @@ def parse_all(
         if pool is not None:
             pool.shutdown(cancel_futures=True)
     return pa.concat_tables(done) if done else WORK.empty_table()
+
+
+def _in_worker(records: list, primary_metric: str | None, now: int) -> pa.Table:
+    return local_rows(records, primary_metric, now)  # looked up when called (tests replace it)
 
 
 def _pool(count: int) -> ProcessPoolExecutor:
