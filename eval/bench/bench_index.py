@@ -9,7 +9,8 @@ plain git into a clone; then
 - baseline: `git log --all --date-order -z --format='%H %T %ct %P%n%B'` (the floor the reader uses);
 - `update_index(repo, rebuild=True)` in-process, and `git agora index --rebuild` (the CLI, which also
   loads the index afterwards), each as a ratio to the baseline (target at 100,000: at most 2x);
-- a phase breakdown of the rebuild (git log walk, message parsing, rows, Arrow table, finalize, write);
+- a phase breakdown of the rebuild (git log walk, message parsing, rows, Arrow table, finalize, write;
+  the serial path's steps, then the parallel path's that replace them above `parallel.THRESHOLD`);
 - incremental: append one contribution on the origin, `git fetch`, then time `update_index` alone
   (target at 100,000: under 0.3 s);
 - peak memory of a rebuild in a fresh subprocess (ru_maxrss of Python, and of its git children;
@@ -46,7 +47,7 @@ from _common import (
     verdict,
     write_json,
 )
-from git_agora.index import build, reader, segments, store
+from git_agora.index import build, parallel, reader, segments, store
 from git_agora.ops.indexing import refresh
 from git_agora.project import Project
 from git_agora.refs.store import Repository
@@ -92,13 +93,20 @@ def phases(clone: Path) -> dict[str, float]:
     table, refs = build.rows_to_table(rows)
     out["Arrow table from rows"] = time.perf_counter() - t
     t = time.perf_counter()
+    records = reader.walk_records(repo.common_dir, sorted(set(tips.values())), [])
+    work = parallel.parse_all(records, config.metric, int(time.time()))
+    out["(parallel path: walk + parse in workers)"] = time.perf_counter() - t
+    t = time.perf_counter()
+    parallel.graph_rows(work, {}, None, {})
+    out["(parallel path: graph rules + table)"] = time.perf_counter() - t
+    t = time.perf_counter()
     table = build.finalize(table)
     out["finalize"] = time.perf_counter() - t
     t = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         segments.write_segment(Path(tmp), 1, table, refs, 0)
     out["write Parquet"] = time.perf_counter() - t
-    out["total"] = sum(out.values())
+    out["total (serial path)"] = sum(v for k, v in out.items() if not k.startswith("("))
     return out
 
 

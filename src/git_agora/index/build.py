@@ -87,10 +87,25 @@ def _row(
     raw, c = p.raw, p.contribution
     if c is None:
         return _not_a_contribution(raw, p.problem or "not a contribution")
-    reasons = time_problems(raw.timestamp, now) + intrinsic_problems(c) + graph_problems(c, find)
+    row = local_row(raw, c, primary_metric, now)
+    row["reasons"] += graph_problems(c, find)
     if c.account not in listed.get(raw.sha, ()):
-        reasons.append(f"{NOT_LISTED} ({c.account}): another account's log carries it, or none yet")
+        row["reasons"].append(not_listed(c.account))
     first = lookup.get(c.parents[0]) if c.parents else None
+    row["code_bearing"] = first is None or first.tree != raw.tree
+    row["valid"] = not row["reasons"]
+    row["policy"] = policies.get(raw.sha)
+    return row
+
+
+def not_listed(account: str) -> str:
+    return f"{NOT_LISTED} ({account}): another account's log carries it, or none yet"
+
+
+def local_row(raw, c, primary_metric: str | None, now: int) -> dict:
+    """The row of one contribution as far as it depends on that commit alone; `reasons` holds the time
+    and intrinsic problems; graph problems, the log listing, `code_bearing`, `valid` and `policy` are
+    the caller's (they need the other commits)."""
     return {
         "sha": raw.sha,
         "account": c.account,
@@ -104,12 +119,12 @@ def _row(
         "metadata": c.meta_text if c.meta_text is not None else encode_metadata(c.metadata),
         "parents": list(c.parents),
         "tree": raw.tree,
-        "code_bearing": first is None or first.tree != raw.tree,
+        "code_bearing": False,
         "target": c.target,
         "verdict": c.verdict.value if c.verdict else None,
-        "valid": not reasons,
-        "reasons": reasons,
-        "policy": policies.get(raw.sha),
+        "valid": False,
+        "reasons": time_problems(raw.timestamp, now) + intrinsic_problems(c),
+        "policy": None,
         "_refs": list(c.cross_refs[: LIMITS.cross_refs]),
     }
 

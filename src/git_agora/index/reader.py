@@ -49,6 +49,18 @@ def walk(git_dir: Path, tips: list[str], exclude: list[str]) -> Iterator[RawComm
     yield from _records(["log", "--date-order"], [*tips, *(f"^{sha}" for sha in exclude)], git_dir)
 
 
+def walk_records(git_dir: Path, tips: list[str], exclude: list[str]) -> Iterator[bytes]:
+    """The commits of `walk` as undecoded `git log` records (`as_raw` decodes one): a large walk hands
+    them to worker processes, which decode and parse them (`index.parallel`)."""
+    if tips:
+        yield from _split(["log", "--date-order"], [*tips, *(f"^{sha}" for sha in exclude)], git_dir)
+
+
+def as_raw(commit: RawCommit | bytes) -> RawCommit:
+    """A commit as `walk` gives it, from either form."""
+    return _raw_commit(commit) if isinstance(commit, bytes) else commit
+
+
 def read(git_dir: Path, shas: list[str]) -> Iterator[RawCommit]:
     """These commits only (no walk), log commits left out: the same records as `walk` gives."""
     if shas:
@@ -56,6 +68,11 @@ def read(git_dir: Path, shas: list[str]) -> Iterator[RawCommit]:
 
 
 def _records(command: list[str], revisions: list[str], git_dir: Path) -> Iterator[RawCommit]:
+    return (_raw_commit(record) for record in _split(command, revisions, git_dir))
+
+
+def _split(command: list[str], revisions: list[str], git_dir: Path) -> Iterator[bytes]:
+    """The records git prints, log commits left out, while git is still walking."""
     args = ["git", "--git-dir", str(git_dir), *command, "-z", f"--format={_FORMAT}", "--stdin"]
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
@@ -65,9 +82,9 @@ def _records(command: list[str], revisions: list[str], git_dir: Path) -> Iterato
         while chunk := proc.stdout.read(1 << 20):
             records = (pending + chunk).split(b"\0")
             pending = records.pop()
-            yield from (_raw_commit(r) for r in records if not _is_log_record(r))
+            yield from (r for r in records if not _is_log_record(r))
         if pending and not _is_log_record(pending):
-            yield _raw_commit(pending)
+            yield pending
         if proc.wait() != 0:
             errors.seek(0)
             raise RuntimeError(f"git log failed: {errors.read().decode(errors='replace').strip()}")

@@ -77,10 +77,14 @@ def check_rows(
     """Add the signature problem of every contribution row (in place). Where the row's policy lists
     members, only members count, each with the key the policy gives (signatures required)."""
     todo = [r for r in rows if r["account"] is not None]
-    raws = raw_commits(git_dir, [r["sha"] for r in todo])
+    lists = [members(r["policy"]) for r in todo]
+    # an unsigned project's rows need no commit read: without keys, members or the requirement, any
+    # commit passes (`precheck`), so only the rows that can fail are read (a rebuild reads none)
+    needed = [r["sha"] for r, listed in zip(todo, lists) if listed is not None or required or keys.get(r["account"])]
+    raws = raw_commits(git_dir, needed)
     found: dict[int, str | None | Job] = {}
     for i, row in enumerate(todo):
-        listed = members(row["policy"])
+        listed = lists[i]
         if listed is not None and row["account"] not in listed:
             found[i] = NOT_A_MEMBER
         elif listed is not None:

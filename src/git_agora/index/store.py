@@ -12,10 +12,11 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,7 +27,7 @@ from ..errors import AgoraError
 from ..locks import acquire, release
 from ..refs.names import ROOT
 from ..refs.store import Repository
-from . import build, compare, delta, discover, listing, reader, segments, signatures
+from . import build, compare, delta, discover, listing, parallel, reader, segments, signatures
 from .schema import CONTRIBUTIONS, FORMAT_VERSION, TABLES
 from .segments import MANIFEST, Damaged, Manifest, OtherFormat, Segment, WriteFailed
 from .state import index_dir, read_state
@@ -210,13 +211,18 @@ def _advance(
 ) -> tuple[Manifest, int]:
     """The manifest after indexing the commits the tips add to `base` (new segments written, not yet
     committed), and how many rows are new."""
-    parsed = [reader.parse(raw) for raw in _counted(_new_commits(repo, directory, base, tips), progress)]
-    listed = listing.new_entries(repo.common_dir, base.tips, tips)
-    known = _known_parents(repo, directory, base, parsed)
-    rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, now=now, listed=listed)
-    _apply_evaluator_policy(repo, rows, rules.root)
-    signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, _members(repo))
-    new_rows, new_refs = build.rows_to_table(rows)
+    commits = _counted(_new_commits(repo, directory, base, tips), progress)
+    head, more = parallel.take(commits, parallel.THRESHOLD)
+    if more:  # a rebuild: parsed in worker processes (`parallel`)
+        new_rows, new_refs, listed = _parallel_rows(repo, directory, base, tips, rules, now, chain(head, commits))
+    else:
+        parsed = [reader.parse(reader.as_raw(commit)) for commit in head]
+        listed = listing.new_entries(repo.common_dir, base.tips, tips)
+        known = _known_parents(repo, directory, base, {p.raw.sha for p in parsed}, (p.raw.parents for p in parsed))
+        rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, now=now, listed=listed)
+        _apply_evaluator_policy(repo, rows, rules.root)
+        signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, _members(repo))
+        new_rows, new_refs = build.rows_to_table(rows)
 
     stored = segments.find_rows(directory, base.segments, _revisited(directory, base, new_rows, listed, rules, now))
     worked = pa.concat_tables([new_rows, stored])
@@ -245,7 +251,88 @@ def _advance(
     return manifest, new_rows.num_rows
 
 
-def _new_commits(repo: Repository, directory: Path, base: Manifest, tips: dict[str, str]) -> Iterator[reader.RawCommit]:
+def _parallel_rows(
+    repo: Repository,
+    directory: Path,
+    base: Manifest,
+    tips: dict[str, str],
+    rules: IndexRules,
+    now: int,
+    commits: Iterator[reader.RawCommit | bytes],
+) -> tuple[pa.Table, pa.Table, dict[str, set[str]]]:
+    """The new rows of a large walk, as the serial path builds them: parsed by worker processes while
+    the log listing is read in a thread (started once the workers are forked), then the graph rules,
+    the evaluator policy and the signatures, each over whole columns."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as thread:
+        listing_read: list = []
+
+        def started() -> None:
+            listing_read.append(thread.submit(listing.new_entries, repo.common_dir, base.tips, tips))
+
+        work = parallel.parse_all(commits, rules.primary_metric, now, started)
+        listed = listing_read[0].result()
+    parents = work.column("parents").to_pylist()
+    known = _known_parents(repo, directory, base, set(work.column("sha").to_pylist()), parents)
+    table, refs = parallel.graph_rows(work, known, rules.root, listed)
+    table = _evaluator_policy_table(repo, table, rules.root)
+    table = _signatures_table(repo, table, rules)
+    return table, refs, listed
+
+
+def _evaluator_policy_table(repo: Repository, table: pa.Table, root: str | None) -> pa.Table:
+    """`_apply_evaluator_policy` over a table: only the rows it may judge become dicts."""
+    columns = {name: table.column(name).to_pylist() for name in ("sha", "tree", "policy", "code_bearing")}
+    candidates = [
+        i
+        for i, (sha, policy, code) in enumerate(zip(columns["sha"], columns["policy"], columns["code_bearing"]))
+        if policy is not None and (code and policy != sha or policy == sha and sha != root)
+    ]
+    tags = table.column("tags").take(pa.array(candidates, pa.int64())).to_pylist()
+    rows = [
+        {
+            "sha": columns["sha"][i],
+            "tree": columns["tree"][i],
+            "policy": columns["policy"][i],
+            "code_bearing": columns["code_bearing"][i],
+            "tags": tags[n],
+            "reasons": [],
+            "valid": True,
+        }
+        for n, i in enumerate(candidates)
+    ]
+    _apply_evaluator_policy(repo, rows, root)
+    return _append_reasons(table, {i: row["reasons"] for i, row in zip(candidates, rows) if row["reasons"]})
+
+
+def _signatures_table(repo: Repository, table: pa.Table, rules: IndexRules) -> pa.Table:
+    """`signatures.check_rows` over a table: the contribution rows as small dicts, their new reasons
+    appended."""
+    columns = [table.column(name).to_pylist() for name in ("sha", "account", "policy")]
+    rows = [
+        {"sha": sha, "account": account, "policy": policy, "reasons": [], "valid": True}
+        for sha, account, policy in zip(*columns)
+    ]
+    signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, _members(repo))
+    return _append_reasons(table, {i: row["reasons"] for i, row in enumerate(rows) if row["reasons"]})
+
+
+def _append_reasons(table: pa.Table, found: Mapping[int, list[str]]) -> pa.Table:
+    """These reasons appended to those rows' reasons; `valid` follows."""
+    if not found:
+        return table
+    values = table.column("reasons").to_pylist()
+    for i, reasons in found.items():
+        values[i] = values[i] + reasons
+    array = pa.array(values, pa.list_(pa.string()))
+    table = table.set_column(table.schema.get_field_index("reasons"), "reasons", array)
+    return table.set_column(table.schema.get_field_index("valid"), "valid", pc.equal(pc.list_value_length(array), 0))
+
+
+def _new_commits(
+    repo: Repository, directory: Path, base: Manifest, tips: dict[str, str]
+) -> Iterator[reader.RawCommit | bytes]:
     """The commits the tips add: found from the moved refs alone when an index exists (`discover`: the
     cost is what is new), else, or when that is most of the project, by one `git log` walk."""
     if base.segments:
@@ -257,10 +344,12 @@ def _new_commits(repo: Repository, directory: Path, base: Manifest, tips: dict[s
             return reader.read(repo.common_dir, discover.new_commits(repo.common_dir, base.tips, tips, known))
         except discover.TooMany:
             pass
-    return reader.walk(repo.common_dir, sorted(set(tips.values())), sorted(set(base.tips.values())))
+    return reader.walk_records(repo.common_dir, sorted(set(tips.values())), sorted(set(base.tips.values())))
 
 
-def _counted(commits: Iterator[reader.RawCommit], progress: Callable[[int], None] | None) -> Iterator[reader.RawCommit]:
+def _counted(
+    commits: Iterator[reader.RawCommit | bytes], progress: Callable[[int], None] | None
+) -> Iterator[reader.RawCommit | bytes]:
     """The commits, telling `progress` every 2,000 (a walk of a large project takes seconds)."""
     done = 0
     for done, commit in enumerate(commits, 1):
@@ -345,12 +434,11 @@ KNOWN_COLUMNS = ("sha", "account", "tree", "policy")
 
 
 def _known_parents(
-    repo: Repository, directory: Path, base: Manifest, parsed: list[reader.ParsedCommit]
+    repo: Repository, directory: Path, base: Manifest, new: set[str], parents: Iterable[Iterable[str]]
 ) -> dict[str, build.Known]:
-    """The already indexed commits that new ones name as parents (all that validation needs), looked up
-    by key: the parent's committer time from Git, then the row groups that can hold it."""
-    new = {p.raw.sha for p in parsed}
-    wanted = sorted({parent for p in parsed for parent in p.raw.parents} - new)
+    """The already indexed commits that the `new` ones name as `parents` (all that validation needs),
+    looked up by key: the parent's committer time from Git, then the row groups that can hold it."""
+    wanted = sorted({parent for ps in parents for parent in ps} - new)
     if not wanted or not base.segments:
         return {}
     keys = set()
