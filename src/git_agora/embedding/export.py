@@ -1,17 +1,11 @@
 """Export the packaged sentence model to ONNX, once per machine; the only step of the fast path that
 needs torch.
 
-The encoder (transformers' BertModel, eager attention) is traced with `torch.onnx.export`, then
-quantised to int8 where that keeps the vectors: weights per channel, activations dynamically, and the
-word embedding table (47 MB of the 90, so a query loads a 33 MB file). Not every matrix product is
-quantised: for all-MiniLM-L6-v2, the value projections and the feed-forward layers of the first layers
-(whose inputs carry a few outlier activations) cost the most agreement (measured node by node on the
-paper-scale trace). The chosen set keeps cosine >= 0.994 with the torch vectors on every one of its
-1,703 descriptions (one-word texts: >= 0.988) and encodes about 1.6 times as fast as the float32
-export. The file kept has onnxruntime's graph optimisations applied already (loading it skips
-them). Every export is checked
-against torch on `PROBES`; when int8 does not reach `AGREEMENT` the float32 export is kept, and when
-that does not either the export fails (the caller falls back to torch).
+The encoder (transformers' BertModel, eager attention) is traced with `torch.onnx.export`, quantised
+to int8 where that keeps the vectors (`quantise`), and saved with onnxruntime's graph optimisations
+applied (loading it later skips them). Every export is checked against torch on `PROBES`: when int8
+does not reach `AGREEMENT` on each of them the float32 export is kept, and when that does not either
+the export fails (the caller falls back to torch).
 """
 
 from __future__ import annotations
@@ -19,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import tempfile
 import time
 import warnings
@@ -30,16 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from .quantise import quantise
 from .runtime import INPUTS, max_tokens, mean_pool, open_encoder, optimise_file
 
 AGREEMENT = 0.99  # least cosine with the torch vector, per probe text
-QUANTISED = re.compile(
-    r"layer\.\d+/attention/self/(query|key)/MatMul$"
-    r"|layer\.\d+/attention/output/dense/MatMul$"
-    r"|layer\.[2-9]/intermediate/dense/MatMul$"
-    r"|layer\.[3-9]/output/dense/MatMul$"
-    r"|word_embeddings/Gather$"
-)
 PROBES = (
     "Net2Net width expansion of gpt2 MLPs with 0.01 noise, doubled the batch size",
     "Verify: interpolated Kneser-Ney smoothing of order 5\n\nReproduced: 1.412 bpc against the reported 1.409.",
@@ -87,7 +74,8 @@ def export_model(model_dir: Path, target: Path) -> Exported:
             reference = _torch_vectors(torch, model, model_dir, list(PROBES))
         dim = reference.shape[1]
         int8 = Path(tmp) / "int8.onnx"
-        candidates = [("int8", int8)] if _quantise(float32, int8) else []
+        with _quiet():
+            candidates = [("int8", int8)] if quantise(float32, int8, model_dir) else []
         best = 0.0
         for precision, source in [*candidates, ("float32", float32)]:
             path = source.with_suffix(".optimised.onnx")
@@ -148,23 +136,6 @@ def _torch_vectors(torch: Any, model: Any, model_dir: Path, texts: list[str]) ->
     with torch.no_grad():
         hidden = model(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids)).last_hidden_state
     return mean_pool(hidden.numpy(), mask.numpy())
-
-
-def _quantise(source: Path, target: Path) -> bool:
-    """int8 weights for the products `QUANTISED` names; False when that is not possible here."""
-    try:
-        import onnx
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError:
-        return False
-    nodes = [n.name for n in onnx.load(str(source), load_external_data=False).graph.node if QUANTISED.search(n.name)]
-    if not nodes:
-        return False
-    with _quiet():
-        quantize_dynamic(
-            str(source), str(target), weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=nodes
-        )
-    return True
 
 
 @contextlib.contextmanager

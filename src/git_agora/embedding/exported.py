@@ -23,7 +23,7 @@ import numpy as np
 
 from .runtime import OnnxEncoder, open_encoder
 
-RECIPE = "1"  # bump with any change to export.py: the cached files then live under a new key
+RECIPE = "2"  # bump with any change to export.py or quantise.py: the cached files then live under a new key
 MODEL_FILE = "model.onnx"
 META_FILE = "meta.json"
 FAILED_FILE = "failed.txt"  # why the last export failed: not retried until it is deleted
