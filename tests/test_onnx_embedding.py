@@ -135,7 +135,8 @@ def shared_export() -> Path:
 @needs_export
 def test_a_failing_export_falls_back_to_torch_in_one_line_and_is_not_retried(fresh_cache, monkeypatch):
     calls = []
-    monkeypatch.setattr("git_agora.embedding.export.export_model", fake_export(calls, fail=RuntimeError("no trace\nat all")))
+    failing = fake_export(calls, fail=RuntimeError("no trace\nat all"))
+    monkeypatch.setattr("git_agora.embedding.export.export_model", failing)
     for _ in range(2):
         backend = load_backend()
         assert backend.name == "sentence-transformers" and backend.model == DEFAULT_MODEL

@@ -98,7 +98,9 @@ def descriptions_of(clone: Path) -> list[str]:
         "import sys, json, git_agora as a\n"
         "from git_agora.frontier.embeddings import texts_by_sha\n"
         "from git_agora.ops.indexing import load\n"
-        "print(json.dumps(list(texts_by_sha(load(a.open_project(sys.argv[1])).contributions).values())))\n"
+        "p = a.open_project(sys.argv[1])\n"
+        "print(json.dumps(list(texts_by_sha(load(p).contributions).values())))\n"
+        "del p\n"  # dulwich's packs close before the interpreter tears down
     )
     e = {**env(), "PYTHONPATH": str(ROOT / "src")}
     return json.loads(subprocess.run([sys.executable, "-c", code, str(clone)], env=e, capture_output=True).stdout)

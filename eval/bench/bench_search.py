@@ -80,6 +80,7 @@ def prepared_clone(size: int, accounts: int) -> Path:
             "shas = load(p).contributions['sha']\n"
             "v = unit_rows(np.random.default_rng(0).standard_normal((len(shas), 384)).astype(np.float32))\n"
             "write_embeddings(p.repo, rows_table(shas.to_pylist(), 'all-MiniLM-L6-v2', v))\n"
+            "del p, shas\n"  # dulwich's packs close before the interpreter tears down
         )
         subprocess.run(
             [sys.executable, "-c", code, str(clone)], env={**env(), "PYTHONPATH": str(ROOT / "src")}, check=True
@@ -166,7 +167,9 @@ def mlflow_store(python: str, clone: Path, store: Path) -> tuple[Path, str]:
             "import sys, json, git_agora as a\n"
             "from git_agora.frontier.embeddings import contribution_text\n"
             "from git_agora.ops.indexing import load\n"
-            "t = load(a.open_project(sys.argv[1])).contributions.to_pylist()\n"
+            "p = a.open_project(sys.argv[1])\n"
+            "t = load(p).contributions.to_pylist()\n"
+            "del p\n"
             "for r in t:\n"
             "    print(json.dumps({'title': r['title'] or '', 'text': contribution_text(r['title'], r['description']),"
             " 'account': r['account'], 'timestamp': r['timestamp'], 'metric': r['primary_metric']}))\n"
