@@ -9,7 +9,8 @@ length, batches of 32, onnxruntime on every usable core. Each side runs in its o
 RSS is its own), twice, alternating; the better round counts for each.
 
 It also checks agreement, per description: the cosine between the two paths' vectors, on the timed
-sample and on every description of the paper-scale trace (the issue asks >= 0.99 for each).
+sample and on every description of the paper-scale trace (the issue asks >= 0.99 for each), and
+what `analyze` of the paper-scale project says (clusters, the three slots) with either set of vectors.
 
     python eval/bench/bench_embed.py [--size 10000] [--count 1000] [--rounds 2] [--no-paper]
 """
@@ -82,7 +83,7 @@ def agreement(a: np.ndarray, b: np.ndarray) -> dict:
     return {"min": float(cosine.min()), "mean": float(cosine.mean()), "below_0.99": int((cosine < 0.99).sum())}
 
 
-def paper_texts(work: Path) -> list[str]:
+def paper_clone(work: Path) -> Path:
     import tracegen
 
     origin = work / "paper.git"
@@ -90,7 +91,41 @@ def paper_texts(work: Path) -> list[str]:
         tracegen.generate(origin, tracegen.PAPER_CONTRIBUTIONS, tracegen.PAPER_ACCOUNTS, seed=0)
     clone = plain_clone(origin, work / "paper-clone")
     sh(str(BIN / "git-agora"), "index", cwd=clone, extra_env={"PYTHONPATH": str(ROOT / "src")})
-    return descriptions_of(clone)
+    return clone
+
+
+ANALYZE_WITH = """
+import json, sys, numpy as np, git_agora as a
+from git_agora.embedding.cache import write_embeddings
+from git_agora.frontier.embeddings import rows_table, texts_by_sha
+from git_agora.ops.indexing import load
+p = a.open_project(sys.argv[1])
+shas = list(texts_by_sha(load(p).contributions))
+write_embeddings(p.repo, rows_table(shas, "all-MiniLM-L6-v2", np.load(sys.argv[2])))
+d = a.analyze(p, embed=False).to_dict()
+slots = {s["name"]: [x["sha"] for x in s["suggestions"]] for s in d["slots"]["slots"]}
+print(json.dumps({"count": d["diversity"]["count"], "sizes": d["diversity"]["sizes"], "slots": slots}))
+del p
+"""
+
+
+def clusters_and_slots(clone: Path, vectors: np.ndarray, work: Path) -> dict:
+    """`analyze` of ``clone`` with these vectors cached: its cluster count and sizes and its slots."""
+    np.save(work / "cached.npy", vectors)
+    e = {**env(), "PYTHONPATH": str(ROOT / "src")}
+    code = [sys.executable, "-c", ANALYZE_WITH, str(clone), str(work / "cached.npy")]
+    return json.loads(subprocess.run(code, env=e, capture_output=True, check=True).stdout)
+
+
+def differences(new: dict, old: dict) -> list[str]:
+    said = []
+    if new["sizes"] != old["sizes"]:
+        moved = sum(abs(a - b) for a, b in zip(sorted(new["sizes"]), sorted(old["sizes"])))
+        said.append(f"clusters {new['count']} instead of {old['count']} ({moved} members in other sizes)")
+    for name in old["slots"]:
+        if new["slots"].get(name) != old["slots"][name]:
+            said.append(f"slot {name}: {new['slots'].get(name)} instead of {old['slots'][name]}")
+    return said
 
 
 def descriptions_of(clone: Path) -> list[str]:
@@ -148,13 +183,21 @@ def main() -> int:
         paper = None
         if not args.no_paper:
             t = time.perf_counter()
-            texts = paper_texts(WORK_DIR)
+            clone = paper_clone(WORK_DIR)
+            texts = descriptions_of(clone)
             new, new_vectors = embed("new", texts, work)
             _, old_vectors = embed("baseline", texts, work)
             paper = agreement(new_vectors, old_vectors)
             print(
                 f"paper-scale trace, all {len(texts)} descriptions: cosine min {paper['min']:.4f}, mean "
                 f"{paper['mean']:.4f}, {paper['below_0.99']} below 0.99 ({time.perf_counter() - t:.0f} s)",
+                flush=True,
+            )
+            old = clusters_and_slots(clone, old_vectors, work)
+            paper["analyze_differences"] = differences(clusters_and_slots(clone, new_vectors, work), old)
+            print(
+                f"analyze on it (clusters, slots) with either path's vectors: {old['count']} clusters; "
+                + ("; ".join(paper["analyze_differences"]) or "identical"),
                 flush=True,
             )
     path = write_json(
