@@ -15,9 +15,11 @@ BIN = Path(sys.executable).parent
 
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path_factory, monkeypatch):
-    """No user config leaks in; `git agora` resolves to this environment's console script."""
+    """No user config leaks in; `git agora` resolves to this environment's console script. The cache
+    directory (the embedding model exported to ONNX) is shared by the tests of one worker: exported once."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")

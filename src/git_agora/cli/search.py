@@ -22,7 +22,9 @@ def command(ctx, query, limit, model, as_json):
     if as_json:
         emit_json(result.to_dict())
         return 0
-    click.echo(f"nearest to {text!r} ({result.method}{', ' + result.model if result.model else ''}):")
+    model = f", {result.model}" if result.model else ""
+    via = f" via {result.encoder}" if result.encoder else ""
+    click.echo(f"nearest to {text!r} ({result.method}{model}{via}):")
     if result.note:
         click.echo(f"  note: {result.note}")
     for hit in result.hits:

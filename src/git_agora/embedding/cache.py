@@ -1,11 +1,16 @@
 """The embedding cache in `.git/agora/index/`: vectors keyed by (sha, model), computed only when
 missing (commits never change), stored as a memory-mapped float32 file. Derived data: not part of
 `index --check`, and rebuilt by deleting it.
+
+Two ways to read the vectors: `read_embeddings` maps the file (a few rows touched, as analyze's window
+needs), `row_reader` reads rows with plain reads into a small buffer, for a scan of every vector (search):
+a mapped scan would keep every page it touched resident, 154 MB at 100,000 x 384.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -14,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..feedback import Feedback
-from ..frontier.embeddings import empty_cache, rows_table, texts_by_sha
+from ..frontier.embeddings import RowReader, empty_cache, rows_table, texts_by_sha
 from ..index.schema import EMBEDDINGS
 from ..index.segments import WriteFailed, discard
 from ..index.state import index_dir
@@ -52,6 +57,40 @@ def read_embeddings(repo: Repository) -> pa.Table | None:
     vectors = pa.ListArray.from_arrays(pa.array(offsets), values)
     table = pa.table([keys["sha"], keys["model"], vectors], schema=EMBEDDINGS)
     return table
+
+
+def row_reader(repo: Repository, cache: pa.Table | None) -> RowReader | None:
+    """Read the vectors of rows of ``cache`` (as `read_embeddings` returned it) with plain reads, one per
+    run of consecutive rows, into a buffer the caller owns: a scan of every vector then holds one block
+    in memory, not the whole mapped file. None when ``cache`` is not the file's table (rows added
+    since, in memory only)."""
+    path = index_dir(repo) / VECTORS_FILE
+    if cache is None or cache["vector"].num_chunks != 1:
+        return None
+    offsets = cache["vector"].chunk(0).offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    try:
+        if offsets[-1] * 4 > path.stat().st_size:
+            return None
+    except OSError:
+        return None
+
+    def read(rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        starts = offsets[rows]
+        lengths = offsets[rows + 1] - starts
+        dim = int(lengths[0]) if len(rows) else 0
+        if (lengths != dim).any():
+            raise ValueError("these embeddings have mixed dimensions")
+        out = np.empty((len(rows), dim), dtype="<f4")
+        breaks = np.flatnonzero(starts[1:] != starts[:-1] + dim) + 1
+        with open(path, "rb", buffering=0) as handle:
+            for first, end in zip(np.r_[0, breaks], np.r_[breaks, len(rows)]):
+                handle.seek(int(starts[first]) * 4)
+                if handle.readinto(out[first:end]) != out[first:end].nbytes:
+                    raise ValueError(f"{path.name} is shorter than its index says")
+        return out.astype(np.float32, copy=False)
+
+    return read
 
 
 def write_embeddings(repo: Repository, table: pa.Table) -> None:
@@ -96,7 +135,8 @@ def embed_missing(
 
     The cache is keyed by (sha, model): rows of other models are kept untouched, existing rows are
     never recomputed (commits never change). New rows are appended in the order of ``texts``; with
-    nothing new the same table object is returned.
+    nothing new the same table object is returned. Texts are encoded shortest first, ``batch_size``
+    at a time, so that the encoder's own batches pad little.
     ``progress(done, total)`` is called after each batch when more than one batch is needed.
     """
     if cache is None:
@@ -107,14 +147,18 @@ def embed_missing(
     todo = [sha for sha in texts if sha not in have]
     if not todo:
         return cache
-    batches = []
+    order = sorted(range(len(todo)), key=lambda i: len(texts[todo[i]]))
+    vectors: np.ndarray | None = None
     for start in range(0, len(todo), batch_size):
-        chunk = todo[start : start + batch_size]
-        vectors = np.asarray(backend.encode([texts[s] for s in chunk]), dtype=np.float32)
-        batches.append(rows_table(chunk, backend.model, vectors))
+        rows = order[start : start + batch_size]
+        part = np.asarray(backend.encode([texts[todo[i]] for i in rows]), dtype=np.float32)
+        if vectors is None:
+            vectors = np.zeros((len(todo), part.shape[1]), dtype=np.float32)
+        vectors[rows] = part
         if progress is not None and len(todo) > batch_size:
             progress(min(start + batch_size, len(todo)), len(todo))
-    return pa.concat_tables([cache, *batches])
+    assert vectors is not None
+    return pa.concat_tables([cache, rows_table(todo, backend.model, vectors)])
 
 
 def cached_embeddings(
@@ -122,26 +166,32 @@ def cached_embeddings(
 ) -> tuple[pa.Table | None, str]:
     """The cache with every valid contribution embedded by `model` (None: the default), and the model id.
 
-    The encoder is loaded only when some contribution lacks a cached vector; a fallback encoder is
-    reported through `feedback` in one line.
+    The encoder is loaded only when some contribution lacks a cached vector; then one line through
+    `feedback` says how many descriptions which encoder embedded (and a fallback's reason).
     """
     cache = read_embeddings(repo)
     wanted = hashing_model_id() if model == HASHING else (model or DEFAULT_MODEL)
-    valid = contributions.filter(contributions["valid"])
+    valid = pc.fill_null(contributions["valid"], False)
     if cache is not None:
         have = cache["sha"].filter(pc.equal(cache["model"], wanted))  # never touch the vectors here
-        valid = valid.filter(pc.invert(pc.is_in(valid["sha"], value_set=have)))
-    if valid.num_rows == 0:
+        valid = pc.and_(valid, pc.invert(pc.is_in(contributions["sha"], value_set=have)))
+    if not pc.any(valid).as_py():
         return cache, wanted
-    texts = texts_by_sha(valid)
+    texts = texts_by_sha(contributions.select(["sha", "title", "description", "valid"]).filter(valid))
     backend = backend_for(model)
     if backend.notice:
         feedback.notice(backend.notice)
+    start = time.perf_counter()
     if len(texts) < PROGRESS_FROM:
         updated = embed_missing(texts, cache, backend)
     else:
         with feedback.progress("embedding descriptions", len(texts)) as advance:
             updated = embed_missing(texts, cache, backend, progress=lambda done, total: advance(done))
+    if len(texts) >= PROGRESS_FROM:
+        seconds = time.perf_counter() - start
+        feedback.notice(
+            f"embedded {len(texts)} descriptions with {backend.model} ({backend.runtime}) in {seconds:.1f} s"
+        )
     try:
         write_embeddings(repo, updated)
     except WriteFailed as exc:  # a read-only .git/agora: use the vectors, keep none

@@ -10,17 +10,17 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .embeddings import QueryEncoder, embedding_matrix, pick_model
-from .graph import valid_rows
+from .embeddings import QueryEncoder, RowReader, pick_model, vector_index
 
 _WORD = re.compile(r"(?u)\b\w\w+\b")
+HIT_COLUMNS = ("sha", "title", "account", "timestamp", "primary_metric")
 
 
 @dataclass(frozen=True)
@@ -40,20 +40,23 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """``method``: embedding | keyword; ``model``: the embedding model used; ``note``: why keyword
-    search was used, or coverage caveats."""
+    """``method``: embedding | keyword; ``model``: the embedding model used; ``encoder``: what embedded
+    a text query (``onnxruntime int8``, ``sentence-transformers``, ...); ``note``: why keyword search
+    was used, or coverage caveats."""
 
     query: str | None
     method: str
     model: str | None
     hits: tuple[SearchHit, ...]
     note: str | None = None
+    encoder: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "query": self.query,
             "method": self.method,
             "model": self.model,
+            "encoder": self.encoder,
             "note": self.note,
             "hits": [h.to_dict() for h in self.hits],
         }
@@ -67,47 +70,65 @@ def search(
     *,
     backend: QueryEncoder | None = None,
     model: str | None = None,
+    read: RowReader | None = None,
 ) -> SearchResult:
     """The ``k`` valid contributions nearest to ``query``.
 
     ``query`` is a vector (compared with ``model``'s vectors, default the cache's main model) or a
     text. A text is embedded with ``backend`` when one is given and the cache holds vectors of
-    ``backend.model``; otherwise keyword search is used and ``note`` says why.
+    ``backend.model``; otherwise keyword search is used and ``note`` says why. ``read`` reads cache
+    rows' vectors (`embeddings.RowReader`; default: from the table).
     """
-    table = valid_rows(contributions)
     text = None if isinstance(query, np.ndarray) else str(query)
     if text is None:
-        return _by_vector(
-            np.asarray(query, dtype=np.float32), table, embeddings, k, pick_model(embeddings, model), None
-        )
+        model = pick_model(embeddings, model)
+        vector = np.asarray(query, dtype=np.float32)
+        found = _by_vector(vector, contributions, embeddings, k, model, None, read)
+        return found or SearchResult(None, "embedding", model, (), f"no embeddings of model {model}")
     if backend is not None and embeddings is not None and embeddings.num_rows:
         if pc.any(pc.equal(embeddings["model"], backend.model)).as_py():
             vector = backend.encode([text])[0]
-            return _by_vector(vector, table, embeddings, k, backend.model, text)
+            found = _by_vector(vector, contributions, embeddings, k, backend.model, text, read)
+            if found is not None:
+                return replace(found, encoder=getattr(backend, "runtime", None))
         why = f"no cached embeddings of model {backend.model}: keyword search"
     elif embeddings is None or embeddings.num_rows == 0:
         why = "no embeddings available: keyword search"
     else:
         why = "no encoder given for a text query: keyword search"
-    return keyword_search(text, table, k, why)
+    return keyword_search(text, _valid(contributions), k, why)
 
 
 def _by_vector(
-    vector: np.ndarray, table: pa.Table, embeddings: pa.Table | None, k: int, model: str | None, text: str | None
-) -> SearchResult:
-    matrix, present = embedding_matrix(embeddings, table["sha"], model)
+    vector: np.ndarray,
+    contributions: pa.Table,
+    embeddings: pa.Table | None,
+    k: int,
+    model: str | None,
+    text: str | None,
+    read: RowReader | None,
+) -> SearchResult | None:
+    """The valid contributions nearest by ``model``'s vectors; None when none of them has one. Only
+    the sha column is filtered; the hits' fields are taken from the ``k`` rows found."""
+    valid = np.flatnonzero(pc.fill_null(contributions["valid"], False).to_numpy(zero_copy_only=False))
+    shas = contributions["sha"]
+    if len(valid) < contributions.num_rows:
+        shas = shas.take(pa.array(valid))
+    index = vector_index(embeddings, shas, model, read)
+    present = index.present
     if not present.any():
-        if text is not None:
-            return keyword_search(text, table, k, f"no embeddings of model {model}: keyword search")
-        return SearchResult(None, "embedding", model, (), f"no embeddings of model {model}")
-    if matrix.shape[1] != vector.shape[-1]:
-        raise ValueError(f"query has dimension {vector.shape[-1]}, model {model} has {matrix.shape[1]}")
-    norm = float(np.linalg.norm(vector)) or 1.0
-    scores = np.where(present, matrix @ (vector / norm), -np.inf)
-    order = np.argsort(-scores, kind="stable")[: min(k, int(present.sum()))]
+        return None
+    scores = index.similarities(vector)
     covered = int(present.sum())
-    note = None if covered == table.num_rows else f"{covered} of {table.num_rows} contributions have embeddings"
-    return SearchResult(text, "embedding", model, _hits(table, order, scores[order]), note)
+    order = np.argsort(-scores, kind="stable")[: min(k, covered)]
+    note = None if covered == len(valid) else f"{covered} of {len(valid)} contributions have embeddings"
+    return SearchResult(text, "embedding", model, _hits(contributions, valid[order], scores[order]), note)
+
+
+def _valid(contributions: pa.Table) -> pa.Table:
+    """The valid rows, with only the columns keyword search reads."""
+    valid = pc.fill_null(contributions["valid"], False)
+    return contributions.select([*HIT_COLUMNS, "description"]).filter(valid)
 
 
 def keyword_search(text: str, table: pa.Table, k: int = 10, note: str | None = None) -> SearchResult:
@@ -135,9 +156,7 @@ def keyword_search(text: str, table: pa.Table, k: int = 10, note: str | None = N
 
 
 def _hits(table: pa.Table, order: np.ndarray, scores: np.ndarray) -> tuple[SearchHit, ...]:
-    part = table.take(pa.array(np.asarray(order, dtype=np.int64))).select(
-        ["sha", "title", "account", "timestamp", "primary_metric"]
-    )
+    part = table.select(list(HIT_COLUMNS)).take(pa.array(np.asarray(order, dtype=np.int64)))
     return tuple(
         SearchHit(r["sha"], r["title"] or "", r["account"], r["timestamp"], r["primary_metric"], float(s))
         for r, s in zip(part.to_pylist(), scores)

@@ -54,7 +54,7 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     """The contributions nearest to a free-text idea (`frontier.search.SearchResult`): embedding
     similarity, keyword match as the fallback."""
     from ..embedding.backends import HASHING, backend_for
-    from ..embedding.cache import cached_embeddings
+    from ..embedding.cache import cached_embeddings, row_reader
     from ..frontier.search import search as nearest
     from .indexing import load
 
@@ -64,8 +64,11 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     embeddings, model_id = cached_embeddings(
         project.repo, index.contributions, _model(project, model), project.feedback
     )
-    backend = backend_for(HASHING if model_id.startswith(HASHING) else model_id)
-    return nearest(query, index.contributions, embeddings, k=limit, backend=backend, model=model_id)
+    backend = backend_for(HASHING if model_id.startswith(HASHING) else model_id, threads=1)  # one short text
+    if backend.notice:
+        project.feedback.notice(backend.notice)  # a fallback, or an export that just happened
+    read = row_reader(project.repo, embeddings)  # every vector is scanned: plain reads, not a mapping
+    return nearest(query, index.contributions, embeddings, k=limit, backend=backend, model=model_id, read=read)
 
 
 def _cached_model_id(model: str | None) -> str | None:
