@@ -36,6 +36,9 @@ def test_a_claim_is_seen_by_others_until_released_or_followed_up(tmp_path, remot
     assert suggested and all(s["claimed_by"][0]["account"] == "bob" for s in suggested)
     text = agora(project, "analyze", "--model", "hashing", env={"COLUMNS": "120"}).stdout
     assert "claimed by bob until" in text and "Claimed: work in progress" in text
+    hits = agora(project, "search", "order 4", "--model", "hashing", "--json").json()["hits"]
+    assert [c["account"] for hit in hits if hit["sha"] == r1 for c in hit["claimed_by"]] == ["bob"]
+    assert "claimed by bob until" in agora(project, "search", "order 4", "--model", "hashing").stdout
 
     agora(b, "claim", r1, "--release")
     agora(project, "fetch")

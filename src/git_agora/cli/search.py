@@ -30,6 +30,14 @@ def command(ctx, query, limit, model, as_json):
     for hit in result.hits:
         metric = "-" if hit.metric is None else f"{hit.metric:.6g}"
         click.echo(f"  {hit.score:5.2f}  {hit.sha[:10]} {metric:>9}  {hit.account[:12]:<12} {hit.title[:60]}")
+        for claim in hit.claimed_by:
+            click.echo(f"         claimed by {claim['account']} until {_utc(claim['until'])}: {claim['title'][:50]}")
     if not result.hits:
         click.echo("  nothing similar yet")
     return 0
+
+
+def _utc(when: int) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .claims import Claim, claims_on
 from .embeddings import QueryEncoder, RowReader, pick_model, vector_index
 
 _WORD = re.compile(r"(?u)\b\w\w+\b")
@@ -33,9 +35,10 @@ class SearchHit:
     timestamp: int
     metric: float | None
     score: float
+    claimed_by: tuple[dict[str, Any], ...] = ()  # active claims on it: {account, until, sha, title}
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "claimed_by": [dict(c) for c in self.claimed_by]}
 
 
 @dataclass(frozen=True)
@@ -161,3 +164,20 @@ def _hits(table: pa.Table, order: np.ndarray, scores: np.ndarray) -> tuple[Searc
         SearchHit(r["sha"], r["title"] or "", r["account"], r["timestamp"], r["primary_metric"], float(s))
         for r, s in zip(part.to_pylist(), scores)
     )
+
+
+def with_claims(result: SearchResult, claims: Sequence[Claim]) -> SearchResult:
+    """Each hit with the active claims on it: whoever is already trying this direction, until when."""
+    on = claims_on(list(claims))
+    if not on:
+        return result
+    hits = tuple(
+        replace(
+            hit,
+            claimed_by=tuple(
+                {"account": c.account, "until": c.until, "sha": c.sha, "title": c.title} for c in on.get(hit.sha, [])
+            ),
+        )
+        for hit in result.hits
+    )
+    return replace(result, hits=hits)

@@ -55,7 +55,9 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     similarity, keyword match as the fallback."""
     from ..embedding.backends import HASHING, backend_for
     from ..embedding.cache import cached_embeddings, row_reader
+    from ..frontier.claims import active_claims
     from ..frontier.search import search as nearest
+    from ..frontier.search import with_claims
     from .indexing import load
 
     if not query.strip():
@@ -68,7 +70,8 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     if backend.notice:
         project.feedback.notice(backend.notice)  # a fallback, or an export that just happened
     read = row_reader(project.repo, embeddings)  # every vector is scanned: plain reads, not a mapping
-    return nearest(query, index.contributions, embeddings, k=limit, backend=backend, model=model_id, read=read)
+    found = nearest(query, index.contributions, embeddings, k=limit, backend=backend, model=model_id, read=read)
+    return with_claims(found, active_claims(index.contributions, time.time()))
 
 
 def _cached_model_id(model: str | None) -> str | None:
