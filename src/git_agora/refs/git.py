@@ -83,7 +83,7 @@ class Git:
         transfers also abort below 1 KB/s for that long (git's low-speed limit); ssh sends keepalives.
         `on_line` gets each progress line as it comes."""
         stall = stall_seconds()
-        command = ["git", "-c", "http.lowSpeedLimit=1000", "-c", f"http.lowSpeedTime={int(stall)}", *args]
+        command = ["git", *TRANSFER_CONFIG, "-c", f"http.lowSpeedTime={int(stall)}", *args]
         env = {
             **os.environ,
             "GIT_TERMINAL_PROMPT": "0",
@@ -147,6 +147,15 @@ def _config_key(key: str) -> str:
 
 
 STALL_SECONDS = 300.0  # a transfer that reports nothing for this long is stopped
+TRANSFER_CONFIG = (
+    "-c",
+    "http.lowSpeedLimit=1000",
+    # A new account's first contribution builds on old work: with git's default negotiation the client
+    # sends its history newest first until it reaches that parent (4.7-6.9 s for one commit at 100,000
+    # contributions); skipping reaches it in a few rounds (0.06-0.08 s, measured on the same clone).
+    "-c",
+    "fetch.negotiationAlgorithm=skipping",
+)
 
 
 def stall_seconds() -> float:
