@@ -7,6 +7,7 @@ pieces (SVD, unigram and bigram heads, slice copy) are checked in process.
 """
 
 import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -66,6 +67,15 @@ def test_train_split_shares_no_text_or_topic_with_the_scored_texts():
     assert not {topic[t] for t in train} & {topic[t] for t in scored}
     with pytest.raises(data.DataError, match="has 200 usable texts"):
         data.load_texts(None, data.STAND_IN_EVAL_TEXTS + 1)  # the evaluation part ends where training starts
+
+
+def test_train_split_command_writes_json_lines(tmp_path):
+    from hybridlm.cli import main
+
+    out = tmp_path / "train.jsonl"
+    assert main(["train-split", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["text"] for r in rows] == data.stand_in_train_texts()
 
 
 def test_the_guard_allows_the_train_split_and_still_refuses_the_evaluation_part():

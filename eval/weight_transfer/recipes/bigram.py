@@ -13,7 +13,8 @@ by randomized SVD into the embedding and the head (the paper's Table 4, 2.1284 b
 4. Randomized SVD of C to rank d - 1 (oversampling 32, one power iteration, seed 0).
 5. Embedding: column 0 = 1, columns 1.. = U / sqrt(d); head: column 0 = u / (g T_u), columns 1.. =
    V S sqrt(d) / (g T_b), g the final RMSNorm's gain; every sublayer's output projection = 0, norms = 1.
-   The network then computes logits(v) = u / T_u + C_r(v, .) / T_b: a factorised bigram model.
+   The network then computes logits(v) = u / T_u + C_r(v, .) / T_b (times RMSNorm's per-row factor
+   1 / sqrt(1 + |U_v|^2 / d), within 1% of 1): a factorised bigram model.
 Forward passes only, one per (donor, context, row); memory: three ROWS x vocab float32 tables (the
 blend, one donor's weighted sum, one context's block), 600 MB at ROWS = 1024.
 
