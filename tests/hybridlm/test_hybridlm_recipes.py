@@ -183,6 +183,13 @@ def test_slice_copy_puts_the_donors_leading_slices(use_donors):
     mixer = mamba.backbone.layers[0].mixer
     assert torch.equal(model.layers[1].ssm.in_proj.weight, mixer.in_proj.weight)
     assert torch.equal(model.layers[1].ssm.conv.weight, mixer.conv1d.weight)
+    small = CONFIGS["small"]  # 128 wide, 4 layers: the 1-block donors cover a slice of layers 0 and 1 only
+    copied, untouched = sc.transfer(HybridLM(small), small), HybridLM(small)
+    assert torch.equal(copied.embed.weight[:, :64], wte) and torch.equal(
+        copied.embed.weight[:, 64:], untouched.embed.weight[:, 64:]
+    )
+    assert torch.equal(copied.layers[2].attn.w_q.weight, untouched.layers[2].attn.w_q.weight)
+    assert torch.equal(copied.layers[3].ssm.in_proj.weight, untouched.layers[3].ssm.in_proj.weight)
     wide, narrow = torch.zeros(3, 5), torch.ones(2, 7)
     sc.put(wide, narrow)
     assert wide.sum() == 10 and wide[2].sum() == 0 and wide[:, :2].sum() == 4

@@ -4,11 +4,12 @@ worse than the random initialisation's 3.3923).
 The first GPT-2 donor (by folder name) fills the embedding, the head (GPT-2 ties it to the embedding),
 the final norm and the attention layers; the first Mamba donor, if any, fills the SSM layers (its
 mixer has the target's parameter names). Target layer 2k (attention) takes GPT-2 block k, layer 2k+1
-(SSM) takes Mamba block k, cycling when the donor has fewer blocks. Each target tensor gets the
-donor tensor's leading slice (`target[:a, :b] = donor[:a, :b]`); what the donor does not cover keeps
-its random value. GPT-2's Conv1D weights are transposed to Linear layout; its fused QKV is split;
-its 4x MLP gives W_gate the first and W_up the second ffn_hidden rows; biases and learned positions
-have no place in the target and are dropped. An SSM layer without a Mamba donor stays random.
+(SSM) takes Mamba block k. Each target tensor gets the donor tensor's leading slice (`target[:a, :b]
+= donor[:a, :b]`); what the donor does not cover keeps its random value, in width and in depth (layers
+past the donor's last block stay random). GPT-2's Conv1D weights are transposed to Linear layout; its
+fused QKV is split; its 4x MLP gives W_gate the first and W_up the second ffn_hidden rows; biases and
+learned positions have no place in the target and are dropped. Without a Mamba donor the SSM layers
+stay random.
 
     hybridlm eval eval/weight_transfer/recipes/slice_copy.py --donors DIR --json
 """
@@ -40,8 +41,8 @@ def copy_gpt2(model, config, gpt2) -> None:
     put(model.lm_head.weight, sd.get("lm_head.weight", sd["transformer.wte.weight"]))
     put(model.norm.weight, sd["transformer.ln_f.weight"])
     h = config.ffn_hidden
-    for i in range(0, config.n_layer, 2):
-        src, dst = f"transformer.h.{(i // 2) % layers}.", model.layers[i]
+    for i in range(0, min(config.n_layer, 2 * layers), 2):
+        src, dst = f"transformer.h.{i // 2}.", model.layers[i]
         qkv = sd[src + "attn.c_attn.weight"].T  # Conv1D (in, 3n) -> Linear (3n, in)
         put(dst.attn_norm.weight, sd[src + "ln_1.weight"])
         put(dst.attn.w_q.weight, qkv[:n])
@@ -58,8 +59,8 @@ def copy_gpt2(model, config, gpt2) -> None:
 @torch.no_grad()
 def copy_mamba(model, config, mamba) -> None:
     sd, layers = mamba.state_dict(), mamba.config.num_hidden_layers
-    for i in range(1, config.n_layer, 2):
-        src, dst = f"backbone.layers.{(i // 2) % layers}.", model.layers[i]
+    for i in range(1, min(config.n_layer, 2 * layers), 2):
+        src, dst = f"backbone.layers.{i // 2}.", model.layers[i]
         put(dst.ssm_norm.weight, sd[src + "norm.weight"])
         for name in MAMBA_PARAMS:
             put(dst.ssm.get_parameter(name), sd[src + "mixer." + name.replace("conv.", "conv1d.")])
