@@ -185,7 +185,7 @@ def test_the_weight_transfer_kit_scores_with_the_installed_hybridlm(tmp_path, re
     pytest.importorskip("torch")
     kit = Path(__file__).resolve().parents[1] / "eval" / "weight_transfer"
     a = make_clone(tmp_path, "a", str(remote), "alice")
-    for path in kit.iterdir():
+    for path in filter(Path.is_file, kit.iterdir()):  # the kit's files, not recipes/ or __pycache__/
         shutil.copyfile(path, a / path.name)
     small = (a / "agora.toml").read_text()
     small = small.replace("--out {artifact}", "--out {artifact} --config tiny --threads 1")

@@ -157,7 +157,7 @@ def test_the_weight_transfer_kit_initialises_a_working_project(tmp_path, remote)
 
     kit = Path(__file__).resolve().parents[1] / "eval" / "weight_transfer"
     work = make_clone(tmp_path, "wt", str(remote), "alice")
-    for path in kit.iterdir():
+    for path in filter(Path.is_file, kit.iterdir()):  # the kit's files, not recipes/ or __pycache__/
         shutil.copyfile(path, work / path.name)
     agora(work, "init")
     setup = agora(work, "whoami", "--json").json()["setup"]

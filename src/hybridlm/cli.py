@@ -1,4 +1,5 @@
-"""`hybridlm transfer` (build), `hybridlm score` (score), `hybridlm eval` (both) and `hybridlm params`."""
+"""`hybridlm transfer` (build), `hybridlm score` (score), `hybridlm eval` (both), `hybridlm train-split` and
+`hybridlm params`."""
 
 from __future__ import annotations
 
@@ -71,6 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     sc.add_argument("artifact", metavar="DIR")
     _add_score_options(sc)
     _add_common_options(sc)
+
+    ts = sub.add_parser(
+        "train-split",
+        help="print the training part of the stand-in corpus (disjoint from the scored texts) as JSON lines",
+    )
+    ts.add_argument("--out", metavar="FILE", default=None, help="write a .jsonl file instead of printing")
 
     pa = sub.add_parser("params", help="print the per-module parameter table")
     pa.add_argument("--config", default="full")
@@ -166,7 +173,25 @@ def _params(args) -> int:
     return 0
 
 
-COMMANDS = {"eval": _eval, "transfer": _transfer, "score": _score, "params": _params}
+def _train_split(args) -> int:
+    from hybridlm.data import stand_in_train_texts
+
+    lines = "".join(json.dumps({"text": text}) + "\n" for text in stand_in_train_texts())
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(lines)
+    else:
+        sys.stdout.write(lines)
+    return 0
+
+
+COMMANDS = {
+    "eval": _eval,
+    "transfer": _transfer,
+    "score": _score,
+    "train-split": _train_split,
+    "params": _params,
+}
 
 
 def main(argv=None) -> int:

@@ -4,6 +4,12 @@ Only the score step imports this module; the build step (where transfer() runs) 
 guard refuses importing it, or opening its source or the stand-in's, inside transfer(). Every loader
 also checks the guard first, so calling one from inside transfer() raises DataAccessError.
 Selection is deterministic and the result carries the sha256 of the texts (see `texts_sha256`).
+
+The stand-in corpus is split into two disjoint parts: the evaluation part (its first 200 pieces, the
+only ones the scorer ever reads) and a training part (the pieces of every help topic that has no piece
+in the evaluation part). `stand_in_train_texts()` gives the training part; inside transfer() it is
+reached through `hybridlm.train_split`, which asks a separate process for it, so the build process
+never holds an evaluation text.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ FINEWEB = "fineweb-edu"
 FINEWEB_DATASET, FINEWEB_CONFIG = "HuggingFaceFW/fineweb-edu", "sample-10BT"
 FINEWEB_MIN_CHARS, FINEWEB_MAX_CHARS = 500, 10_000
 STAND_IN_MIN_CHARS = 1_500
+STAND_IN_EVAL_TEXTS = 200  # the evaluation part: the first 200 pieces; never used for training
 JSON_LINES_SUFFIXES = (".jsonl", ".json", ".ndjson")
 LOCAL_SUFFIXES = (*JSON_LINES_SUFFIXES, ".parquet")
 
@@ -128,11 +135,25 @@ def _fineweb(n_texts: int) -> list[str]:
 
 
 def _stand_in() -> list[str]:
-    """English help texts shipped with Python: each pydoc topic (sorted by name) split at blank lines
-    into pieces of at least 1,500 characters (a short remainder joins the previous piece)."""
+    """The evaluation part of the stand-in corpus: its first STAND_IN_EVAL_TEXTS pieces."""
+    return [text for _, text in _stand_in_pieces()[:STAND_IN_EVAL_TEXTS]]
+
+
+def stand_in_train_texts() -> list[str]:
+    """The training part of the stand-in corpus: the pieces of the help topics that have no piece in the
+    evaluation part (a topic cut by the boundary is left out of both), so the two share no topic."""
+    check_data_access("the stand-in corpus")
+    pieces = _stand_in_pieces()
+    evaluated = {topic for topic, _ in pieces[:STAND_IN_EVAL_TEXTS]}
+    return [text for topic, text in pieces[STAND_IN_EVAL_TEXTS:] if topic not in evaluated]
+
+
+def _stand_in_pieces() -> list[tuple[str, str]]:
+    """(topic, text) for English help texts shipped with Python: each pydoc topic (sorted by name) split at
+    blank lines into pieces of at least 1,500 characters (a short remainder joins the previous piece)."""
     from pydoc_data.topics import topics
 
-    texts = []
+    out = []
     for name in sorted(topics):
         pieces, current = [], ""
         for paragraph in topics[name].strip().split("\n\n"):
@@ -145,5 +166,5 @@ def _stand_in() -> list[str]:
                 pieces[-1] = f"{pieces[-1]}\n\n{current}"
             else:
                 pieces.append(current)
-        texts.extend(pieces)
-    return texts
+        out.extend((name, piece) for piece in pieces)
+    return out

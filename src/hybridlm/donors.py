@@ -52,6 +52,22 @@ def donor_path(name: str) -> Path:
     return path
 
 
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+
+
+def check_donor_weights(name: str) -> Path:
+    """The donor's folder, if it holds weights (safetensors or PyTorch, single or sharded)."""
+    path = donor_path(name)
+    if not any((path / f).is_file() for f in WEIGHT_FILES):
+        raise DonorError(f"donor {name!r} in {path.parent} has no weights (model.safetensors or pytorch_model.bin)")
+    return path
+
+
 def load_donor_config(name: str):
     from transformers import AutoConfig
 
@@ -63,7 +79,7 @@ def load_donor(name: str, **kwargs):
     from transformers import AutoModelForCausalLM
 
     kwargs.setdefault("local_files_only", True)
-    model = AutoModelForCausalLM.from_pretrained(donor_path(name), **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(check_donor_weights(name), **kwargs)
     return model.eval()
 
 

@@ -9,8 +9,10 @@ from fetching them itself. `transfer_guard(paths)` is active for exactly the dur
 - importing the modules that hold or load the texts (`DATA_MODULES`);
 - and `check_data_access()` (called by every loader in hybridlm.data) raises.
 Each refusal raises DataAccessError and is recorded, so a transfer that catches the exception still
-fails the build. A hook only sees what goes through Python: see docs/hybridlm.md for what it does not
-prevent (and why the scorer is a separate process that only reads weights).
+fails the build. The stand-in corpus's training part stays reachable: `hybridlm.train_split.train_texts()`
+reads it from a separate process's output, never from a protected file or module. A hook only sees
+what goes through Python: see docs/hybridlm.md for what it does not prevent (and why the scorer is a
+separate process that only reads weights).
 """
 
 from __future__ import annotations
