@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from agora_testing import agora, git, make_clone
 
 
@@ -52,3 +54,19 @@ def test_a_claim_is_seen_by_others_until_released_or_followed_up(tmp_path, remot
     assert agora(project, "claim", "--list", "--json").json() == [], "bob's result on r1 ends his claim"
     missing = agora(b, "claim", r1, "--release", check=False)
     assert missing.returncode == 1 and "you have no active claim on" in missing.stderr
+
+
+def test_a_claim_disappears_when_it_expires(tmp_path, remote, project):
+    (project / "model.py").write_text("order = 4\n")
+    r1 = agora(project, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=2.5", "--json").json()["sha"]
+    agora(project, "claim", r1, "-m", "a quick look", "--for", "2s")
+    claimed = agora(project, "analyze", "--json", "--model", "hashing").json()["claims"]
+    if claimed:  # (a loaded machine may take the 2 s before analyze answers)
+        assert claimed[0]["until"] - claimed[0]["since"] == 2
+    deadline = time.monotonic() + 30
+    while agora(project, "claim", "--list", "--json").json() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert agora(project, "claim", "--list", "--json").json() == []
+    assert agora(project, "analyze", "--json", "--model", "hashing").json()["claims"] == []
+    hits = agora(project, "search", "order 4", "--model", "hashing", "--json").json()["hits"]
+    assert all(hit["claimed_by"] == [] for hit in hits)

@@ -91,12 +91,13 @@ def test_the_supervisor_enforces_the_budget_on_an_injected_clock(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_scripted_agents_publish_under_their_own_accounts_and_keys(tmp_path, remote):
+def test_four_scripted_agents_publish_under_their_own_accounts_and_keys(tmp_path, remote):
     demo_task_clone(tmp_path, remote, "founder", "founder")
     agents = tmp_path / "agents"
-    started = launch(tmp_path, remote, "--agents", "2", "--scripted", "--rounds", "2", "--dir", str(agents), "--json")
+    started = launch(tmp_path, remote, "--agents", "4", "--scripted", "--rounds", "2", "--dir", str(agents), "--json")
     first = started.json()
-    assert [a["name"] for a in first["agents"]] == ["agent-01", "agent-02"]
+    names = ["agent-01", "agent-02", "agent-03", "agent-04"]
+    assert [a["name"] for a in first["agents"]] == names
     assert all(a["state"] == "running" and a["running"] for a in first["agents"])
     assert first["supervisor_running"] and first["supervisor_mode"] == "detached"
 
@@ -117,10 +118,10 @@ def test_two_scripted_agents_publish_under_their_own_accounts_and_keys(tmp_path,
         assert git(clone, "config", "agora.account").strip() == name
         assert not key.is_relative_to(clone) and not Path(agent["stdout"]).is_relative_to(clone)
     keys = {name: Path(a["key"] + ".pub").read_text() for name, a in by_name.items()}
-    assert keys["agent-01"].split()[1] != keys["agent-02"].split()[1]
+    assert len({key.split()[1] for key in keys.values()}) == 4, "four agents, four keys"
 
     refs = git(remote, "for-each-ref", "--format=%(refname)", "refs/agora/log/")
-    assert {"refs/agora/log/agent-01", "refs/agora/log/agent-02"} <= set(refs.split())
+    assert {f"refs/agora/log/{name}" for name in names} <= set(refs.split())
     for name, agent in by_name.items():
         signers = tmp_path / f"signers-{name}"
         signers.write_text(f"{name} {keys[name]}")
@@ -130,7 +131,7 @@ def test_two_scripted_agents_publish_under_their_own_accounts_and_keys(tmp_path,
     founder = tmp_path / "founder"
     agora(founder, "fetch")
     rows = agora(founder, "log", "--limit", "1000", "--json").json()
-    assert {"agent-01", "agent-02"} <= {r["account"] for r in rows if not r["reasons"]}
+    assert set(names) <= {r["account"] for r in rows if not r["reasons"]}
 
     text = agora(tmp_path, "launch", "status", "--dir", str(agents)).stdout
     assert "agent-01  finished" in text and "last contribution" in text
