@@ -161,22 +161,37 @@ def embed_missing(
     return pa.concat_tables([cache, rows_table(todo, backend.model, vectors)])
 
 
+def _unembedded(contributions: pa.Table, cache: pa.Table | None, model: str) -> pa.ChunkedArray:
+    """Per row: valid, and no vector of `model` cached."""
+    valid = pc.fill_null(contributions["valid"], False)
+    if cache is None:
+        return valid
+    have = cache["sha"].filter(pc.equal(cache["model"], model))  # never touch the vectors here
+    return pc.and_(valid, pc.invert(pc.is_in(contributions["sha"], value_set=have)))
+
+
 def cached_embeddings(
-    repo: Repository, contributions: pa.Table, model: str | None, feedback: Feedback
+    repo: Repository,
+    contributions: pa.Table,
+    model: str | None,
+    feedback: Feedback,
+    described: Callable[[], pa.Table] | None = None,
 ) -> tuple[pa.Table | None, str]:
     """The cache with every valid contribution embedded by `model` (None: the default), and the model id.
 
     The encoder is loaded only when some contribution lacks a cached vector; then one line through
     `feedback` says how many descriptions which encoder embedded (and a fallback's reason).
+    `contributions` may leave out the descriptions (the largest column) when `described()` gives the
+    table with them: it is called only when something must be embedded.
     """
     cache = read_embeddings(repo)
     wanted = hashing_model_id() if model == HASHING else (model or DEFAULT_MODEL)
-    valid = pc.fill_null(contributions["valid"], False)
-    if cache is not None:
-        have = cache["sha"].filter(pc.equal(cache["model"], wanted))  # never touch the vectors here
-        valid = pc.and_(valid, pc.invert(pc.is_in(contributions["sha"], value_set=have)))
+    valid = _unembedded(contributions, cache, wanted)
     if not pc.any(valid).as_py():
         return cache, wanted
+    if "description" not in contributions.column_names and described is not None:
+        contributions = described()
+        valid = _unembedded(contributions, cache, wanted)
     texts = texts_by_sha(contributions.select(["sha", "title", "description", "valid"]).filter(valid))
     backend = backend_for(model)
     if backend.notice:

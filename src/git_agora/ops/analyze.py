@@ -62,16 +62,23 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
 
     if not query.strip():
         raise AgoraError("empty query: say what you are looking for")
-    index = load(project)
+    contributions = load(project, SEARCH_COLUMNS).contributions  # descriptions only if they are needed
     embeddings, model_id = cached_embeddings(
-        project.repo, index.contributions, _model(project, model), project.feedback
+        project.repo, contributions, _model(project, model), project.feedback, lambda: load(project).contributions
     )
     backend = backend_for(HASHING if model_id.startswith(HASHING) else model_id, threads=1)  # one short text
     if backend.notice:
         project.feedback.notice(backend.notice)  # a fallback, or an export that just happened
     read = row_reader(project.repo, embeddings)  # every vector is scanned: plain reads, not a mapping
-    found = nearest(query, index.contributions, embeddings, k=limit, backend=backend, model=model_id, read=read)
-    return with_claims(found, active_claims(index.contributions, time.time()))
+    found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id, read=read)
+    if found.method == "keyword" and "description" not in contributions.column_names:  # keywords read descriptions
+        contributions = load(project).contributions
+        found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id, read=read)
+    return with_claims(found, active_claims(contributions, time.time()))
+
+
+# what search reads of the contributions when every description already has a vector
+SEARCH_COLUMNS = ("valid", "title", "account", "primary_metric", "tags", "metadata", "parents")
 
 
 def _cached_model_id(model: str | None) -> str | None:
