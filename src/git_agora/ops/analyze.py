@@ -19,11 +19,15 @@ def analyze(project: Project, views: Iterable[str] = (), limit: int = 10, model:
     from ..frontier.analyze import analyze as compute
     from .indexing import load
 
-    index = load(project)
+    index = load(project, ANALYZE_COLUMNS)  # descriptions only if something must be embedded
     model_id: str | None
     if embed:
         embeddings, model_id = cached_embeddings(
-            project.repo, index.contributions, _model(project, model), project.feedback
+            project.repo,
+            index.contributions,
+            _model(project, model),
+            project.feedback,
+            lambda: load(project).contributions,
         )
     else:
         embeddings, model_id = read_embeddings(project.repo), _cached_model_id(_model(project, model))
@@ -77,6 +81,24 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     return with_claims(found, active_claims(contributions, time.time()))
 
 
+# what analyze reads: everything but the descriptions (the largest column), which only embedding needs
+ANALYZE_COLUMNS = (
+    "account",
+    "log_seq",
+    "title",
+    "tags",
+    "metrics",
+    "primary_metric",
+    "metadata",
+    "parents",
+    "tree",
+    "code_bearing",
+    "target",
+    "verdict",
+    "valid",
+    "reasons",
+    "policy",
+)
 # what search reads of the contributions when every description already has a vector
 SEARCH_COLUMNS = ("valid", "title", "account", "primary_metric", "tags", "metadata", "parents")
 

@@ -230,9 +230,11 @@ class _Data:
         stats = agora.stats(project).to_dict()
         index = load(project)
         table = frame.contributions
-        names = ["sha", "account", "timestamp", "title", "description", "tags", "metrics", "primary_metric"]
+        names = ["sha", "account", "timestamp", "title", "tags", "metrics", "primary_metric"]
         names += ["metadata", "parents", "code_bearing", "target", "verdict", "valid", "reasons"]
         columns = {name: table[name].to_pylist() for name in names}
+        described = dict(zip(index.contributions["sha"].to_pylist(), index.contributions["description"].to_pylist()))
+        columns["description"] = [described.get(sha) for sha in columns["sha"]]  # analyze reads no descriptions
         row_of = {sha: i for i, sha in enumerate(columns["sha"])}
         valid = np.asarray([bool(v) for v in columns["valid"]], dtype=bool)
         row_of_node = np.flatnonzero(valid)
