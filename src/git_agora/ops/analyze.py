@@ -59,7 +59,6 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     similarity, keyword match as the fallback."""
     from ..embedding.backends import HASHING, backend_for
     from ..embedding.cache import cached_embeddings, row_reader
-    from ..frontier.claims import active_claims
     from ..frontier.search import search as nearest
     from ..frontier.search import with_claims
     from .indexing import load
@@ -78,7 +77,21 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     if found.method == "keyword" and "description" not in contributions.column_names:  # keywords read descriptions
         contributions = load(project).contributions
         found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id, read=read)
-    return with_claims(found, active_claims(contributions, time.time()))
+    return with_claims(found, _claims(project, contributions))
+
+
+def _claims(project: Project, contributions):
+    """The active claims; what they read (metadata, parents) is loaded only when some row is `wip`."""
+    import pyarrow.compute as pc
+
+    from ..frontier.claims import active_claims
+    from .indexing import load
+
+    if not pc.any(pc.equal(pc.list_flatten(contributions["tags"]), "wip")).as_py():
+        return []
+    if not {"metadata", "parents"} <= set(contributions.column_names):
+        contributions = load(project, (*SEARCH_COLUMNS, "metadata", "parents")).contributions
+    return active_claims(contributions, time.time())
 
 
 # what analyze reads: everything but the descriptions (the largest column), which only embedding needs
@@ -100,7 +113,7 @@ ANALYZE_COLUMNS = (
     "policy",
 )
 # what search reads of the contributions when every description already has a vector
-SEARCH_COLUMNS = ("valid", "title", "account", "primary_metric", "tags", "metadata", "parents")
+SEARCH_COLUMNS = ("valid", "title", "account", "primary_metric", "tags")
 
 
 def _cached_model_id(model: str | None) -> str | None:
