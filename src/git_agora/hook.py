@@ -67,6 +67,7 @@ def _entry_problems(account: str, old: str, new: str, identity: str | None) -> l
     keys = tuple(chain_keys_in(GIT, identity)) if identity else ()
     raws = raw_commits(Path("."), entries)
     problems, now, checks = [], int(time.time()), {}
+    required = _signatures_required(entries)
     for sha, (when, parents, message) in _read(entries).items():
         try:
             c = Contribution.from_message(message, sha=sha, parents=parents)
@@ -77,7 +78,7 @@ def _entry_problems(account: str, old: str, new: str, identity: str | None) -> l
         found += time_problems(int(when), now) if when.isdigit() else ["unreadable committer time"]
         found += intrinsic_problems(c)
         problems += [f"{sha[:12]}: {p}" for p in found]
-        checks[sha] = precheck(raws.get(sha), keys, _signatures_required(sha))
+        checks[sha] = precheck(raws.get(sha), keys, required)
     jobs = {sha: job for sha, job in checks.items() if isinstance(job, tuple)}
     checks |= {sha: None if good else BAD for sha, good in zip(jobs, verify_many(list(jobs.values())))}
     return problems + [f"{sha[:12]}: {found}" for sha, found in checks.items() if isinstance(found, str)]
@@ -97,13 +98,13 @@ def _read(shas: list[str]) -> dict[str, tuple[str, list[str], str]]:
     return records
 
 
-@cache
-def _signatures_required(sha: str) -> bool:
-    """Whether the setup at the root of `sha`'s first-parent line requires signatures (new projects do)."""
-    roots = _git("rev-list", "--first-parent", "--max-parents=0", sha).stdout.split()
-    if not roots:
+def _signatures_required(shas: list[str]) -> bool:
+    """Whether a setup at the root of these contributions' first-parent lines requires signatures (new
+    projects do): one walk for the whole push, not one per entry."""
+    if not shas:
         return False
-    return _required_by(roots[0])
+    roots = _git("rev-list", "--first-parent", "--max-parents=0", *shas).stdout.split()
+    return any(_required_by(root) for root in roots)
 
 
 @cache
