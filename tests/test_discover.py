@@ -3,27 +3,18 @@ looks at no more than what is new."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from git_agora.index import discover, reader
+from site_projects import load_tracegen
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _tracegen():
-    spec = importlib.util.spec_from_file_location("tracegen", ROOT / "eval" / "bench" / "tracegen.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["tracegen"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tracegen = _tracegen()
+tracegen = load_tracegen()
 
 
 def tips(repo: Path) -> dict[str, str]:

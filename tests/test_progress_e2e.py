@@ -2,25 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pexpect
 import pytest
+
+from site_projects import load_tracegen
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("tracegen", ROOT / "eval" / "bench" / "tracegen.py")
-    tracegen = importlib.util.module_from_spec(spec)
-    sys.modules["tracegen"] = tracegen
-    spec.loader.exec_module(tracegen)
+    tracegen = load_tracegen()
     base = tmp_path_factory.mktemp("progress")
     tracegen.generate(base / "origin.git", 5000, 10, seed=2)
     clone = base / "clone"
