@@ -11,9 +11,6 @@ import pytest
 from git_agora.index import discover, reader
 from site_projects import load_tracegen
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
 tracegen = load_tracegen()
 
 

@@ -12,8 +12,6 @@ import pytest
 
 from site_projects import load_tracegen
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory):
