@@ -56,6 +56,14 @@ def test_follow_up_on_the_claim_itself_ends_it_but_others_work_does_not():
     assert active_claims(with_claims(rows, {"c": 100}), now=50) == []
 
 
+def test_a_claim_never_lasts_more_than_a_week_whatever_its_commit_says():
+    rows = [node("setup", "org", tags=("setup",)), wip("c", "bob", "setup", 100)]
+    forever = with_claims(rows, {"c": 10**15})
+    (claim,) = active_claims(forever, now=200)
+    assert claim.until == 100 + 7 * 24 * 3600
+    assert active_claims(forever, now=100 + 7 * 24 * 3600) == []
+
+
 @pytest.mark.parametrize(
     ("text", "seconds"), [("90m", 5400), ("2h", 7200), ("1.5d", 129600), ("45s", 45), ("600", 600), (" 3h ", 10800)]
 )

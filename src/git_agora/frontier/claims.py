@@ -3,7 +3,8 @@
 A claim is a valid contribution tagged `wip` whose first parent is the claimed contribution (the
 *target*) and whose metadata holds `claim_until` (unix seconds). For each account and target only the
 newest claim counts (a claim with `claim_until` in the past releases an earlier one). A claim is
-*active* at time `now` when `now < claim_until` and its account has not yet published follow-up work
+*active* at time `now` when `now < claim_until` (at most a week after the claim: readers cap what a
+hand-written commit asks) and its account has not yet published follow-up work
 on it: a valid contribution that is not wip, built on the target or on the claim, no older than the
 claim. Claims weigh nothing in evidence (`wip` weighs 0, see `evidence`); they only inform.
 """
@@ -78,6 +79,7 @@ def _newest_claims(contributions: pa.Table) -> list[Claim]:
         until = _until(row["metadata"])
         if until is None or not row["parents"]:
             continue
+        until = min(until, row["timestamp"] + LONGEST_SECONDS)  # a hand-written commit may claim forever
         claim = Claim(row["sha"], row["parents"][0], row["account"], row["timestamp"], until, row["title"])
         key = (claim.account, claim.target)
         if key not in newest or (claim.since, claim.sha) > (newest[key].since, newest[key].sha):
