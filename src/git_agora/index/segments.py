@@ -395,15 +395,29 @@ def read_segment(directory: Path, segment: Segment, columns: Sequence[str] | Non
     try:
         if columns is None:
             _verify(path, segment.data)
-            table = pq.ParquetFile(path).read()
+            table = read_parquet(path)
         else:
             _check_size(path, segment.data)
-            table = pq.ParquetFile(path, page_checksum_verification=True).read(columns=list(columns))
+            table = read_parquet(path, columns, page_checksums=True)
         if table.schema.names != schema.names:
             raise Damaged(f"{path} has an unexpected schema")
         return table.cast(schema)  # Parquet names list items "element"; Arrow says "item"
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise Damaged(f"{path}: {type(exc).__name__}") from None
+
+
+def read_parquet(path: Path, columns: Sequence[str] | None = None, page_checksums: bool = False) -> pa.Table:
+    """A Parquet file's `columns` (None: all), read one row group at a time on this thread: the peak
+    stays near the table's own size (Arrow's default reader buffers every column chunk at once and
+    decodes on a thread pool, twice the memory for a few milliseconds saved; measured on a 100k
+    index's search columns: +47 MB against +91 MB for 19 MB of columns)."""
+    f = pq.ParquetFile(path, page_checksum_verification=page_checksums, pre_buffer=False)
+    return _row_groups(f, range(f.num_row_groups), None if columns is None else list(columns))
+
+
+def _row_groups(f: pq.ParquetFile, groups: Iterable[int], columns: list[str] | None) -> pa.Table:
+    tables = [f.read_row_group(i, columns=columns, use_threads=False) for i in groups]
+    return pa.concat_tables(tables) if tables else f.schema_arrow.empty_table().select(columns or f.schema_arrow.names)
 
 
 def read_refs(directory: Path, segment: Segment) -> pa.Table:
@@ -412,7 +426,7 @@ def read_refs(directory: Path, segment: Segment) -> pa.Table:
     path = segment_dir(directory) / segment.refs.name
     try:
         _verify(path, segment.refs)
-        table = pq.ParquetFile(path).read()
+        table = read_parquet(path)
         if table.schema.names != CROSS_REFS.names:
             raise Damaged(f"{path} has an unexpected schema")
         return table.cast(CROSS_REFS)
@@ -490,7 +504,7 @@ def _read_groups(
     needed = list(dict.fromkeys([*columns, "sha", "timestamp"]))
     try:
         _check_size(path, segment.data)
-        f = pq.ParquetFile(path, page_checksum_verification=True)
+        f = pq.ParquetFile(path, page_checksum_verification=True, pre_buffer=False)
         meta = f.metadata
         ts_col = f.schema_arrow.get_field_index("timestamp")
         groups = []
@@ -502,7 +516,7 @@ def _read_groups(
                 groups.append(i)
             elif since is not None and stats.max >= since:
                 groups.append(i)
-        table = f.read_row_groups(groups, columns=needed) if groups else None
+        table = _row_groups(f, groups, needed) if groups else None
         schema = pa.schema([CONTRIBUTIONS.field(c) for c in needed])
         table = schema.empty_table() if table is None else table.cast(schema)
     except (OSError, ValueError, pa.ArrowException) as exc:
