@@ -7,7 +7,8 @@ account's log `refs/agora/log/<account>` by a log commit (`log_message`, empty t
 [previous log tip, contribution]). Everything streams through one `git fast-import` process, so
 100,000 contributions (200,000 commits) take seconds, not minutes.
 
-The model behind the numbers (all drawn from `random.Random(seed)`, base time 1_750_000_000):
+The model behind the numbers (all drawn from `random.Random(seed)`, base time 1_750_000_000, earlier for
+projects too large to end before 2026-07-25: see `start_time`):
 
 - Mix (paper scale, 1,703 contributions over 17 accounts): tag counts setup 1, result 1,124,
   insight 284, hypothesis 203, verification 165, report 1. These add up to 1,778, so 75 contributions
@@ -52,6 +53,14 @@ from git_agora.contribution import Contribution, Verdict
 from git_agora.refs.store import log_message
 
 BASE_TIME = 1_750_000_000
+LATEST_TIME = 1_785_000_000  # 2026-07-25: a generated project ends before it, so no row is pending
+SECONDS_PER_CONTRIBUTION = 120  # above the mean gap the clock draws (about 107 s), so the bound holds
+
+
+def start_time(contributions: int) -> int:
+    """BASE_TIME, or earlier for a project so large that starting there would run past LATEST_TIME (a
+    million contributions span about 3.4 years): its rows would be dated in the future and pending."""
+    return min(BASE_TIME, LATEST_TIME - contributions * SECONDS_PER_CONTRIBUTION)
 STATE_FILE = "tracegen-state.pkl"
 SCRATCH_REF = "refs/tracegen/scratch"
 PROJECT_NAME = "weight-transfer"
@@ -339,7 +348,7 @@ class _Trace:
         self.results_only: list[int] = []
         self.leaders: list[tuple[float, int]] = []  # ten best (loss, node)
         self.log_tip: dict[int, str] = {}  # account -> log tip sha (after a finished session)
-        self.timestamp = BASE_TIME
+        self.timestamp = start_time(contributions)
         self.n_results = 0
         n_results_planned = round((contributions - 1) * (PAPER_MIX["result"] + PAPER_MIX["result+insight"]) / 1702)
         self.spine_len = max(2, min(400, round(0.04 * max(n_results_planned, 1))))
