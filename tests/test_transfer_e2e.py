@@ -66,3 +66,23 @@ def test_fetch_shows_gits_phases_on_a_terminal_and_nothing_under_json(tmp_path, 
     assert child.exitstatus == 0
     assert "objects" not in child.before
     assert json.loads(child.before)["new_contributions"] == 4
+
+
+def _counter(tmp_path, lines: str) -> str:
+    """A git alias that prints progress lines to stderr, a tenth of a second apart, then exits 0."""
+    script = tmp_path / "progress.sh"
+    script.write_text(f"#!/bin/sh\nfor line in {lines}; do printf '%s\\r' \"$line\" >&2; sleep 0.1; done\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return f"alias.progress=!{script}"
+
+
+def test_a_local_job_stuck_on_one_progress_line_is_stopped_and_a_moving_one_is_not(tmp_path):
+    from git_agora.refs.git import Git
+
+    git_ = Git(tmp_path)
+    stuck = " ".join(["Counting:_50%_1/2"] * 40)  # 4 s of the same line: what a spinning writer shows
+    moving = " ".join(f"Counting:_{i}%_{i}/40" for i in range(40))
+    assert git_.watched("-c", _counter(tmp_path, stuck), "progress", stall=1.5, new_lines_only=True).returncode == 124
+    assert git_.watched("-c", _counter(tmp_path, moving), "progress", stall=1.5, new_lines_only=True).returncode == 0
+    assert git_.watched("-c", _counter(tmp_path, stuck), "progress", stall=1.5).returncode == 0  # a remote talking
+

@@ -394,7 +394,8 @@ class _Trace:
     # --- choices ----------------------------------------------------------------------------
 
     def pick_account(self) -> int:
-        return self.rng.choices(range(len(self.accounts)), cum_weights=self.cum_weights)[0]
+        """One of the generated accounts (an account `append` added by name posts only when named)."""
+        return self.rng.choices(range(len(self.cum_weights)), cum_weights=self.cum_weights)[0]
 
     def _metric_of(self, node: int) -> float:
         value = self.loss[node]

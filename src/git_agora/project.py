@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -78,35 +79,72 @@ class Project:
 
     @cached_property
     def setup(self) -> str:
-        """The setup contribution's sha: cached in git config, else the setup root of the fetched logs."""
-        cached = self.repo.git.config_get(SETUP_CONFIG_KEY)
-        if cached and self.repo.contribution(cached) is not None:
-            return cached
+        """The setup contribution's sha: pinned in git config, else the setup at the root of the fetched
+        logs, pinned once it is known to be the only root setup (`pin_setup`)."""
+        pinned = self.pinned_setup
+        if pinned:
+            return pinned
         found = self.find_setup()
         if found is None:
             raise AgoraError(
                 "no Agora project here: run `git agora init`, or `git agora fetch` from a remote that has one"
             )
-        setups = self.setups()
-        if len(setups) > 1:  # never chosen by a timestamp, which anyone can backdate
+        self.pin_setup(self.setups())  # the whole graph: only where no index has named the root setups yet
+        return found
+
+    @property
+    def pinned_setup(self) -> str | None:
+        pinned = self.repo.git.config_get(SETUP_CONFIG_KEY)
+        return pinned if pinned and self.repo.contribution(pinned) is not None else None
+
+    def assume_setup(self) -> bool:
+        """For a command about to index every new commit: take `find_setup` as the setup without the walk
+        of the whole graph that ruling out a second root setup needs; the index names every root setup
+        and `pin_setup` then refuses competing ones. False when there is no setup."""
+        if "setup" in self.__dict__ or self.pinned_setup:
+            return True
+        found = self.find_setup()
+        if found is None:
+            return False
+        self.__dict__["setup"] = found  # the cached value of the `setup` property, for this process
+        return True
+
+    def pin_setup(self, root_setups: Sequence[str]) -> None:
+        """Pin the setup in git config, given every root setup (a root commit tagged setup) reachable
+        from the refs; several, and none pinned, is refused: a clone is told which project it joins."""
+        if self.pinned_setup:
+            return
+        if len(set(root_setups)) > 1:  # never chosen by a timestamp, which anyone can backdate
+            described = ", ".join(self._describe(s) for s in sorted(set(root_setups), key=self._age))
             raise CompetingSetups(
-                f"competing setups here: {', '.join(self._describe(s) for s in setups)}; pin the one you were "
+                f"competing setups here: {described}; pin the one you were "
                 "told with `git config agora.setup SHA` (or `git agora clone URL --setup SHA`)"
             )
-        self.repo.git.config_set(SETUP_CONFIG_KEY, found, check=False)  # a cache: another reader may hold the lock
-        return found
+        if root_setups:
+            self.repo.git.config_set(SETUP_CONFIG_KEY, root_setups[0], check=False)  # another reader may hold the lock
+
+    def _age(self, sha: str) -> tuple[int, str]:
+        c = self.repo.contribution(sha)
+        return (c.timestamp or 0, sha) if c else (0, sha)
 
     def _describe(self, sha: str) -> str:
         c = self.repo.contribution(sha)
         return f"{sha[:12]} by {c.account if c else '?'}"
 
     def find_setup(self) -> str | None:
-        """The earliest setup reachable from the refs (used once, to pin the root: see `setup`)."""
-        setups = self.setups()
-        return setups[0] if setups else None
+        """A setup at the root of an account log's first-parent chain (that log's commits, then the bases
+        of its first entry: hundreds of commits at a million contributions, never the whole graph), the
+        logs taken in ref order. Whether it is the only root setup is `setups`' or the index's question."""
+        for _, tip in sorted(self.repo.git.for_each_ref(ROOT).items()):
+            roots = self.repo.git.run("rev-list", "--first-parent", "--max-parents=0", tip, check=False).split()
+            found = self.repo.contribution(roots[0]) if roots else None
+            if found is not None and found.is_setup and not found.parents:
+                return roots[0]
+        return next(iter(self.setups()), None)  # a setup reachable only through second parents
 
     def setups(self) -> list[str]:
-        """Every setup (a root commit tagged setup) reachable from the refs, earliest first."""
+        """Every setup (a root commit tagged setup) reachable from the refs, earliest first: a walk of the
+        whole graph (73 s at a million contributions), for a clone no index has told yet."""
         tips = list(self.repo.git.for_each_ref(ROOT).values())
         if not tips:
             return []

@@ -81,7 +81,30 @@ def refresh(project: Project, rebuild: bool = False):
         report = update(project.repo, _rules(project), rebuild=rebuild, progress=advance)
     for warning in report.warnings:
         project.feedback.notice(warning)
+    confirm_setup(project)
     return report
+
+
+def use_setup(project: Project) -> None:
+    """Know the setup before indexing: the pinned one, else the root of the logs, confirmed by the index
+    (`confirm_setup`) rather than by a walk of the whole graph. Raises when there is no project."""
+    if not project.assume_setup():
+        _ = project.setup  # the error that says there is no project here
+
+
+def confirm_setup(project: Project) -> None:
+    """Pin the setup once the index, which has read every commit, names every root setup; several,
+    none pinned: `CompetingSetups`."""
+    from ..index.segments import read_manifest
+    from ..index.state import index_dir
+
+    if project.pinned_setup:
+        return
+    manifest = read_manifest(index_dir(project.repo))
+    if manifest is None:
+        return
+    roots = [s for s in manifest.watch.setups if (c := project.repo.contribution(s)) is not None and not c.parents]
+    project.pin_setup(roots)
 
 
 def load(project: Project, columns: Sequence[str] | None = None):
@@ -91,7 +114,7 @@ def load(project: Project, columns: Sequence[str] | None = None):
     from ..index.segments import WriteFailed
     from ..index.store import load_index
 
-    _ = project.setup
+    use_setup(project)
     try:
         refresh(project)
         stale = False
@@ -111,6 +134,8 @@ def refresh_if_stale(project: Project) -> None:
 
     if not is_current(project.repo):
         refresh(project)
+    else:
+        confirm_setup(project)
 
 
 def update_index(project: Project, rebuild: bool = False, export_to: Path | None = None) -> IndexSummary:
@@ -118,7 +143,7 @@ def update_index(project: Project, rebuild: bool = False, export_to: Path | None
     from ..index.state import index_dir
     from ..index.store import load_index
 
-    _ = project.setup
+    use_setup(project)
     report = refresh(project, rebuild=rebuild)
     index = load_index(project.repo, _rules(project), update=False, columns=None if export_to else ("valid",))
     exported = export_index(index, export_to) if export_to else ()
@@ -139,7 +164,7 @@ def check_index(project: Project) -> list[str]:
     is right)."""
     from ..index.store import check_index as check
 
-    _ = project.setup
+    use_setup(project)
     refresh(project)
     return check(project.repo, _rules(project))
 

@@ -95,12 +95,8 @@ def _fetch_locked(project: Project, remote: str, cross_refs: bool) -> Fetched:
     for note in result.notes:
         project.feedback.notice(note)
     fetched_refs: tuple[CrossRefFetch, ...] = ()
-    if _has_setup(project):
-        from .indexing import refresh_if_stale
-
-        refresh_if_stale(project)
-        if cross_refs:
-            fetched_refs = _fetch_cross_refs(project)
+    if _has_setup(project) and _indexed(project) and cross_refs:
+        fetched_refs = _fetch_cross_refs(project)
     return Fetched(result.remote, result.new_contributions, result.updated_logs, result.rewritten, fetched_refs)
 
 
@@ -121,11 +117,26 @@ def sync(project: Project) -> Synced:
     return Synced(pushed, fetched)
 
 
+def _indexed(project: Project) -> bool:
+    """Index what came (when the tips moved); False when the index found competing setups (said)."""
+    from ..project import CompetingSetups
+    from .indexing import refresh_if_stale
+
+    try:
+        refresh_if_stale(project)
+    except CompetingSetups as exc:
+        project.feedback.notice(str(exc))
+        return False
+    return True
+
+
 def _has_setup(project: Project) -> bool:
     from ..project import CompetingSetups
 
     try:
-        _ = project.setup
+        from .indexing import use_setup
+
+        use_setup(project)
     except CompetingSetups as exc:
         project.feedback.notice(str(exc))
         return False

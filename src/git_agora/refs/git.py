@@ -83,7 +83,21 @@ class Git:
         transfers also abort below 1 KB/s for that long (git's low-speed limit); ssh sends keepalives.
         `on_line` gets each progress line as it comes."""
         stall = stall_seconds()
-        command = ["git", *TRANSFER_CONFIG, "-c", f"http.lowSpeedTime={int(stall)}", *args]
+        proc = self.watched(
+            *TRANSFER_CONFIG, "-c", f"http.lowSpeedTime={int(stall)}", *args, stall=stall, on_line=on_line
+        )
+        if proc.returncode == 124:
+            proc.stderr += " (set AGORA_STALL_SECONDS to wait longer)"
+        return proc
+
+    def watched(
+        self, *args: str, stall: float, on_line: Callable[[str], None] | None = None, new_lines_only: bool = False
+    ) -> subprocess.CompletedProcess:
+        """Run git (asked for `--progress` by the caller) until it finishes, or until it has said nothing
+        on stderr (`new_lines_only`: nothing but repeats) for `stall` seconds: then it is stopped with its
+        helpers (exit 124). A transfer counts any word from the remote as life; a local job only moving
+        counters."""
+        command = ["git", *args]
         env = {
             **os.environ,
             "GIT_TERMINAL_PROMPT": "0",
@@ -92,7 +106,7 @@ class Git:
         proc = subprocess.Popen(
             command, cwd=self.cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
         )
-        watch = _Watch(proc, on_line)
+        watch = _Watch(proc, on_line, new_lines_only)
         try:
             stalled = watch.wait(stall)
         except BaseException:  # an interrupt stops git and its helpers too (they have their own session)
@@ -100,7 +114,7 @@ class Git:
             raise
         stderr = watch.stderr()
         if stalled:
-            stderr += f"\nno progress for {stall:.0f} s: stopped (set AGORA_STALL_SECONDS to wait longer)"
+            stderr += f"\nno progress for {stall:.0f} s: stopped"
         return subprocess.CompletedProcess(command, 124 if stalled else proc.returncode, watch.stdout(), stderr)
 
     def ok(self, *args: str) -> bool:
@@ -169,13 +183,15 @@ _LINE_END = re.compile(rb"[\r\n]")
 
 
 class _Watch:
-    """Reads a child's stdout and stderr on threads, noting when stderr last said anything."""
+    """Reads a child's stdout and stderr on threads, noting when stderr last said anything (with
+    `new_lines_only`, anything new: git repeats an unchanged progress line every second)."""
 
-    def __init__(self, proc: subprocess.Popen, on_line: Callable[[str], None] | None):
-        self.proc, self.on_line = proc, on_line
+    def __init__(self, proc: subprocess.Popen, on_line: Callable[[str], None] | None, new_lines_only: bool = False):
+        self.proc, self.on_line, self.new_lines_only = proc, on_line, new_lines_only
         self.out: list[bytes] = []
         self.err: list[bytes] = []
         self.last = time.monotonic()
+        self.said = b""
         self.threads = [
             threading.Thread(target=self._drain_out, daemon=True),
             threading.Thread(target=self._drain_err, daemon=True),
@@ -192,11 +208,13 @@ class _Watch:
         assert self.proc.stderr is not None
         while chunk := self.proc.stderr.read1(1 << 16):
             self.err.append(chunk)
-            self.last = time.monotonic()
+            lines = [line.strip() for line in _LINE_END.split(chunk) if line.strip()]
+            if not self.new_lines_only or (lines and lines != [self.said] * len(lines)):
+                self.last = time.monotonic()
+                self.said = lines[-1]
             if self.on_line is not None:
-                for line in _LINE_END.split(chunk):
-                    if line.strip():
-                        self.on_line(line.decode("utf-8", "replace").strip())
+                for line in lines:
+                    self.on_line(line.decode("utf-8", "replace"))
 
     def wait(self, stall: float) -> bool:
         """Wait for the child; True when it was stopped for saying nothing for `stall` seconds."""

@@ -173,19 +173,21 @@ def fetch(repo: Repository, remote: str, on_progress: Callable[[str], None] | No
     )
 
 
-COMMIT_GRAPH_TIMEOUT_S = 10
+COMMIT_GRAPH_STALL_S = 10
 COMMIT_GRAPH_OFF = "commit-graph-off"  # under .git/agora: the writer hung once here; do not try again
 
 
 def write_commit_graph(repo: Repository) -> str | None:
-    """Keep the commit-graph current (it keeps fetch negotiation short when new work has deep parents),
-    within a time bound: git 2.39's writer can spin on hostile committer times. When it does, it is
-    killed, and commit-graphs stay off in this clone; the one-line note says so."""
+    """Keep the commit-graph current (it keeps fetch negotiation short when new work has deep parents).
+    git 2.39's writer can spin on hostile committer times, so it runs only while its progress moves
+    (a first write at a million contributions takes minutes, all of them moving): stuck for
+    `COMMIT_GRAPH_STALL_S`, it is killed, and commit-graphs stay off in this clone; the one-line note
+    says so."""
     marker = repo.agora_dir / COMMIT_GRAPH_OFF
     if marker.exists():
         return None
-    proc = repo.git.attempt(
-        "commit-graph", "write", "--reachable", "--split", "--no-progress", timeout=COMMIT_GRAPH_TIMEOUT_S
+    proc = repo.git.watched(
+        "commit-graph", "write", "--reachable", "--split", "--progress", stall=COMMIT_GRAPH_STALL_S, new_lines_only=True
     )
     if proc.returncode != 124:
         return None
@@ -194,7 +196,7 @@ def write_commit_graph(repo: Repository) -> str | None:
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text("git commit-graph write did not finish; see docs/hosting.md\n")
     return (
-        f"git's commit-graph writer did not finish within {COMMIT_GRAPH_TIMEOUT_S} s (a commit with a "
+        f"git's commit-graph writer made no progress for {COMMIT_GRAPH_STALL_S} s (a commit with a "
         "hostile committer time?); this clone stops writing commit-graphs"
     )
 
