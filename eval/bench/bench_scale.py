@@ -138,9 +138,9 @@ def bench_size(n: int, accounts: int, repeat: int) -> dict:
     sha = newest_contribution(clone)
     show("show", measured(lambda: run("git", "agora", "show", sha, "--json", cwd=clone), repeat))
     show("log --limit 20", measured(lambda: run("git", "agora", "log", "--limit", "20", cwd=clone), repeat))
+    run("git", "config", "agora.account", "scale-poster", cwd=clone)
     show("status", measured(lambda: run("git", "agora", "status", cwd=clone), repeat))
 
-    run("git", "config", "agora.account", "scale-poster", cwd=clone)
     run("git", "agora", "post", "-m", "warm-up insight", "--tag", "insight", cwd=clone)  # makes the key once
     counter = iter(range(10**6))
     post = measured(
