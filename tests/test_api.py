@@ -161,3 +161,16 @@ def test_errors_are_agora_errors(tmp_path):
         agora.analyze(project)
     with pytest.raises(agora.AgoraError, match="empty query"):
         agora.search(project, "   ")
+
+
+def test_fetch_counts_what_others_appended_never_ones_own(tmp_path, remote, founded):
+    a, setup, baseline = founded
+    alice = agora.open_project(a)
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    bob = agora.open_project(b)
+    assert agora.fetch(bob).new_contributions == 2
+    agora.post(bob, "a first insight, on the setup", ["insight"], parents=[setup.sha])  # a new log on an old parent
+    agora.post(bob, "a second one", ["insight"], parents=[baseline.sha])
+    assert agora.fetch(bob).new_contributions == 0  # bob's own, already in his local log
+    assert agora.fetch(alice).new_contributions == 2
+    assert agora.fetch(alice).new_contributions == 0
