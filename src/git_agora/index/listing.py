@@ -2,14 +2,21 @@
 account it names lists it (in a local, remote-tracking or quarantined copy of that log).
 
 Entries are read from each moved log's first-parent chain, from its new tip down to its old one, so
-an update costs what is new; nothing walks the contribution graph.
+an update costs what is new; nothing walks the contribution graph. A rebuild, whose walk has printed
+every log commit already, follows the chains through those records instead (`log_links`,
+`entries_from_walk`): no git process per log, and the same answer, because a record that is not a log
+commit exactly as this package writes it is left to git.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..refs.names import LOG_PREFIX, QUARANTINE_PREFIX, REMOTES_PREFIX
 from ..refs.store import LOG_ENTRY_KEY
@@ -43,6 +50,69 @@ def new_entries(git_dir: Path, old_tips: Mapping[str, str], new_tips: Mapping[st
         for entry in entries:
             listed.setdefault(entry, set()).add(account)
     return listed
+
+
+# a log commit as `refs.store` writes it; Git's trailer parser reads exactly one entry from such a message
+_LOG_MESSAGE = re.compile(rb"agora log: [^\n]*\n\nAgora-Log-Format: 1\n%s: ([0-9a-f]{40})\n" % LOG_ENTRY_KEY.encode())
+_ENTRY_KEY = LOG_ENTRY_KEY.lower().encode()
+LINKS = pa.schema([("sha", pa.string()), ("parent", pa.string()), ("entry", pa.string())])
+
+
+def log_links(records: Iterable[bytes]) -> pa.Table:
+    """(sha, first parent, entry) of the walked `git log` records that git may read an entry from: those
+    whose message names the entry key (in any case). `entry` is null when only git can tell what it
+    reads there (the message is not a log commit's exactly as written here). A record left out is read
+    as no entry by git, so a log chain ends at it."""
+    shas, parents, entries = [], [], []
+    for record in records:
+        header, _, message = record.partition(b"\n")
+        folded = message.lower()
+        if _ENTRY_KEY not in folded:
+            continue
+        fields = header.decode("utf-8", "replace").split(" ")
+        found = _LOG_MESSAGE.fullmatch(message) if folded.count(_ENTRY_KEY) == 1 else None
+        shas.append(fields[0])
+        parents.append(next((p for p in fields[3:] if p), None))
+        entries.append(found.group(1).decode() if found else None)
+    columns = [pa.array(shas, pa.string()), pa.array(parents, pa.string()), pa.array(entries, pa.string())]
+    return pa.table(columns, schema=LINKS)
+
+
+def entries_from_walk(git_dir: Path, tips: Mapping[str, str], links: pa.Table) -> dict[str, set[str]]:
+    """`new_entries(git_dir, {}, tips)` from the `log_links` of a walk of everything the tips reach: each
+    log's first-parent chain is followed through the links; a chain through a record only git can read
+    is read by git."""
+    shas = links.column("sha")
+    parent_of = pc.index_in(links.column("parent"), value_set=shas).to_pylist()
+    entry_of = links.column("entry").to_pylist()
+    tip_list = sorted(set(tips.values()))
+    tip_rows = dict(zip(tip_list, pc.index_in(pa.array(tip_list, pa.string()), value_set=shas).to_pylist()))
+    chains: dict[str, list[str] | None] = {}
+    listed: dict[str, set[str]] = {}
+    for ref, tip in tips.items():
+        account = log_account(ref)
+        if account is None:
+            continue
+        if tip not in chains:
+            chains[tip] = _linked_chain(tip_rows[tip], parent_of, entry_of)
+        entries = chains[tip]
+        if entries is None:
+            entries = _chain_entries(git_dir, tip, None) or []
+        for entry in entries:
+            listed.setdefault(entry, set()).add(account)
+    return listed
+
+
+def _linked_chain(row: int | None, parent_of: list[int | None], entry_of: list[str | None]) -> list[str] | None:
+    """The entries along a first-parent chain of links from `row`; None when a link is one only git reads."""
+    entries = []
+    while row is not None:
+        entry = entry_of[row]
+        if entry is None:
+            return None
+        entries.append(entry)
+        row = parent_of[row]
+    return entries
 
 
 def _chain_entries(git_dir: Path, tip: str, old: str | None) -> list[str] | None:

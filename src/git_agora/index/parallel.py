@@ -25,17 +25,16 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from itertools import islice
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import POLICY_TAG
-from . import build, reader
+from . import build, listing, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS
 
-THRESHOLD = 20_000  # commits: below, the serial path (no worker processes)
-CHUNK = 4_000  # records per task
+THRESHOLD = 4 << 20  # bytes of `git log` records: below, the serial path (no worker processes)
+BLOCK = 1 << 20  # bytes of records per task
 
 # the rows as workers return them: the contributions schema plus what the graph rules need
 WORK = pa.schema(
@@ -51,18 +50,26 @@ WORK = pa.schema(
 
 
 def workers() -> int:
-    """Worker processes: one core is left to the main process and git."""
+    """Worker processes: one per core. The main process only passes blocks along, and git's walk
+    shares the cores with them."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, cores - 1)
+    return max(1, cores)
 
 
-def take(commits: Iterator, n: int) -> tuple[list, bool]:
-    """The first n commits, and whether there are more (the iterator then continues after them)."""
-    head = list(islice(commits, n))
-    return head, len(head) == n
+def take(blocks: Iterator[bytes], size: int) -> tuple[list[bytes], bool]:
+    """The first blocks, up to `size` bytes or more, and whether there are more (the iterator then
+    continues after them)."""
+    head: list[bytes] = []
+    held = 0
+    for block in blocks:
+        head.append(block)
+        held += len(block)
+        if held >= size:
+            return head, True
+    return head, False
 
 
 def local_rows(records: list, primary_metric: str | None, now: int) -> pa.Table:
@@ -87,39 +94,69 @@ def local_rows(records: list, primary_metric: str | None, now: int) -> pa.Table:
     return pa.Table.from_pylist(out, schema=WORK)
 
 
+def parse_block(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.Table, pa.Table]:
+    """The `local_rows` of the contributions in one block of `git log` records, and the `log_links` of
+    its records (what the log listing reads)."""
+    records = reader.records(block)
+    contributions = [r for r in records if not reader.is_transport(r)]
+    return local_rows(contributions, primary_metric, now), listing.log_links(records)
+
+
 def parse_all(
-    commits: Iterable, primary_metric: str | None, now: int, started: Callable[[], None] | None = None
-) -> pa.Table:
-    """`local_rows` of every commit, in walk order, parsed by worker processes; `started()` runs once
-    they are forked (work that uses threads starts there: forking a threaded process is unsafe)."""
-    chunks = _chunks(iter(commits))
-    done: list[pa.Table] = []
-    in_flight: deque[tuple[list, Future]] = deque()
+    blocks: Iterable[bytes], primary_metric: str | None, now: int, progress: Callable[[int], None] | None = None
+) -> tuple[pa.Table, pa.Table]:
+    """`parse_block` of every block, joined in walk order, parsed by worker processes; `progress(rows)`
+    hears how many rows are parsed so far."""
+    done: list[tuple[pa.Table, pa.Table]] = []
+    in_flight: deque[tuple[bytes, Future]] = deque()
     count = workers()
     try:
-        pool = _pool(count)
+        pool: ProcessPoolExecutor | None = _pool(count)
     except OSError:
         pool = None
-    if started is not None:
-        started()
     try:
-        for chunk in chunks:
+        for block in blocks:
+            pool = _submit(pool, in_flight, block, primary_metric, now)
             if pool is None:
-                done.append(local_rows(chunk, primary_metric, now))
+                while in_flight:  # the blocks sent before stay in walk order
+                    pool = _collect(in_flight, done, primary_metric, now, pool)
+                done.append(parse_block(block, primary_metric, now))
                 continue
-            in_flight.append((chunk, pool.submit(_in_worker, chunk, primary_metric, now)))
             if len(in_flight) > 2 * count:
                 pool = _collect(in_flight, done, primary_metric, now, pool)
+                _tell(progress, done)
         while in_flight:
             pool = _collect(in_flight, done, primary_metric, now, pool)
+            _tell(progress, done)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    return pa.concat_tables(done) if done else WORK.empty_table()
+    if not done:
+        return WORK.empty_table(), listing.LINKS.empty_table()
+    return pa.concat_tables([rows for rows, _ in done]), pa.concat_tables([links for _, links in done])
 
 
-def _in_worker(records: list, primary_metric: str | None, now: int) -> pa.Table:
-    return local_rows(records, primary_metric, now)  # looked up when called (tests replace it)
+def _tell(progress: Callable[[int], None] | None, done: list[tuple[pa.Table, pa.Table]]) -> None:
+    if progress is not None:
+        progress(sum(rows.num_rows for rows, _ in done))
+
+
+def _submit(
+    pool: ProcessPoolExecutor | None, in_flight: deque, block: bytes, primary_metric: str | None, now: int
+) -> ProcessPoolExecutor | None:
+    """Send a block to the workers; None (the block not sent) when there are none or they died."""
+    if pool is None:
+        return None
+    try:
+        in_flight.append((block, pool.submit(_in_worker, block, primary_metric, now)))
+        return pool
+    except BrokenProcessPool:
+        pool.shutdown(cancel_futures=True)
+        return None
+
+
+def _in_worker(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.Table, pa.Table]:
+    return parse_block(block, primary_metric, now)  # looked up when called (tests replace it)
 
 
 def _pool(count: int) -> ProcessPoolExecutor:
@@ -129,10 +166,10 @@ def _pool(count: int) -> ProcessPoolExecutor:
 
 
 def _collect(
-    in_flight: deque, done: list[pa.Table], primary_metric: str | None, now: int, pool: ProcessPoolExecutor | None
+    in_flight: deque, done: list, primary_metric: str | None, now: int, pool: ProcessPoolExecutor | None
 ) -> ProcessPoolExecutor | None:
-    """The oldest chunk's rows; a broken pool (a worker died) means parsing the rest here."""
-    chunk, future = in_flight.popleft()
+    """The oldest block's rows; a broken pool (a worker died) means parsing the rest here."""
+    block, future = in_flight.popleft()
     if pool is not None:
         try:
             done.append(future.result())
@@ -140,13 +177,8 @@ def _collect(
         except BrokenProcessPool:
             pool.shutdown(cancel_futures=True)
             pool = None
-    done.append(local_rows(chunk, primary_metric, now))
+    done.append(parse_block(block, primary_metric, now))
     return pool
-
-
-def _chunks(commits: Iterator) -> Iterator[list]:
-    while chunk := list(islice(commits, CHUNK)):
-        yield chunk
 
 
 def graph_rows(
@@ -156,60 +188,131 @@ def graph_rows(
     listed: Mapping[str, set[str]],
 ) -> tuple[pa.Table, pa.Table]:
     """The contributions table (canonical order) and cross references of these rows, with the rules
-    that need the other commits applied exactly as `build.contribution_rows` applies them."""
+    that need the other commits applied exactly as `build.contribution_rows` applies them. The checks
+    run over whole columns; only the rows they flag are visited one by one, to word their reasons."""
     work = work.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
-    shas = work.column("sha").to_pylist()
-    parsed_accounts = work.column("_account").to_pylist()
-    accounts = work.column("account").to_pylist()
-    trees = work.column("tree").to_pylist()
-    parents = work.column("parents").to_pylist()
-    setups = work.column("_setup").to_pylist()
-    amends = work.column("_amends").to_pylist()
-    verifies = work.column("_verifies").to_pylist()
-
-    account_of = {sha: k.account for sha, k in known.items()}
-    account_of.update(zip(shas, parsed_accounts))
-    tree_of = {sha: k.tree for sha, k in known.items()}
-    tree_of.update(zip(shas, trees))
-    policies = _policies(shas, parsed_accounts, parents, setups, amends, known, account_of, root)
-
-    extra: dict[int, list[str]] = {}
-    code_bearing, policy = [False] * len(shas), [None] * len(shas)
-    for i, (sha, account) in enumerate(zip(shas, accounts)):
-        if account is None:  # not a contribution (or its row failed): no graph rules
-            continue
-        found = [f"parent {p[:12]} is not a known contribution" for p in parents[i] if account_of.get(p) is None]
-        target = verifies[i]
-        if target is not None and account_of.get(target) == account:
-            found.append("a verification of one's own work")
-        if account not in listed.get(sha, ()):
-            found.append(build.not_listed(account))
-        if found:
-            extra[i] = found
-        first = parents[i][0] if parents[i] else None
-        code_bearing[i] = first not in tree_of or tree_of[first] != trees[i]
-        policy[i] = policies.get(sha)
-
-    reasons = work.column("reasons")
-    if extra:
-        values = reasons.to_pylist()
-        for i, found in extra.items():
-            values[i] = values[i] + found
-        reasons = pa.chunked_array([pa.array(values, pa.list_(pa.string()))])
+    is_contribution = pc.is_valid(work.column("account")).combine_chunks()
+    lookup = _lookup(work, known)  # sha -> the parsed account and tree, batch rows first
+    parents = work.column("parents").combine_chunks()
+    parent_account = _looked_up(lookup, "account", pc.list_flatten(parents))
+    unknown_parent = _any_per_row(parents, pc.is_null(parent_account), work.num_rows)
+    target_account = _looked_up(lookup, "account", work.column("_verifies"))
+    own_target = pc.fill_null(pc.equal(target_account, work.column("account")), False)
+    unlisted = pc.invert(_listed(work, listed))
+    flagged = pc.and_(is_contribution, pc.or_(pc.or_(unknown_parent, own_target), unlisted))
+    first = _first_elements(parents)
+    first_tree = _looked_up(lookup, "tree", first)
+    code_bearing = pc.and_(is_contribution, pc.fill_null(pc.not_equal(first_tree, work.column("tree")), True))
+    policy = _policy_column(work, first, known, root, is_contribution)
+    reasons = _graph_reasons(work, flagged, lookup, listed)
     columns = {
-        "code_bearing": pa.array(code_bearing, pa.bool_()),
+        "code_bearing": code_bearing,
         "valid": pc.equal(pc.list_value_length(reasons), 0),
         "reasons": reasons,
-        "policy": pa.array(policy, pa.string()),
+        "policy": policy,
     }
     table = pa.table([columns.get(f.name, work.column(f.name)) for f in CONTRIBUTIONS], schema=CONTRIBUTIONS)
     return table, _cross_refs(work)
 
 
+def _lookup(work: pa.Table, known: Mapping[str, build.Known]) -> pa.Table:
+    """sha, account (as parsed: also of a row that failed) and tree of the batch, then of the known
+    commits (a sha in both: the batch's row comes first, so it wins)."""
+    return pa.concat_tables(
+        [
+            pa.table({"sha": work.column("sha"), "account": work.column("_account"), "tree": work.column("tree")}),
+            pa.table(
+                {
+                    "sha": pa.array(list(known), pa.string()),
+                    "account": pa.array([k.account for k in known.values()], pa.string()),
+                    "tree": pa.array([k.tree for k in known.values()], pa.string()),
+                }
+            ),
+        ]
+    ).combine_chunks()
+
+
+def _looked_up(lookup: pa.Table, column: str, shas: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """`column` of the lookup row of each sha (null where there is none)."""
+    return pc.take(lookup.column(column), pc.index_in(shas, value_set=lookup.column("sha")))
+
+
+def _any_per_row(lists: pa.ListArray, flat: pa.Array, rows: int) -> pa.Array:
+    """Per row of `lists`, whether `flat` (one value per list element) is true for any element."""
+    hits = pc.list_parent_indices(lists).filter(pc.fill_null(flat, False))
+    return pc.is_in(pa.array(range(rows), pa.int64()), value_set=pc.cast(hits, pa.int64()))
+
+
+def _first_elements(lists: pa.ListArray) -> pa.Array:
+    """Each list's first element, null for an empty list."""
+    nonempty = pc.greater(pc.fill_null(pc.list_value_length(lists), 0), 0)
+    firsts = pc.list_element(lists.filter(nonempty), 0)
+    rows = pc.indices_nonzero(nonempty)
+    positions = pc.index_in(pa.array(range(len(lists)), pa.uint64()), value_set=rows)
+    return pc.take(firsts, positions)
+
+
+def _listed(work: pa.Table, listed: Mapping[str, set[str]]) -> pa.Array:
+    """Per row, whether the log of the account the row names lists it."""
+    pairs = pa.array([f"{sha} {account}" for sha, accounts in listed.items() for account in accounts], pa.string())
+    keys = pc.binary_join_element_wise(work.column("sha"), work.column("account"), " ")
+    return pc.fill_null(pc.is_in(keys, value_set=pairs), False).combine_chunks()
+
+
+def _graph_reasons(
+    work: pa.Table, flagged: pa.Array, lookup: pa.Table, listed: Mapping[str, set[str]]
+) -> pa.ChunkedArray | pa.Array:
+    """The rows' reasons with the graph problems of the flagged rows appended (the order and words of
+    `build._row`: unknown parents, a verification of one's own work, the listing)."""
+    at = pc.indices_nonzero(flagged).to_pylist()
+    if not at:
+        return work.column("reasons")
+    picked = work.take(pa.array(at, pa.int64()))
+    wanted = pc.unique(pc.list_flatten(picked.column("parents"))).to_pylist()
+    wanted += [t for t in picked.column("_verifies").to_pylist() if t is not None]
+    hits = lookup.filter(pc.is_in(lookup.column("sha"), value_set=pa.array(wanted, pa.string())))
+    account_of: dict[str, str | None] = {}
+    for sha, account in zip(hits.column("sha").to_pylist(), hits.column("account").to_pylist()):
+        account_of.setdefault(sha, account)  # the batch's row first
+    values = []
+    columns = (picked.column(c).to_pylist() for c in ("sha", "account", "parents", "_verifies", "reasons"))
+    for sha, account, parents, target, reasons in zip(*columns):
+        found = [f"parent {p[:12]} is not a known contribution" for p in parents if account_of.get(p) is None]
+        if target is not None and account_of.get(target) == account:
+            found.append("a verification of one's own work")
+        if account not in listed.get(sha, ()):
+            found.append(build.not_listed(account))
+        values.append(reasons + found)
+    return replace_rows(work.column("reasons"), at, pa.array(values, pa.list_(pa.string())))
+
+
+def replace_rows(column: pa.ChunkedArray, at: list[int], values: pa.Array) -> pa.Array:
+    """`column` with its rows `at` (ascending) replaced by `values`, in one take."""
+    import numpy as np
+
+    index = np.arange(len(column), dtype=np.int64)
+    index[np.asarray(at, dtype=np.int64)] = len(column) + np.arange(len(at), dtype=np.int64)
+    return pc.take(pa.concat_arrays([*column.chunks, values]), pa.array(index))
+
+
+def _policy_column(
+    work: pa.Table, first: pa.Array, known: Mapping[str, build.Known], root: str | None, is_contribution: pa.Array
+) -> pa.Array:
+    """The policy in force for each contribution row (`_policies`), null for the other rows."""
+    shas = work.column("sha").to_pylist()
+    accounts = work.column("_account").to_pylist()
+    account_of = {sha: k.account for sha, k in known.items()}
+    account_of.update(zip(shas, accounts))
+    setups, amends = (work.column(c).to_pylist() for c in ("_setup", "_amends"))
+    found = _policies(shas, accounts, first.to_pylist(), setups, amends, known, account_of, root)
+    policy = pa.array([found.get(sha) for sha in shas], pa.string())
+    return pc.if_else(is_contribution, policy, pa.scalar(None, pa.string()))
+
+
 def _policies(
     shas: list[str],
     parsed_accounts: list[str | None],
-    parents: list[list[str]],
+    firsts: list[str | None],
     setups: list[bool],
     amends: list[bool],
     known: Mapping[str, build.Known],
@@ -221,9 +324,9 @@ def _policies(
     root_account = account_of.get(root) if root else None
     first: dict[str, str | None] = {}
     own: dict[str, bool] = {}
-    for sha, account, ps, setup, amend in zip(shas, parsed_accounts, parents, setups, amends):
+    for sha, account, parent, setup, amend in zip(shas, parsed_accounts, firsts, setups, amends):
         if account is not None:
-            first[sha] = ps[0] if ps else None
+            first[sha] = parent
             own[sha] = setup or (amend and root_account is not None and account == root_account)
     batch = set(shas)
     found: dict[str, str | None] = {}
