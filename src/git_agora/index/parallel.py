@@ -73,25 +73,34 @@ def take(blocks: Iterator[bytes], size: int) -> tuple[list[bytes], bool]:
 
 
 def local_rows(records: list, primary_metric: str | None, now: int) -> pa.Table:
-    """The own fields of the rows of these commits (`reader.RawCommit`s or raw `git log` records)."""
-    out = []
+    """The own fields of the rows of these commits (`reader.RawCommit`s or raw `git log` records),
+    built column by column."""
+    rows = []
     for record in records:
         raw = reader.as_raw(record)
         p = reader.parse(raw)
         c = p.contribution
         if c is None:
-            row = build._not_a_contribution(raw, p.problem or "not a contribution")
+            values = build.not_a_contribution_values(raw, p.problem or "not a contribution")
         else:
             try:
-                row = build.local_row(raw, c, primary_metric, now)
+                values = build.local_values(raw, c, primary_metric, now)
             except Exception as exc:  # one unreadable commit never stops the reader
-                row = build._not_a_contribution(raw, f"unreadable: {type(exc).__name__}")
-        row["_account"] = c.account if c is not None else None
-        row["_setup"] = c is not None and c.is_setup
-        row["_amends"] = c is not None and POLICY_TAG in c.tags
-        row["_verifies"] = c.target if c is not None and c.is_verification and c.target else None
-        out.append(row)
-    return pa.Table.from_pylist(out, schema=WORK)
+                values = build.not_a_contribution_values(raw, f"unreadable: {type(exc).__name__}")
+        rows.append((*values, *_work_values(c)))
+    names = (*build.LOCAL_FIELDS, *_WORK_FIELDS)
+    columns = dict(zip(names, zip(*rows))) if rows else dict.fromkeys(names, ())
+    return pa.table([pa.array(columns[f.name], f.type) for f in WORK], schema=WORK)
+
+
+_WORK_FIELDS = ("_account", "_setup", "_amends", "_verifies")
+
+
+def _work_values(c) -> tuple:
+    """What the graph rules need of a parsed contribution (None: the commit is none), `_WORK_FIELDS`."""
+    if c is None:
+        return None, False, False, None
+    return c.account, c.is_setup, POLICY_TAG in c.tags, c.target if c.is_verification and c.target else None
 
 
 def parse_block(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.Table, pa.Table]:
