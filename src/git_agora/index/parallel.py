@@ -307,54 +307,57 @@ def replace_rows(column: pa.ChunkedArray, at: list[int], values: pa.Array) -> pa
 def _policy_column(
     work: pa.Table, first: pa.Array, known: Mapping[str, build.Known], root: str | None, is_contribution: pa.Array
 ) -> pa.Array:
-    """The policy in force for each contribution row (`_policies`), null for the other rows."""
-    shas = work.column("sha").to_pylist()
-    accounts = work.column("_account").to_pylist()
-    account_of = {sha: k.account for sha, k in known.items()}
-    account_of.update(zip(shas, accounts))
-    setups, amends = (work.column(c).to_pylist() for c in ("_setup", "_amends"))
-    found = _policies(shas, accounts, first.to_pylist(), setups, amends, known, account_of, root)
-    policy = pa.array([found.get(sha) for sha in shas], pa.string())
+    """`build._policies` over columns, null for the rows that are no contribution: a setup or an
+    amendment (tagged policy by the root setup's account) is its own policy, any other contribution
+    has its first parent's; a first parent outside the batch gives its known policy, one in the batch
+    that is no contribution none. Resolved by pointer jumping (each round halves every chain)."""
+    import numpy as np
+
+    n = work.num_rows
+    parsed = _numpy_bools(pc.is_valid(work.column("_account")))
+    owner = _root_account(work, known, root)
+    amends = pc.and_(work.column("_amends"), pc.equal(work.column("_account"), pa.scalar(owner, pa.string())))
+    own = parsed & _numpy_bools(pc.or_(work.column("_setup"), pc.fill_null(amends, False)))
+    parent_row = pc.fill_null(pc.index_in(first, value_set=work.column("sha")), -1).to_numpy(zero_copy_only=False)
+    follows = (parent_row >= 0) & parsed[np.maximum(parent_row, 0)] & ~own
+    known_shas = pa.array(list(known), pa.string())
+    known_row = pc.fill_null(pc.index_in(first, value_set=known_shas), -1).to_numpy(zero_copy_only=False)
+    code = np.where(own, np.arange(n), np.where((parent_row < 0) & (known_row >= 0), n + known_row, -1))
+    resolved = ~follows
+    step = parent_row.copy()
+    while not resolved.all():
+        waiting = np.flatnonzero(~resolved)
+        target = step[waiting]
+        ready = resolved[target]
+        code[waiting[ready]] = code[target[ready]]
+        step[waiting[~ready]] = step[target[~ready]]
+        resolved[waiting[ready]] = True
+    values = pa.concat_arrays(
+        [work.column("sha").combine_chunks(), pa.array([k.policy for k in known.values()], pa.string())]
+    )
+    policy = pc.take(values, pa.array(code, pa.int64(), mask=code < 0))
     return pc.if_else(is_contribution, policy, pa.scalar(None, pa.string()))
 
 
-def _policies(
-    shas: list[str],
-    parsed_accounts: list[str | None],
-    firsts: list[str | None],
-    setups: list[bool],
-    amends: list[bool],
-    known: Mapping[str, build.Known],
-    account_of: Mapping[str, str | None],
-    root: str | None,
-) -> dict[str, str | None]:
-    """`build._policies` over columns: a setup or an amendment (tagged policy by the root setup's
-    account) is its own policy, any other contribution has its first parent's."""
-    root_account = account_of.get(root) if root else None
-    first: dict[str, str | None] = {}
-    own: dict[str, bool] = {}
-    for sha, account, parent, setup, amend in zip(shas, parsed_accounts, firsts, setups, amends):
-        if account is not None:
-            first[sha] = parent
-            own[sha] = setup or (amend and root_account is not None and account == root_account)
-    batch = set(shas)
-    found: dict[str, str | None] = {}
-    for sha in first:
-        chain: list[str] = []
-        current: str | None = sha
-        while current in first and current not in found:
-            chain.append(current)
-            current = first[current]
-        if current in found:
-            base = found[current]
-        else:  # a commit of this batch that is no contribution has no policy
-            k = known.get(current) if current is not None and current not in batch else None
-            base = k.policy if k is not None else None
-        for link in reversed(chain):
-            if own[link]:
-                base = link
-            found[link] = base
-    return found
+def _numpy_bools(column: pa.Array | pa.ChunkedArray):
+    return np_bools(pc.fill_null(column, False))
+
+
+def np_bools(column: pa.Array | pa.ChunkedArray):
+    import numpy as np
+
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _root_account(work: pa.Table, known: Mapping[str, build.Known], root: str | None) -> str | None:
+    """The parsed account of the root setup (a batch row first, else a known commit)."""
+    if root is None:
+        return None
+    rows = work.filter(pc.equal(work.column("sha"), root))
+    if rows.num_rows:
+        return rows.column("_account")[0].as_py()
+    k = known.get(root)
+    return k.account if k is not None else None
 
 
 def _cross_refs(work: pa.Table) -> pa.Table:
