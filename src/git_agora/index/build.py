@@ -272,10 +272,12 @@ def _recheck_pending(table: pa.Table, now: int) -> pa.Table:
 
 def clear_listed(table: pa.Table, listed: Mapping[str, set[str]]) -> pa.Table:
     """Rows that were not listed in their account's log and now are: drop that reason."""
-    if not listed:
+    from .listing import listed_mask
+
+    if not rows_with_reason(table, NOT_LISTED) or not listed:
         return table
-    shas, accounts = table.column("sha"), table.column("account")
-    return _drop_reason(table, NOT_LISTED, lambda i: accounts[i].as_py() in listed.get(shas[i].as_py(), ()))
+    now_listed = listed_mask(table, listed)
+    return _drop_reason(table, NOT_LISTED, lambda i: now_listed[i].as_py())
 
 
 def rows_with_reason(table: pa.Table, prefix: str) -> list[int]:

@@ -190,16 +190,21 @@ def _collect(
     return pool
 
 
+def canonical(work: pa.Table) -> pa.Table:
+    """The rows in canonical order (timestamp, sha), as `build.contribution_rows` orders them."""
+    return work.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
+
+
 def graph_rows(
     work: pa.Table,
     known: Mapping[str, build.Known],
     root: str | None,
     listed: Mapping[str, set[str]],
 ) -> tuple[pa.Table, pa.Table]:
-    """The contributions table (canonical order) and cross references of these rows, with the rules
-    that need the other commits applied exactly as `build.contribution_rows` applies them. The checks
-    run over whole columns; only the rows they flag are visited one by one, to word their reasons."""
-    work = work.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
+    """The contributions table and cross references of these rows (in canonical order: `canonical`),
+    with the rules that need the other commits applied exactly as `build.contribution_rows` applies
+    them. The checks run over whole columns; only the rows they flag are visited one by one, to word
+    their reasons."""
     is_contribution = pc.is_valid(work.column("account")).combine_chunks()
     lookup = _lookup(work, known)  # sha -> the parsed account and tree, batch rows first
     parents = work.column("parents").combine_chunks()
@@ -207,13 +212,14 @@ def graph_rows(
     unknown_parent = _any_per_row(parents, pc.is_null(parent_account), work.num_rows)
     target_account = _looked_up(lookup, "account", work.column("_verifies"))
     own_target = pc.fill_null(pc.equal(target_account, work.column("account")), False)
-    unlisted = pc.invert(_listed(work, listed))
+    is_listed = listing.listed_mask(work, listed)
+    unlisted = pc.invert(is_listed)
     flagged = pc.and_(is_contribution, pc.or_(pc.or_(unknown_parent, own_target), unlisted))
     first = _first_elements(parents)
     first_tree = _looked_up(lookup, "tree", first)
     code_bearing = pc.and_(is_contribution, pc.fill_null(pc.not_equal(first_tree, work.column("tree")), True))
     policy = _policy_column(work, first, known, root, is_contribution)
-    reasons = _graph_reasons(work, flagged, lookup, listed)
+    reasons = _graph_reasons(work, flagged, lookup, is_listed)
     columns = {
         "code_bearing": code_bearing,
         "valid": pc.equal(pc.list_value_length(reasons), 0),
@@ -261,15 +267,8 @@ def _first_elements(lists: pa.ListArray) -> pa.Array:
     return pc.take(firsts, positions)
 
 
-def _listed(work: pa.Table, listed: Mapping[str, set[str]]) -> pa.Array:
-    """Per row, whether the log of the account the row names lists it."""
-    pairs = pa.array([f"{sha} {account}" for sha, accounts in listed.items() for account in accounts], pa.string())
-    keys = pc.binary_join_element_wise(work.column("sha"), work.column("account"), " ")
-    return pc.fill_null(pc.is_in(keys, value_set=pairs), False).combine_chunks()
-
-
 def _graph_reasons(
-    work: pa.Table, flagged: pa.Array, lookup: pa.Table, listed: Mapping[str, set[str]]
+    work: pa.Table, flagged: pa.Array, lookup: pa.Table, is_listed: pa.Array
 ) -> pa.ChunkedArray | pa.Array:
     """The rows' reasons with the graph problems of the flagged rows appended (the order and words of
     `build._row`: unknown parents, a verification of one's own work, the listing)."""
@@ -284,12 +283,13 @@ def _graph_reasons(
     for sha, account in zip(hits.column("sha").to_pylist(), hits.column("account").to_pylist()):
         account_of.setdefault(sha, account)  # the batch's row first
     values = []
-    columns = (picked.column(c).to_pylist() for c in ("sha", "account", "parents", "_verifies", "reasons"))
-    for sha, account, parents, target, reasons in zip(*columns):
+    columns = (picked.column(c).to_pylist() for c in ("account", "parents", "_verifies", "reasons"))
+    listed_here = is_listed.take(pa.array(at, pa.int64())).to_pylist()
+    for account, parents, target, reasons, listed in zip(*columns, listed_here):
         found = [f"parent {p[:12]} is not a known contribution" for p in parents if account_of.get(p) is None]
         if target is not None and account_of.get(target) == account:
             found.append("a verification of one's own work")
-        if account not in listed.get(sha, ()):
+        if not listed:
             found.append(build.not_listed(account))
         values.append(reasons + found)
     return replace_rows(work.column("reasons"), at, pa.array(values, pa.list_(pa.string())))

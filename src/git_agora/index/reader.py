@@ -49,13 +49,6 @@ def walk(git_dir: Path, tips: list[str], exclude: list[str]) -> Iterator[RawComm
     yield from _records(["log", "--date-order"], [*tips, *(f"^{sha}" for sha in exclude)], git_dir)
 
 
-def walk_records(git_dir: Path, tips: list[str], exclude: list[str]) -> Iterator[bytes]:
-    """The commits of `walk` as undecoded `git log` records (`as_raw` decodes one): a large walk hands
-    them to worker processes, which decode and parse them (`index.parallel`)."""
-    if tips:
-        yield from _split(["log", "--date-order"], [*tips, *(f"^{sha}" for sha in exclude)], git_dir)
-
-
 def walk_blocks(git_dir: Path, tips: list[str], exclude: list[str], size: int = 1 << 20) -> Iterator[bytes]:
     """The output of `walk` as blocks of undecoded records, log commits included (`records` splits one):
     a large walk hands them to worker processes, which also read the log commits (`listing.log_links`)."""

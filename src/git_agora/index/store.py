@@ -211,9 +211,9 @@ def _advance(
 ) -> tuple[Manifest, int]:
     """The manifest after indexing the commits the tips add to `base` (new segments written, not yet
     committed), and how many rows are new."""
-    found = _discovered(repo, directory, base, tips)
-    if found is not None:
-        commits: Iterable[reader.RawCommit] = reader.read(repo.common_dir, found)
+    discovered = _discovered(repo, directory, base, tips)
+    if discovered is not None:
+        commits: Iterable[reader.RawCommit] = reader.read(repo.common_dir, discovered)
         new_rows, new_refs, listed = _serial_rows(repo, directory, base, tips, rules, now, commits)
     else:
         walked = _walk(repo, base, tips)
@@ -261,7 +261,7 @@ def _serial_rows(
     rules: IndexRules,
     now: int,
     commits: Iterable[reader.RawCommit],
-) -> tuple[pa.Table, pa.Table, dict[str, set[str]]]:
+) -> tuple[pa.Table, pa.Table, Mapping[str, set[str]]]:
     """The new rows of a small walk, built row by row in this process."""
     parsed = [reader.parse(commit) for commit in commits]
     listed = listing.new_entries(repo.common_dir, base.tips, tips)
@@ -282,17 +282,20 @@ def _parallel_rows(
     now: int,
     blocks: Iterator[bytes],
     progress: Callable[[int], None] | None = None,
-) -> tuple[pa.Table, pa.Table, dict[str, set[str]]]:
+) -> tuple[pa.Table, pa.Table, Mapping[str, set[str]]]:
     """The new rows of a large walk, as the serial path builds them: parsed by worker processes, the
     log listing read from the same walk (a rebuild) or from the moved logs, then the graph rules, the
     evaluator policy and the signatures, each over whole columns."""
     work, links = parallel.parse_all(blocks, rules.primary_metric, now, progress)
+    listed: Mapping[str, set[str]]
     if base.tips:
         listed = listing.new_entries(repo.common_dir, base.tips, tips)
     else:  # the walk printed every log commit
         listed = listing.entries_from_walk(repo.common_dir, tips, links)
+    work = parallel.canonical(work)  # the unsorted rows are freed here: a rebuild holds one copy
     known = _known_parents_of(repo, directory, base, work)
     table, refs = parallel.graph_rows(work, known, rules.root, listed)
+    del work
     table = _evaluator_policy_table(repo, table, rules.root)
     table = _signatures_table(repo, table, rules)
     return table, refs, listed
