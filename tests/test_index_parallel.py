@@ -10,7 +10,7 @@ import hostile
 import pytest
 
 from agora_testing import agora, git, make_clone
-from git_agora.index import compare, parallel, store
+from git_agora.index import compare, listing, parallel, reader, store
 from git_agora.ops.indexing import _rules
 from git_agora.project import Project
 from git_agora.refs.store import Repository
@@ -20,7 +20,8 @@ NOW = 1_900_000_000  # after every corpus commit: nothing is pending
 
 @pytest.fixture
 def corpus(tmp_path, remote, project):
-    """A project with valid work, a verification, and 400 hostile commits (bad parents, formats, times)."""
+    """A project with valid work, a verification, 400 hostile commits (bad parents, formats, times) and
+    forged logs."""
     setup = agora(project, "whoami", "--json").json()["setup"]
     (project / "model.py").write_text("order = 4\n")
     work = agora(project, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=1.5", "--json").json()["sha"]
@@ -32,6 +33,7 @@ def corpus(tmp_path, remote, project):
     hostile.write(m, setup, 400)
     git(m, "push", "-q", "origin", "refs/agora/log/mallory")
     agora(project, "fetch")
+    forged_logs(project, work, git(project, "rev-parse", f"{work}^{{tree}}").strip())
     return project
 
 
@@ -53,7 +55,7 @@ def test_the_parallel_rebuild_equals_the_serial_one(corpus, tmp_path, monkeypatc
     serial = rebuilt(corpus, tmp_path / "serial")
     assert serial[1].num_rows > 400 and not all(serial[1].column("valid").to_pylist())
     monkeypatch.setattr(parallel, "THRESHOLD", 0)
-    monkeypatch.setattr(parallel, "CHUNK", 37)  # many chunks, finishing in any order
+    monkeypatch.setattr(parallel, "BLOCK", 3000)  # many blocks, finishing in any order
     monkeypatch.setattr(parallel, "workers", lambda: 3)
     assert_same(serial, rebuilt(corpus, tmp_path / "parallel"))
 
@@ -72,16 +74,51 @@ def test_a_worker_that_dies_loses_no_row(corpus, tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "_pool", lambda count: pools.append(make_pool(count)) or pools[-1])
     monkeypatch.setattr(parallel, "local_rows", dying)
     monkeypatch.setattr(parallel, "THRESHOLD", 0)
-    monkeypatch.setattr(parallel, "CHUNK", 50)
+    monkeypatch.setattr(parallel, "BLOCK", 4000)
     assert_same(serial, rebuilt(corpus, tmp_path / "parallel"))
     assert len(pools) == 1  # the workers were started, died, and their chunks were parsed here
 
 
 def test_an_update_after_a_parallel_rebuild_equals_a_rebuild(corpus, tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "THRESHOLD", 0)
-    monkeypatch.setattr(parallel, "CHUNK", 64)
+    monkeypatch.setattr(parallel, "BLOCK", 5000)
     p = Project.open(corpus)
     store.update_index(p.repo, _rules(p), rebuild=True, now=NOW)
     monkeypatch.setattr(parallel, "THRESHOLD", 10**9)
     agora(corpus, "post", "-m", "later", "--tag", "insight")
     assert store.check_index(Repository.discover(corpus), _rules(Project.open(corpus)), now=NOW) == []
+
+
+def forged_logs(clone: Path, entry: str, tree: str) -> None:
+    """Log refs whose commits are not log commits as git-agora writes them; git's trailer parser decides
+    what each lists (the key in another case, two entries, a non-hex entry, a trailer after the entry,
+    the key in the title, a chain that runs into another account's log)."""
+    block = f"Agora-Log-Format: 1\nAgora-Log-Entry: {entry}\n"
+    bodies = {
+        "lower": f"agora log: lower\n\nagora-log-format: 1\nagora-log-entry: {entry}\n",
+        "twice": f"agora log: twice\n\n{block}Agora-Log-Entry: {entry}\n",
+        "nonhex": f"agora log: nonhex\n\nAgora-Log-Format: 1\nAgora-Log-Entry: {'z' * 40}\n",
+        "upper": f"agora log: upper\n\nAgora-Log-Format: 1\nAgora-Log-Entry: {entry.upper()}\n",
+        "signed": f"agora log: signed\n\n{block}Signed-off-by: m <m>\n",
+        "title": f"Agora-Log-Entry: {entry}\n\n{block}",
+        "no-title": f"\n{block}",
+    }
+    tips = git(clone, "for-each-ref", "--format=%(objectname)", "refs/agora/").split()
+    for n, (name, body) in enumerate(bodies.items()):
+        parent = tips[n % len(tips)]  # onto other logs: their chains continue through these
+        sha = hostile.literal_commit(clone, tree, parent, str(1_800_000_000 + n), body.encode())
+        git(clone, "update-ref", f"refs/agora/log/{name}", sha)
+
+
+def test_the_listing_read_from_the_walk_equals_git_s(corpus, monkeypatch):
+    repo = Repository.discover(corpus)
+    tips = store.current_tips(repo)
+    by_git = listing.new_entries(repo.common_dir, {}, tips)
+    asked = []
+    chain_entries = listing._chain_entries
+    monkeypatch.setattr(listing, "_chain_entries", lambda *a: asked.append(a[1]) or chain_entries(*a))
+    blocks = reader.walk_blocks(repo.common_dir, sorted(set(tips.values())), [], 999)
+    links = listing.log_links(r for block in blocks for r in reader.records(block))
+    assert dict(listing.entries_from_walk(repo.common_dir, tips, links)) == by_git
+    assert len(by_git) > 400 and any(len(accounts) > 1 for accounts in by_git.values())
+    assert 0 < len(asked) < len(tips)  # the logs as written need no git process

@@ -108,7 +108,7 @@ def test_agora_toml_is_fixed_too(tmp_path, remote, demo_project):
     assert r.returncode == 1 and "changes agora.toml" in r.stderr
 
 
-def test_policy_amendments_by_the_setup_account_move_the_evaluator(tmp_path, remote, demo_project):
+def test_policy_amendments_by_the_setup_account_move_the_evaluator(tmp_path, remote, demo_project, monkeypatch):
     a, baseline = demo_project
     fixed = (a / "score.py").read_text().replace("round(bits / len(test), 6)", "round(bits / len(test), 5)")
     (a / "score.py").write_text(fixed)
@@ -137,6 +137,23 @@ def test_policy_amendments_by_the_setup_account_move_the_evaluator(tmp_path, rem
     (c / "score.py").write_text(fixed)
     r = agora(c, "push", "-m", "x", "--tag", "result", check=False)
     assert r.returncode == 1 and "changes score.py" in r.stderr
+    assert_the_parallel_rebuild_equals_the_serial_one(c, tmp_path, monkeypatch)
+
+
+def assert_the_parallel_rebuild_equals_the_serial_one(clone, tmp_path, monkeypatch) -> None:
+    """The policies in force (amendments, forged ones) come out the same in worker processes."""
+    from git_agora.index import parallel, store
+    from git_agora.ops.indexing import _rules
+    from git_agora.project import Project
+
+    p = Project.open(clone)
+    tables = []
+    for threshold in (10**9, 0):
+        monkeypatch.setattr(parallel, "THRESHOLD", threshold)
+        store.update_index(p.repo, _rules(p), rebuild=True, directory=tmp_path / f"rebuild-{threshold}")
+        tables.append(store._read(tmp_path / f"rebuild-{threshold}", None)[1])
+    assert tables[0].equals(tables[1])
+    assert len(set(tables[0].column("policy").to_pylist())) > 1
 
 
 def test_bad_evaluator_declarations_are_one_line_errors(tmp_path, remote):

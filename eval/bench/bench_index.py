@@ -47,7 +47,7 @@ from _common import (
     verdict,
     write_json,
 )
-from git_agora.index import build, parallel, reader, segments, store
+from git_agora.index import build, listing, parallel, reader, segments, store
 from git_agora.ops.indexing import refresh
 from git_agora.project import Project
 from git_agora.refs.store import Repository
@@ -93,11 +93,14 @@ def phases(clone: Path) -> dict[str, float]:
     table, refs = build.rows_to_table(rows)
     out["Arrow table from rows"] = time.perf_counter() - t
     t = time.perf_counter()
-    records = reader.walk_records(repo.common_dir, sorted(set(tips.values())), [])
-    work = parallel.parse_all(records, config.metric, int(time.time()))
+    blocks = reader.walk_blocks(repo.common_dir, sorted(set(tips.values())), [])
+    work, links = parallel.parse_all(blocks, config.metric, int(time.time()))
     out["(parallel path: walk + parse in workers)"] = time.perf_counter() - t
     t = time.perf_counter()
-    parallel.graph_rows(work, {}, None, {})
+    listed = listing.entries_from_walk(repo.common_dir, tips, links)
+    out["(parallel path: log listing from the walk)"] = time.perf_counter() - t
+    t = time.perf_counter()
+    parallel.graph_rows(parallel.canonical(work), {}, None, listed)
     out["(parallel path: graph rules + table)"] = time.perf_counter() - t
     t = time.perf_counter()
     table = build.finalize(table)

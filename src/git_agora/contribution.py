@@ -313,7 +313,7 @@ def decode_metadata(text: str) -> dict[str, object]:
     parser's recursion)."""
     if len(text.encode("utf-8", "surrogatepass")) > LIMITS.meta_bytes:
         raise ContributionError(f"Agora-Meta is over {LIMITS.meta_bytes // 1024} KiB")
-    if json_depth(text) > LIMITS.meta_depth:
+    if text.count("[") + text.count("{") > LIMITS.meta_depth and json_depth(text) > LIMITS.meta_depth:
         raise ContributionError(f"Agora-Meta nests deeper than {LIMITS.meta_depth}")
     try:
         value = json.loads(text)
@@ -386,7 +386,7 @@ def intrinsic_problems(c: Contribution) -> list[str]:
 
 def _size_problems(c: Contribution) -> list[str]:
     limits, problems = LIMITS, []
-    if len(c.description.encode("utf-8", "surrogatepass")) > limits.description_bytes:
+    if len(c.description) * 4 > limits.description_bytes and _utf8_length(c.description) > limits.description_bytes:
         problems.append(f"the description is over {limits.description_bytes // 1024} KiB")
     for what, count, limit in (
         ("tags", len(c.tags), limits.tags),
@@ -402,6 +402,10 @@ def _size_problems(c: Contribution) -> list[str]:
         except (ContributionError, ValueError, RecursionError) as exc:
             problems.append(str(exc) if isinstance(exc, ContributionError) else "Agora-Meta cannot be encoded")
     return problems
+
+
+def _utf8_length(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _cross_ref_problems(refs: Iterable[str]) -> list[str]:

@@ -102,31 +102,41 @@ def not_listed(account: str) -> str:
     return f"{NOT_LISTED} ({account}): another account's log carries it, or none yet"
 
 
+# the fields of a row as `local_row` and `_not_a_contribution` give them: the contributions table's, then
+# the Agora-Ref trailers
+LOCAL_FIELDS = (*CONTRIBUTIONS.names, "_refs")
+
+
 def local_row(raw, c, primary_metric: str | None, now: int) -> dict:
     """The row of one contribution as far as it depends on that commit alone; `reasons` holds the time
     and intrinsic problems; graph problems, the log listing, `code_bearing`, `valid` and `policy` are
     the caller's (they need the other commits)."""
-    return {
-        "sha": raw.sha,
-        "account": c.account,
-        "timestamp": raw.timestamp,
-        "log_seq": None,
-        "title": _bounded(c.title),
-        "description": _bounded(c.description),
-        "tags": list(c.tags[: LIMITS.tags]),
-        "metrics": list(c.metrics.items())[: LIMITS.metrics],
-        "primary_metric": c.metrics.get(primary_metric) if primary_metric else None,
-        "metadata": c.meta_text if c.meta_text is not None else encode_metadata(c.metadata),
-        "parents": list(c.parents),
-        "tree": raw.tree,
-        "code_bearing": False,
-        "target": c.target,
-        "verdict": c.verdict.value if c.verdict else None,
-        "valid": False,
-        "reasons": time_problems(raw.timestamp, now) + intrinsic_problems(c),
-        "policy": None,
-        "_refs": list(c.cross_refs[: LIMITS.cross_refs]),
-    }
+    return dict(zip(LOCAL_FIELDS, local_values(raw, c, primary_metric, now)))
+
+
+def local_values(raw, c, primary_metric: str | None, now: int) -> tuple:
+    """`local_row` as a tuple in `LOCAL_FIELDS` order (a large walk builds columns from these)."""
+    return (
+        raw.sha,
+        c.account,
+        raw.timestamp,
+        None,
+        _bounded(c.title),
+        _bounded(c.description),
+        list(c.tags[: LIMITS.tags]),
+        list(c.metrics.items())[: LIMITS.metrics],
+        c.metrics.get(primary_metric) if primary_metric else None,
+        c.meta_text if c.meta_text is not None else encode_metadata(c.metadata),
+        list(c.parents),
+        raw.tree,
+        False,
+        c.target,
+        c.verdict.value if c.verdict else None,
+        False,
+        time_problems(raw.timestamp, now) + intrinsic_problems(c),
+        None,
+        list(c.cross_refs[: LIMITS.cross_refs]),
+    )
 
 
 def _bounded(text: str) -> str:
@@ -172,27 +182,32 @@ class _Stub:
 
 
 def _not_a_contribution(raw, problem: str) -> dict:
-    return {
-        "sha": raw.sha,
-        "account": None,
-        "timestamp": raw.timestamp,
-        "log_seq": None,
-        "title": _bounded(raw.message.split("\n", 1)[0]),
-        "description": _bounded(raw.message.strip()),
-        "tags": [],
-        "metrics": [],
-        "primary_metric": None,
-        "metadata": "{}",
-        "parents": list(raw.parents),
-        "tree": raw.tree,
-        "code_bearing": False,
-        "target": None,
-        "verdict": None,
-        "valid": False,
-        "reasons": [problem],
-        "policy": None,
-        "_refs": [],
-    }
+    return dict(zip(LOCAL_FIELDS, not_a_contribution_values(raw, problem)))
+
+
+def not_a_contribution_values(raw, problem: str) -> tuple:
+    """The row of a commit that is no contribution (with why), as a tuple in `LOCAL_FIELDS` order."""
+    return (
+        raw.sha,
+        None,
+        raw.timestamp,
+        None,
+        _bounded(raw.message.split("\n", 1)[0]),
+        _bounded(raw.message.strip()),
+        [],
+        [],
+        None,
+        "{}",
+        list(raw.parents),
+        raw.tree,
+        False,
+        None,
+        None,
+        False,
+        [problem],
+        None,
+        [],
+    )
 
 
 def rows_to_table(rows: list[dict]) -> tuple[pa.Table, pa.Table]:
@@ -257,10 +272,12 @@ def _recheck_pending(table: pa.Table, now: int) -> pa.Table:
 
 def clear_listed(table: pa.Table, listed: Mapping[str, set[str]]) -> pa.Table:
     """Rows that were not listed in their account's log and now are: drop that reason."""
-    if not listed:
+    from .listing import listed_mask
+
+    if not rows_with_reason(table, NOT_LISTED) or not listed:
         return table
-    shas, accounts = table.column("sha"), table.column("account")
-    return _drop_reason(table, NOT_LISTED, lambda i: accounts[i].as_py() in listed.get(shas[i].as_py(), ()))
+    now_listed = listed_mask(table, listed)
+    return _drop_reason(table, NOT_LISTED, lambda i: now_listed[i].as_py())
 
 
 def rows_with_reason(table: pa.Table, prefix: str) -> list[int]:

@@ -22,26 +22,34 @@ from .signatures import WAITING
 
 
 def watch_of(table: pa.Table) -> Watch:
-    """The rows of `table` that later updates may change."""
-    ts, sha, account = (table.column(c).to_pylist() for c in ("timestamp", "sha", "account"))
+    """The rows of `table` that later updates may change (only those rows become Python values)."""
 
     def picked(prefix: str) -> list[int]:
         return rows_with_reason(table, prefix) if table.num_rows else []
 
+    def values(rows: list[int]) -> tuple[list, list, list]:
+        chosen = table.select(["timestamp", "sha", "account"]).take(pa.array(rows, pa.int64()))
+        return tuple(chosen.column(c).to_pylist() for c in ("timestamp", "sha", "account"))  # type: ignore[return-value]
+
     tags = table.column("tags").combine_chunks()
-    setups = pc.list_parent_indices(tags).filter(pc.equal(pc.list_flatten(tags), "setup")).to_pylist()
+    setups = sorted(set(pc.list_parent_indices(tags).filter(pc.equal(pc.list_flatten(tags), "setup")).to_pylist()))
+    pending, not_listed, waiting, setup = (
+        values(rows) for rows in (picked(PENDING_FUTURE), picked(NOT_LISTED), picked(WAITING), setups)
+    )
     return Watch(
-        pending={sha[i]: ts[i] for i in picked(PENDING_FUTURE)},
-        not_listed={sha[i]: (ts[i], account[i]) for i in picked(NOT_LISTED)},
-        waiting={sha[i]: (ts[i], account[i]) for i in picked(WAITING)},
-        setups={sha[i]: ts[i] for i in sorted(set(setups))},
+        pending={sha: ts for ts, sha, _ in zip(*pending)},
+        not_listed={sha: (ts, account) for ts, sha, account in zip(*not_listed)},
+        waiting={sha: (ts, account) for ts, sha, account in zip(*waiting)},
+        setups={sha: ts for ts, sha, _ in zip(*setup)},
     )
 
 
 def advance(watch: Watch, worked: pa.Table) -> Watch:
     """The watch after an update whose working set (final rows) is `worked`."""
-    gone = set(worked.column("sha").to_pylist())
     now = watch_of(worked)
+    watched = {*watch.pending, *watch.not_listed, *watch.waiting, *watch.setups}
+    found = pc.is_in(worked.column("sha"), value_set=pa.array(sorted(watched), pa.string()))
+    gone = set(worked.column("sha").filter(found).to_pylist()) if watched else set()
 
     def merged(old: dict, new: dict) -> dict:
         return {**{k: v for k, v in old.items() if k not in gone}, **new}

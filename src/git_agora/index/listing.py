@@ -2,14 +2,21 @@
 account it names lists it (in a local, remote-tracking or quarantined copy of that log).
 
 Entries are read from each moved log's first-parent chain, from its new tip down to its old one, so
-an update costs what is new; nothing walks the contribution graph.
+an update costs what is new; nothing walks the contribution graph. A rebuild, whose walk has printed
+every log commit already, follows the chains through those records instead (`log_links`,
+`entries_from_walk`): no git process per log, and the same answer, because a record that is not a log
+commit exactly as this package writes it is left to git.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..refs.names import LOG_PREFIX, QUARANTINE_PREFIX, REMOTES_PREFIX
 from ..refs.store import LOG_ENTRY_KEY
@@ -43,6 +50,124 @@ def new_entries(git_dir: Path, old_tips: Mapping[str, str], new_tips: Mapping[st
         for entry in entries:
             listed.setdefault(entry, set()).add(account)
     return listed
+
+
+# a log commit as `refs.store` writes it; Git's trailer parser reads exactly one entry from such a message
+_LOG_MESSAGE = re.compile(rb"agora log: [^\n]*\n\nAgora-Log-Format: 1\n%s: ([0-9a-f]{40})\n" % LOG_ENTRY_KEY.encode())
+_ENTRY_KEY = LOG_ENTRY_KEY.lower().encode()
+LINKS = pa.schema([("sha", pa.string()), ("parent", pa.string()), ("entry", pa.string())])
+
+
+def log_links(records: Iterable[bytes]) -> pa.Table:
+    """(sha, first parent, entry) of the walked `git log` records that git may read an entry from: those
+    whose message names the entry key (in any case). `entry` is null when only git can tell what it
+    reads there (the message is not a log commit's exactly as written here). A record left out is read
+    as no entry by git, so a log chain ends at it."""
+    shas, parents, entries = [], [], []
+    for record in records:
+        header, _, message = record.partition(b"\n")
+        folded = message.lower()
+        if _ENTRY_KEY not in folded:
+            continue
+        fields = header.decode("utf-8", "replace").split(" ")
+        found = _LOG_MESSAGE.fullmatch(message) if folded.count(_ENTRY_KEY) == 1 else None
+        shas.append(fields[0])
+        parents.append(next((p for p in fields[3:] if p), None))
+        entries.append(found.group(1).decode() if found else None)
+    columns = [pa.array(shas, pa.string()), pa.array(parents, pa.string()), pa.array(entries, pa.string())]
+    return pa.table(columns, schema=LINKS)
+
+
+class Listed(Mapping[str, set[str]]):
+    """{contribution sha: accounts whose log lists it}, held as two sorted Arrow columns: a rebuild at
+    a million contributions lists a million entries, which a dict of sets holds in about 400 MB."""
+
+    def __init__(self, entries: pa.Array, accounts: pa.Array):
+        order = pc.sort_indices(pa.table({"e": entries, "a": accounts}), [("e", "ascending"), ("a", "ascending")])
+        self.entries, self.accounts = entries.take(order), accounts.take(order)
+
+    def _start(self, sha: str) -> int:
+        lo, hi = 0, len(self.entries)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.entries[mid].as_py() < sha:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def __getitem__(self, sha: str) -> set[str]:
+        at, found = self._start(sha), set()
+        while at < len(self.entries) and self.entries[at].as_py() == sha:
+            found.add(self.accounts[at].as_py())
+            at += 1
+        if not found:
+            raise KeyError(sha)
+        return found
+
+    def __iter__(self):
+        return iter(pc.unique(self.entries).to_pylist())
+
+    def __len__(self) -> int:
+        return len(pc.unique(self.entries))
+
+
+def listed_mask(table: pa.Table, listed: Mapping[str, set[str]]) -> pa.Array:
+    """Per row of `table`, whether the log of the account the row names lists it (null account: no)."""
+    if isinstance(listed, Listed):
+        entries, accounts = listed.entries, listed.accounts
+    else:
+        pairs = [(sha, account) for sha, named in listed.items() for account in named]
+        entries = pa.array([sha for sha, _ in pairs], pa.string())
+        accounts = pa.array([account for _, account in pairs], pa.string())
+    listed_keys = pc.binary_join_element_wise(entries, accounts, "\n")
+    keys = pc.binary_join_element_wise(table.column("sha"), table.column("account"), "\n")
+    return pc.fill_null(pc.is_in(keys, value_set=listed_keys), False).combine_chunks()
+
+
+def entries_from_walk(git_dir: Path, tips: Mapping[str, str], links: pa.Table) -> Listed:
+    """`new_entries(git_dir, {}, tips)` from the `log_links` of a walk of everything the tips reach: each
+    log's first-parent chain is followed through the links; a chain through a record only git can read
+    is read by git."""
+    shas = links.column("sha")
+    parent_of = pc.index_in(links.column("parent"), value_set=shas).to_pylist()
+    readable = pc.is_valid(links.column("entry")).to_pylist()
+    tip_list = sorted(set(tips.values()))
+    tip_rows = dict(zip(tip_list, pc.index_in(pa.array(tip_list, pa.string()), value_set=shas).to_pylist()))
+    chains: dict[str, list[int] | None] = {}
+    rows: list[int] = []
+    row_accounts: list[str] = []
+    by_git: list[tuple[str, str]] = []
+    for ref, tip in tips.items():
+        account = log_account(ref)
+        if account is None:
+            continue
+        if tip not in chains:
+            chains[tip] = _linked_chain(tip_rows[tip], parent_of, readable)
+        chain = chains[tip]
+        if chain is None:
+            by_git += [(entry, account) for entry in _chain_entries(git_dir, tip, None) or []]
+        else:
+            rows += chain
+            row_accounts += [account] * len(chain)
+    entries = pa.concat_arrays(
+        [
+            links.column("entry").combine_chunks().take(pa.array(rows, pa.int64())),
+            pa.array([entry for entry, _ in by_git], pa.string()),
+        ]
+    )
+    return Listed(entries, pa.array(row_accounts + [account for _, account in by_git], pa.string()))
+
+
+def _linked_chain(row: int | None, parent_of: list[int | None], readable: list[bool]) -> list[int] | None:
+    """The link rows along a first-parent chain from `row`; None when a link is one only git reads."""
+    rows = []
+    while row is not None:
+        if not readable[row]:
+            return None
+        rows.append(row)
+        row = parent_of[row]
+    return rows
 
 
 def _chain_entries(git_dir: Path, tip: str, old: str | None) -> list[str] | None:

@@ -25,17 +25,16 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from itertools import islice
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import POLICY_TAG
-from . import build, reader
+from . import build, listing, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS
 
-THRESHOLD = 20_000  # commits: below, the serial path (no worker processes)
-CHUNK = 4_000  # records per task
+THRESHOLD = 4 << 20  # bytes of `git log` records: below, the serial path (no worker processes)
+BLOCK = 1 << 20  # bytes of records per task
 
 # the rows as workers return them: the contributions schema plus what the graph rules need
 WORK = pa.schema(
@@ -51,75 +50,122 @@ WORK = pa.schema(
 
 
 def workers() -> int:
-    """Worker processes: one core is left to the main process and git."""
+    """Worker processes: one per core. The main process only passes blocks along, and git's walk
+    shares the cores with them."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    return max(1, cores - 1)
+    return max(1, cores)
 
 
-def take(commits: Iterator, n: int) -> tuple[list, bool]:
-    """The first n commits, and whether there are more (the iterator then continues after them)."""
-    head = list(islice(commits, n))
-    return head, len(head) == n
+def take(blocks: Iterator[bytes], size: int) -> tuple[list[bytes], bool]:
+    """The first blocks, up to `size` bytes or more, and whether there are more (the iterator then
+    continues after them)."""
+    head: list[bytes] = []
+    held = 0
+    for block in blocks:
+        head.append(block)
+        held += len(block)
+        if held >= size:
+            return head, True
+    return head, False
 
 
 def local_rows(records: list, primary_metric: str | None, now: int) -> pa.Table:
-    """The own fields of the rows of these commits (`reader.RawCommit`s or raw `git log` records)."""
-    out = []
+    """The own fields of the rows of these commits (`reader.RawCommit`s or raw `git log` records),
+    built column by column."""
+    rows = []
     for record in records:
         raw = reader.as_raw(record)
         p = reader.parse(raw)
         c = p.contribution
         if c is None:
-            row = build._not_a_contribution(raw, p.problem or "not a contribution")
+            values = build.not_a_contribution_values(raw, p.problem or "not a contribution")
         else:
             try:
-                row = build.local_row(raw, c, primary_metric, now)
+                values = build.local_values(raw, c, primary_metric, now)
             except Exception as exc:  # one unreadable commit never stops the reader
-                row = build._not_a_contribution(raw, f"unreadable: {type(exc).__name__}")
-        row["_account"] = c.account if c is not None else None
-        row["_setup"] = c is not None and c.is_setup
-        row["_amends"] = c is not None and POLICY_TAG in c.tags
-        row["_verifies"] = c.target if c is not None and c.is_verification and c.target else None
-        out.append(row)
-    return pa.Table.from_pylist(out, schema=WORK)
+                values = build.not_a_contribution_values(raw, f"unreadable: {type(exc).__name__}")
+        rows.append((*values, *_work_values(c)))
+    names = (*build.LOCAL_FIELDS, *_WORK_FIELDS)
+    columns = dict(zip(names, zip(*rows))) if rows else dict.fromkeys(names, ())
+    return pa.table([pa.array(columns[f.name], f.type) for f in WORK], schema=WORK)
+
+
+_WORK_FIELDS = ("_account", "_setup", "_amends", "_verifies")
+
+
+def _work_values(c) -> tuple:
+    """What the graph rules need of a parsed contribution (None: the commit is none), `_WORK_FIELDS`."""
+    if c is None:
+        return None, False, False, None
+    return c.account, c.is_setup, POLICY_TAG in c.tags, c.target if c.is_verification and c.target else None
+
+
+def parse_block(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.Table, pa.Table]:
+    """The `local_rows` of the contributions in one block of `git log` records, and the `log_links` of
+    its records (what the log listing reads)."""
+    records = reader.records(block)
+    contributions = [r for r in records if not reader.is_transport(r)]
+    return local_rows(contributions, primary_metric, now), listing.log_links(records)
 
 
 def parse_all(
-    commits: Iterable, primary_metric: str | None, now: int, started: Callable[[], None] | None = None
-) -> pa.Table:
-    """`local_rows` of every commit, in walk order, parsed by worker processes; `started()` runs once
-    they are forked (work that uses threads starts there: forking a threaded process is unsafe)."""
-    chunks = _chunks(iter(commits))
-    done: list[pa.Table] = []
-    in_flight: deque[tuple[list, Future]] = deque()
+    blocks: Iterable[bytes], primary_metric: str | None, now: int, progress: Callable[[int], None] | None = None
+) -> tuple[pa.Table, pa.Table]:
+    """`parse_block` of every block, joined in walk order, parsed by worker processes; `progress(rows)`
+    hears how many rows are parsed so far."""
+    done: list[tuple[pa.Table, pa.Table]] = []
+    in_flight: deque[tuple[bytes, Future]] = deque()
     count = workers()
     try:
-        pool = _pool(count)
+        pool: ProcessPoolExecutor | None = _pool(count)
     except OSError:
         pool = None
-    if started is not None:
-        started()
     try:
-        for chunk in chunks:
+        for block in blocks:
+            pool = _submit(pool, in_flight, block, primary_metric, now)
             if pool is None:
-                done.append(local_rows(chunk, primary_metric, now))
+                while in_flight:  # the blocks sent before stay in walk order
+                    pool = _collect(in_flight, done, primary_metric, now, pool)
+                done.append(parse_block(block, primary_metric, now))
                 continue
-            in_flight.append((chunk, pool.submit(_in_worker, chunk, primary_metric, now)))
             if len(in_flight) > 2 * count:
                 pool = _collect(in_flight, done, primary_metric, now, pool)
+                _tell(progress, done)
         while in_flight:
             pool = _collect(in_flight, done, primary_metric, now, pool)
+            _tell(progress, done)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    return pa.concat_tables(done) if done else WORK.empty_table()
+    if not done:
+        return WORK.empty_table(), listing.LINKS.empty_table()
+    return pa.concat_tables([rows for rows, _ in done]), pa.concat_tables([links for _, links in done])
 
 
-def _in_worker(records: list, primary_metric: str | None, now: int) -> pa.Table:
-    return local_rows(records, primary_metric, now)  # looked up when called (tests replace it)
+def _tell(progress: Callable[[int], None] | None, done: list[tuple[pa.Table, pa.Table]]) -> None:
+    if progress is not None:
+        progress(sum(rows.num_rows for rows, _ in done))
+
+
+def _submit(
+    pool: ProcessPoolExecutor | None, in_flight: deque, block: bytes, primary_metric: str | None, now: int
+) -> ProcessPoolExecutor | None:
+    """Send a block to the workers; None (the block not sent) when there are none or they died."""
+    if pool is None:
+        return None
+    try:
+        in_flight.append((block, pool.submit(_in_worker, block, primary_metric, now)))
+        return pool
+    except BrokenProcessPool:
+        pool.shutdown(cancel_futures=True)
+        return None
+
+
+def _in_worker(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.Table, pa.Table]:
+    return parse_block(block, primary_metric, now)  # looked up when called (tests replace it)
 
 
 def _pool(count: int) -> ProcessPoolExecutor:
@@ -129,10 +175,10 @@ def _pool(count: int) -> ProcessPoolExecutor:
 
 
 def _collect(
-    in_flight: deque, done: list[pa.Table], primary_metric: str | None, now: int, pool: ProcessPoolExecutor | None
+    in_flight: deque, done: list, primary_metric: str | None, now: int, pool: ProcessPoolExecutor | None
 ) -> ProcessPoolExecutor | None:
-    """The oldest chunk's rows; a broken pool (a worker died) means parsing the rest here."""
-    chunk, future = in_flight.popleft()
+    """The oldest block's rows; a broken pool (a worker died) means parsing the rest here."""
+    block, future = in_flight.popleft()
     if pool is not None:
         try:
             done.append(future.result())
@@ -140,13 +186,13 @@ def _collect(
         except BrokenProcessPool:
             pool.shutdown(cancel_futures=True)
             pool = None
-    done.append(local_rows(chunk, primary_metric, now))
+    done.append(parse_block(block, primary_metric, now))
     return pool
 
 
-def _chunks(commits: Iterator) -> Iterator[list]:
-    while chunk := list(islice(commits, CHUNK)):
-        yield chunk
+def canonical(work: pa.Table) -> pa.Table:
+    """The rows in canonical order (timestamp, sha), as `build.contribution_rows` orders them."""
+    return work.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
 
 
 def graph_rows(
@@ -155,94 +201,163 @@ def graph_rows(
     root: str | None,
     listed: Mapping[str, set[str]],
 ) -> tuple[pa.Table, pa.Table]:
-    """The contributions table (canonical order) and cross references of these rows, with the rules
-    that need the other commits applied exactly as `build.contribution_rows` applies them."""
-    work = work.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
-    shas = work.column("sha").to_pylist()
-    parsed_accounts = work.column("_account").to_pylist()
-    accounts = work.column("account").to_pylist()
-    trees = work.column("tree").to_pylist()
-    parents = work.column("parents").to_pylist()
-    setups = work.column("_setup").to_pylist()
-    amends = work.column("_amends").to_pylist()
-    verifies = work.column("_verifies").to_pylist()
-
-    account_of = {sha: k.account for sha, k in known.items()}
-    account_of.update(zip(shas, parsed_accounts))
-    tree_of = {sha: k.tree for sha, k in known.items()}
-    tree_of.update(zip(shas, trees))
-    policies = _policies(shas, parsed_accounts, parents, setups, amends, known, account_of, root)
-
-    extra: dict[int, list[str]] = {}
-    code_bearing, policy = [False] * len(shas), [None] * len(shas)
-    for i, (sha, account) in enumerate(zip(shas, accounts)):
-        if account is None:  # not a contribution (or its row failed): no graph rules
-            continue
-        found = [f"parent {p[:12]} is not a known contribution" for p in parents[i] if account_of.get(p) is None]
-        target = verifies[i]
-        if target is not None and account_of.get(target) == account:
-            found.append("a verification of one's own work")
-        if account not in listed.get(sha, ()):
-            found.append(build.not_listed(account))
-        if found:
-            extra[i] = found
-        first = parents[i][0] if parents[i] else None
-        code_bearing[i] = first not in tree_of or tree_of[first] != trees[i]
-        policy[i] = policies.get(sha)
-
-    reasons = work.column("reasons")
-    if extra:
-        values = reasons.to_pylist()
-        for i, found in extra.items():
-            values[i] = values[i] + found
-        reasons = pa.chunked_array([pa.array(values, pa.list_(pa.string()))])
+    """The contributions table and cross references of these rows (in canonical order: `canonical`),
+    with the rules that need the other commits applied exactly as `build.contribution_rows` applies
+    them. The checks run over whole columns; only the rows they flag are visited one by one, to word
+    their reasons."""
+    is_contribution = pc.is_valid(work.column("account")).combine_chunks()
+    lookup = _lookup(work, known)  # sha -> the parsed account and tree, batch rows first
+    parents = work.column("parents").combine_chunks()
+    parent_account = _looked_up(lookup, "account", pc.list_flatten(parents))
+    unknown_parent = _any_per_row(parents, pc.is_null(parent_account), work.num_rows)
+    target_account = _looked_up(lookup, "account", work.column("_verifies"))
+    own_target = pc.fill_null(pc.equal(target_account, work.column("account")), False)
+    is_listed = listing.listed_mask(work, listed)
+    unlisted = pc.invert(is_listed)
+    flagged = pc.and_(is_contribution, pc.or_(pc.or_(unknown_parent, own_target), unlisted))
+    first = _first_elements(parents)
+    first_tree = _looked_up(lookup, "tree", first)
+    code_bearing = pc.and_(is_contribution, pc.fill_null(pc.not_equal(first_tree, work.column("tree")), True))
+    policy = _policy_column(work, first, known, root, is_contribution)
+    reasons = _graph_reasons(work, flagged, lookup, is_listed)
     columns = {
-        "code_bearing": pa.array(code_bearing, pa.bool_()),
+        "code_bearing": code_bearing,
         "valid": pc.equal(pc.list_value_length(reasons), 0),
         "reasons": reasons,
-        "policy": pa.array(policy, pa.string()),
+        "policy": policy,
     }
     table = pa.table([columns.get(f.name, work.column(f.name)) for f in CONTRIBUTIONS], schema=CONTRIBUTIONS)
     return table, _cross_refs(work)
 
 
-def _policies(
-    shas: list[str],
-    parsed_accounts: list[str | None],
-    parents: list[list[str]],
-    setups: list[bool],
-    amends: list[bool],
-    known: Mapping[str, build.Known],
-    account_of: Mapping[str, str | None],
-    root: str | None,
-) -> dict[str, str | None]:
-    """`build._policies` over columns: a setup or an amendment (tagged policy by the root setup's
-    account) is its own policy, any other contribution has its first parent's."""
-    root_account = account_of.get(root) if root else None
-    first: dict[str, str | None] = {}
-    own: dict[str, bool] = {}
-    for sha, account, ps, setup, amend in zip(shas, parsed_accounts, parents, setups, amends):
-        if account is not None:
-            first[sha] = ps[0] if ps else None
-            own[sha] = setup or (amend and root_account is not None and account == root_account)
-    batch = set(shas)
-    found: dict[str, str | None] = {}
-    for sha in first:
-        chain: list[str] = []
-        current: str | None = sha
-        while current in first and current not in found:
-            chain.append(current)
-            current = first[current]
-        if current in found:
-            base = found[current]
-        else:  # a commit of this batch that is no contribution has no policy
-            k = known.get(current) if current is not None and current not in batch else None
-            base = k.policy if k is not None else None
-        for link in reversed(chain):
-            if own[link]:
-                base = link
-            found[link] = base
-    return found
+def _lookup(work: pa.Table, known: Mapping[str, build.Known]) -> pa.Table:
+    """sha, account (as parsed: also of a row that failed) and tree of the batch, then of the known
+    commits (a sha in both: the batch's row comes first, so it wins)."""
+    return pa.concat_tables(
+        [
+            pa.table({"sha": work.column("sha"), "account": work.column("_account"), "tree": work.column("tree")}),
+            pa.table(
+                {
+                    "sha": pa.array(list(known), pa.string()),
+                    "account": pa.array([k.account for k in known.values()], pa.string()),
+                    "tree": pa.array([k.tree for k in known.values()], pa.string()),
+                }
+            ),
+        ]
+    ).combine_chunks()
+
+
+def _looked_up(lookup: pa.Table, column: str, shas: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """`column` of the lookup row of each sha (null where there is none)."""
+    return pc.take(lookup.column(column), pc.index_in(shas, value_set=lookup.column("sha")))
+
+
+def _any_per_row(lists: pa.ListArray, flat: pa.Array, rows: int) -> pa.Array:
+    """Per row of `lists`, whether `flat` (one value per list element) is true for any element."""
+    hits = pc.list_parent_indices(lists).filter(pc.fill_null(flat, False))
+    return pc.is_in(pa.array(range(rows), pa.int64()), value_set=pc.cast(hits, pa.int64()))
+
+
+def _first_elements(lists: pa.ListArray) -> pa.Array:
+    """Each list's first element, null for an empty list."""
+    nonempty = pc.greater(pc.fill_null(pc.list_value_length(lists), 0), 0)
+    firsts = pc.list_element(lists.filter(nonempty), 0)
+    rows = pc.indices_nonzero(nonempty)
+    positions = pc.index_in(pa.array(range(len(lists)), pa.uint64()), value_set=rows)
+    return pc.take(firsts, positions)
+
+
+def _graph_reasons(
+    work: pa.Table, flagged: pa.Array, lookup: pa.Table, is_listed: pa.Array
+) -> pa.ChunkedArray | pa.Array:
+    """The rows' reasons with the graph problems of the flagged rows appended (the order and words of
+    `build._row`: unknown parents, a verification of one's own work, the listing)."""
+    at = pc.indices_nonzero(flagged).to_pylist()
+    if not at:
+        return work.column("reasons")
+    picked = work.take(pa.array(at, pa.int64()))
+    wanted = pc.unique(pc.list_flatten(picked.column("parents"))).to_pylist()
+    wanted += [t for t in picked.column("_verifies").to_pylist() if t is not None]
+    hits = lookup.filter(pc.is_in(lookup.column("sha"), value_set=pa.array(wanted, pa.string())))
+    account_of: dict[str, str | None] = {}
+    for sha, account in zip(hits.column("sha").to_pylist(), hits.column("account").to_pylist()):
+        account_of.setdefault(sha, account)  # the batch's row first
+    values = []
+    columns = (picked.column(c).to_pylist() for c in ("account", "parents", "_verifies", "reasons"))
+    listed_here = is_listed.take(pa.array(at, pa.int64())).to_pylist()
+    for account, parents, target, reasons, listed in zip(*columns, listed_here):
+        found = [f"parent {p[:12]} is not a known contribution" for p in parents if account_of.get(p) is None]
+        if target is not None and account_of.get(target) == account:
+            found.append("a verification of one's own work")
+        if not listed:
+            found.append(build.not_listed(account))
+        values.append(reasons + found)
+    return replace_rows(work.column("reasons"), at, pa.array(values, pa.list_(pa.string())))
+
+
+def replace_rows(column: pa.ChunkedArray, at: list[int], values: pa.Array) -> pa.Array:
+    """`column` with its rows `at` (ascending) replaced by `values`, in one take."""
+    import numpy as np
+
+    index = np.arange(len(column), dtype=np.int64)
+    index[np.asarray(at, dtype=np.int64)] = len(column) + np.arange(len(at), dtype=np.int64)
+    return pc.take(pa.concat_arrays([*column.chunks, values]), pa.array(index))
+
+
+def _policy_column(
+    work: pa.Table, first: pa.Array, known: Mapping[str, build.Known], root: str | None, is_contribution: pa.Array
+) -> pa.Array:
+    """`build._policies` over columns, null for the rows that are no contribution: a setup or an
+    amendment (tagged policy by the root setup's account) is its own policy, any other contribution
+    has its first parent's; a first parent outside the batch gives its known policy, one in the batch
+    that is no contribution none. Resolved by pointer jumping (each round halves every chain)."""
+    import numpy as np
+
+    n = work.num_rows
+    parsed = _numpy_bools(pc.is_valid(work.column("_account")))
+    owner = _root_account(work, known, root)
+    amends = pc.and_(work.column("_amends"), pc.equal(work.column("_account"), pa.scalar(owner, pa.string())))
+    own = parsed & _numpy_bools(pc.or_(work.column("_setup"), pc.fill_null(amends, False)))
+    parent_row = pc.fill_null(pc.index_in(first, value_set=work.column("sha")), -1).to_numpy(zero_copy_only=False)
+    follows = (parent_row >= 0) & parsed[np.maximum(parent_row, 0)] & ~own
+    known_shas = pa.array(list(known), pa.string())
+    known_row = pc.fill_null(pc.index_in(first, value_set=known_shas), -1).to_numpy(zero_copy_only=False)
+    code = np.where(own, np.arange(n), np.where((parent_row < 0) & (known_row >= 0), n + known_row, -1))
+    resolved = ~follows
+    step = parent_row.copy()
+    while not resolved.all():
+        waiting = np.flatnonzero(~resolved)
+        target = step[waiting]
+        ready = resolved[target]
+        code[waiting[ready]] = code[target[ready]]
+        step[waiting[~ready]] = step[target[~ready]]
+        resolved[waiting[ready]] = True
+    values = pa.concat_arrays(
+        [work.column("sha").combine_chunks(), pa.array([k.policy for k in known.values()], pa.string())]
+    )
+    policy = pc.take(values, pa.array(code, pa.int64(), mask=code < 0))
+    return pc.if_else(is_contribution, policy, pa.scalar(None, pa.string()))
+
+
+def _numpy_bools(column: pa.Array | pa.ChunkedArray):
+    return np_bools(pc.fill_null(column, False))
+
+
+def np_bools(column: pa.Array | pa.ChunkedArray):
+    import numpy as np
+
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _root_account(work: pa.Table, known: Mapping[str, build.Known], root: str | None) -> str | None:
+    """The parsed account of the root setup (a batch row first, else a known commit)."""
+    if root is None:
+        return None
+    rows = work.filter(pc.equal(work.column("sha"), root))
+    if rows.num_rows:
+        return rows.column("_account")[0].as_py()
+    k = known.get(root)
+    return k.account if k is not None else None
 
 
 def _cross_refs(work: pa.Table) -> pa.Table:

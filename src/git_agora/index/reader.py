@@ -49,11 +49,16 @@ def walk(git_dir: Path, tips: list[str], exclude: list[str]) -> Iterator[RawComm
     yield from _records(["log", "--date-order"], [*tips, *(f"^{sha}" for sha in exclude)], git_dir)
 
 
-def walk_records(git_dir: Path, tips: list[str], exclude: list[str]) -> Iterator[bytes]:
-    """The commits of `walk` as undecoded `git log` records (`as_raw` decodes one): a large walk hands
-    them to worker processes, which decode and parse them (`index.parallel`)."""
+def walk_blocks(git_dir: Path, tips: list[str], exclude: list[str], size: int = 1 << 20) -> Iterator[bytes]:
+    """The output of `walk` as blocks of undecoded records, log commits included (`records` splits one):
+    a large walk hands them to worker processes, which also read the log commits (`listing.log_links`)."""
     if tips:
-        yield from _split(["log", "--date-order"], [*tips, *(f"^{sha}" for sha in exclude)], git_dir)
+        yield from _blocks(["log", "--date-order"], [*tips, *(f"^{sha}" for sha in exclude)], git_dir, size)
+
+
+def records(block: bytes) -> list[bytes]:
+    """The records of one block of `walk_blocks`."""
+    return block.split(b"\0")
 
 
 def as_raw(commit: RawCommit | bytes) -> RawCommit:
@@ -73,17 +78,29 @@ def _records(command: list[str], revisions: list[str], git_dir: Path) -> Iterato
 
 def _split(command: list[str], revisions: list[str], git_dir: Path) -> Iterator[bytes]:
     """The records git prints, log commits left out, while git is still walking."""
+    for block in _blocks(command, revisions, git_dir):
+        yield from (r for r in block.split(b"\0") if not _is_log_record(r))
+
+
+def _blocks(command: list[str], revisions: list[str], git_dir: Path, size: int = 1 << 20) -> Iterator[bytes]:
+    """What git prints, cut into blocks of whole records (`block.split(b"\\0")` gives the records), while
+    git is still walking."""
     args = ["git", "--git-dir", str(git_dir), *command, "-z", f"--format={_FORMAT}", "--stdin"]
     with tempfile.TemporaryFile() as errors:
         proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
+        assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(("\n".join(revisions) + "\n").encode())
         proc.stdin.close()
         pending = b""
-        while chunk := proc.stdout.read(1 << 20):
-            records = (pending + chunk).split(b"\0")
-            pending = records.pop()
-            yield from (r for r in records if not _is_log_record(r))
-        if pending and not _is_log_record(pending):
+        while chunk := proc.stdout.read(size):
+            data = pending + chunk
+            cut = data.rfind(b"\0")
+            if cut < 0:
+                pending = data
+                continue
+            pending = data[cut + 1 :]
+            yield data[:cut]
+        if pending:
             yield pending
         if proc.wait() != 0:
             errors.seek(0)

@@ -211,24 +211,26 @@ def _advance(
 ) -> tuple[Manifest, int]:
     """The manifest after indexing the commits the tips add to `base` (new segments written, not yet
     committed), and how many rows are new."""
-    commits = _counted(_new_commits(repo, directory, base, tips), progress)
-    head, more = parallel.take(commits, parallel.THRESHOLD)
-    if more:  # a rebuild: parsed in worker processes (`parallel`)
-        new_rows, new_refs, listed = _parallel_rows(repo, directory, base, tips, rules, now, chain(head, commits))
+    discovered = _discovered(repo, directory, base, tips)
+    if discovered is not None:
+        commits: Iterable[reader.RawCommit] = reader.read(repo.common_dir, discovered)
+        new_rows, new_refs, listed = _serial_rows(repo, directory, base, tips, rules, now, commits)
     else:
-        parsed = [reader.parse(reader.as_raw(commit)) for commit in head]
-        listed = listing.new_entries(repo.common_dir, base.tips, tips)
-        known = _known_parents(repo, directory, base, {p.raw.sha for p in parsed}, (p.raw.parents for p in parsed))
-        rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, now=now, listed=listed)
-        _apply_evaluator_policy(repo, rows, rules.root)
-        signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, _members(repo))
-        new_rows, new_refs = build.rows_to_table(rows)
+        walked = _walk(repo, base, tips)
+        head, more = parallel.take(walked, parallel.THRESHOLD)
+        if more:  # a rebuild: parsed in worker processes (`parallel`)
+            blocks = chain(head, walked)
+            new_rows, new_refs, listed = _parallel_rows(repo, directory, base, tips, rules, now, blocks, progress)
+        else:
+            records = (r for b in head for r in reader.records(b) if not reader.is_transport(r))
+            commits = _counted((reader.as_raw(r) for r in records), progress)
+            new_rows, new_refs, listed = _serial_rows(repo, directory, base, tips, rules, now, commits)
 
     stored = segments.find_rows(directory, base.segments, _revisited(directory, base, new_rows, listed, rules, now))
     worked = pa.concat_tables([new_rows, stored])
     worked = build.clear_listed(worked, listed)
     worked = signatures.recheck_waiting(repo.common_dir, worked, rules.keys)
-    worked = build.finalize(worked, rules.root, now=now)
+    worked = build.finalize(worked, rules.root, presorted=stored.num_rows == 0, now=now)  # new rows come sorted
     is_new = pc.invert(pc.is_in(worked.column("sha"), value_set=stored.column("sha")))
     worked = delta.place_log_seq(worked, stored, is_new, base.accounts)
     rows_out, replaces = delta.changes(worked, stored)
@@ -251,6 +253,26 @@ def _advance(
     return manifest, new_rows.num_rows
 
 
+def _serial_rows(
+    repo: Repository,
+    directory: Path,
+    base: Manifest,
+    tips: dict[str, str],
+    rules: IndexRules,
+    now: int,
+    commits: Iterable[reader.RawCommit],
+) -> tuple[pa.Table, pa.Table, Mapping[str, set[str]]]:
+    """The new rows of a small walk, built row by row in this process."""
+    parsed = [reader.parse(commit) for commit in commits]
+    listed = listing.new_entries(repo.common_dir, base.tips, tips)
+    known = _known_parents(repo, directory, base, {p.raw.sha for p in parsed}, (p.raw.parents for p in parsed))
+    rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, now=now, listed=listed)
+    _apply_evaluator_policy(repo, rows, rules.root)
+    signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, _members(repo))
+    new_rows, new_refs = build.rows_to_table(rows)
+    return new_rows, new_refs, listed
+
+
 def _parallel_rows(
     repo: Repository,
     directory: Path,
@@ -258,64 +280,84 @@ def _parallel_rows(
     tips: dict[str, str],
     rules: IndexRules,
     now: int,
-    commits: Iterator[reader.RawCommit | bytes],
-) -> tuple[pa.Table, pa.Table, dict[str, set[str]]]:
-    """The new rows of a large walk, as the serial path builds them: parsed by worker processes while
-    the log listing is read in a thread (started once the workers are forked), then the graph rules,
-    the evaluator policy and the signatures, each over whole columns."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(1) as thread:
-        listing_read: list = []
-
-        def started() -> None:
-            listing_read.append(thread.submit(listing.new_entries, repo.common_dir, base.tips, tips))
-
-        work = parallel.parse_all(commits, rules.primary_metric, now, started)
-        listed = listing_read[0].result()
-    parents = work.column("parents").to_pylist()
-    known = _known_parents(repo, directory, base, set(work.column("sha").to_pylist()), parents)
+    blocks: Iterator[bytes],
+    progress: Callable[[int], None] | None = None,
+) -> tuple[pa.Table, pa.Table, Mapping[str, set[str]]]:
+    """The new rows of a large walk, as the serial path builds them: parsed by worker processes, the
+    log listing read from the same walk (a rebuild) or from the moved logs, then the graph rules, the
+    evaluator policy and the signatures, each over whole columns."""
+    work, links = parallel.parse_all(blocks, rules.primary_metric, now, progress)
+    listed: Mapping[str, set[str]]
+    if base.tips:
+        listed = listing.new_entries(repo.common_dir, base.tips, tips)
+    else:  # the walk printed every log commit
+        listed = listing.entries_from_walk(repo.common_dir, tips, links)
+    work = parallel.canonical(work)  # the unsorted rows are freed here: a rebuild holds one copy
+    known = _known_parents_of(repo, directory, base, work)
     table, refs = parallel.graph_rows(work, known, rules.root, listed)
+    del work
     table = _evaluator_policy_table(repo, table, rules.root)
     table = _signatures_table(repo, table, rules)
     return table, refs, listed
 
 
 def _evaluator_policy_table(repo: Repository, table: pa.Table, root: str | None) -> pa.Table:
-    """`_apply_evaluator_policy` over a table: only the rows it may judge become dicts."""
-    columns = {name: table.column(name).to_pylist() for name in ("sha", "tree", "policy", "code_bearing")}
-    candidates = [
-        i
-        for i, (sha, policy, code) in enumerate(zip(columns["sha"], columns["policy"], columns["code_bearing"]))
-        if policy is not None and (code and policy != sha or policy == sha and sha != root)
-    ]
-    tags = table.column("tags").take(pa.array(candidates, pa.int64())).to_pylist()
-    rows = [
-        {
-            "sha": columns["sha"][i],
-            "tree": columns["tree"][i],
-            "policy": columns["policy"][i],
-            "code_bearing": columns["code_bearing"][i],
-            "tags": tags[n],
-            "reasons": [],
-            "valid": True,
-        }
-        for n, i in enumerate(candidates)
-    ]
-    _apply_evaluator_policy(repo, rows, root)
-    return _append_reasons(table, {i: row["reasons"] for i, row in zip(candidates, rows) if row["reasons"]})
+    """`_apply_evaluator_policy` over a table: the rows it judges are picked over whole columns."""
+    from ..policy import evaluator_violations
+
+    sha, policy = table.column("sha"), table.column("policy")
+    own = pc.equal(policy, sha)
+    judged = pc.and_(table.column("code_bearing"), pc.invert(own))  # `build.needs_evaluator_check`
+    amends = pc.and_(own, pc.invert(_has_tag(table, "setup")))
+    if root is not None:
+        amends = pc.and_(amends, pc.not_equal(sha, root))
+    picked = pc.indices_nonzero(pc.fill_null(pc.or_(judged, amends), False)).to_pylist()
+    if not picked:
+        return table
+    at = pa.array(picked, pa.int64())
+    todo = list(zip(*(table.column(c).take(at).to_pylist() for c in ("sha", "tree", "policy"))))
+    problems = evaluator_violations(repo, todo, root)
+    return _append_reasons(table, {i: problems[s] for i, (s, _, _) in zip(picked, todo) if s in problems})
+
+
+def _has_tag(table: pa.Table, tag: str) -> pa.Array:
+    """Per row, whether its tags hold `tag`."""
+    tags = table.column("tags").combine_chunks()
+    rows = pc.list_parent_indices(tags).filter(pc.equal(pc.list_flatten(tags), tag))
+    return pc.is_in(pa.array(range(table.num_rows), pa.int64()), value_set=pc.cast(rows, pa.int64()))
 
 
 def _signatures_table(repo: Repository, table: pa.Table, rules: IndexRules) -> pa.Table:
-    """`signatures.check_rows` over a table: the contribution rows as small dicts, their new reasons
-    appended."""
-    columns = [table.column(name).to_pylist() for name in ("sha", "account", "policy")]
+    """`signatures.check_rows` over a table: the rows that can fail a check (`_may_fail_signature`) as
+    small dicts, their new reasons appended. An unsigned open project has none."""
+    members = _members(repo)
+    rows_at = _may_fail_signature(table, rules, members)
+    if not rows_at:
+        return table
+    picked = table.take(pa.array(rows_at, pa.int64()))
+    columns = [picked.column(name).to_pylist() for name in ("sha", "account", "policy")]
     rows = [
         {"sha": sha, "account": account, "policy": policy, "reasons": [], "valid": True}
         for sha, account, policy in zip(*columns)
     ]
-    signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, _members(repo))
-    return _append_reasons(table, {i: row["reasons"] for i, row in enumerate(rows) if row["reasons"]})
+    signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, members)
+    return _append_reasons(table, {i: row["reasons"] for i, row in zip(rows_at, rows) if row["reasons"]})
+
+
+def _may_fail_signature(table: pa.Table, rules: IndexRules, members: signatures.Members) -> list[int]:
+    """The contribution rows whose signature is checked at all: all of them when signatures are required,
+    else those of accounts with keys and those under a policy that lists members (`check_rows` passes
+    any other row without reading it)."""
+    named = pc.is_valid(table.column("account"))
+    if not rules.signatures_required:
+        listing_members = [p for p in pc.unique(table.column("policy")).to_pylist() if members(p) is not None]
+        keyed = pa.array(sorted(a for a, keys in rules.keys.items() if keys), pa.string())
+        may_fail = pc.or_(
+            pc.is_in(table.column("account"), value_set=keyed),
+            pc.is_in(table.column("policy"), value_set=pa.array(listing_members, pa.string())),
+        )
+        named = pc.and_(named, pc.fill_null(may_fail, False))
+    return pc.indices_nonzero(named).to_pylist()
 
 
 def _append_reasons(table: pa.Table, found: Mapping[int, list[str]]) -> pa.Table:
@@ -330,26 +372,29 @@ def _append_reasons(table: pa.Table, found: Mapping[int, list[str]]) -> pa.Table
     return table.set_column(table.schema.get_field_index("valid"), "valid", pc.equal(pc.list_value_length(array), 0))
 
 
-def _new_commits(
-    repo: Repository, directory: Path, base: Manifest, tips: dict[str, str]
-) -> Iterator[reader.RawCommit | bytes]:
-    """The commits the tips add: found from the moved refs alone when an index exists (`discover`: the
-    cost is what is new), else, or when that is most of the project, by one `git log` walk."""
-    if base.segments:
-
-        def known(keys: list[tuple[int, str]]) -> set[str]:
-            return set(segments.find_rows(directory, base.segments, set(keys), ["sha"]).column("sha").to_pylist())
-
-        try:
-            return reader.read(repo.common_dir, discover.new_commits(repo.common_dir, base.tips, tips, known))
-        except discover.TooMany:
-            pass
-    return reader.walk_records(repo.common_dir, sorted(set(tips.values())), sorted(set(base.tips.values())))
+def _walk(repo: Repository, base: Manifest, tips: dict[str, str]) -> Iterator[bytes]:
+    """Every commit the tips reach and the stored tips do not, as blocks of `git log` records."""
+    new, old = sorted(set(tips.values())), sorted(set(base.tips.values()))
+    return reader.walk_blocks(repo.common_dir, new, old, parallel.BLOCK)
 
 
-def _counted(
-    commits: Iterator[reader.RawCommit | bytes], progress: Callable[[int], None] | None
-) -> Iterator[reader.RawCommit | bytes]:
+def _discovered(repo: Repository, directory: Path, base: Manifest, tips: dict[str, str]) -> list[str] | None:
+    """The commits the tips add, found from the moved refs alone when an index exists (`discover`: the
+    cost is what is new); None when a `git log` walk must find them (no index, or most of the project
+    is new)."""
+    if not base.segments:
+        return None
+
+    def known(keys: list[tuple[int, str]]) -> set[str]:
+        return set(segments.find_rows(directory, base.segments, set(keys), ["sha"]).column("sha").to_pylist())
+
+    try:
+        return discover.new_commits(repo.common_dir, base.tips, tips, known)
+    except discover.TooMany:
+        return None
+
+
+def _counted(commits: Iterator[reader.RawCommit], progress: Callable[[int], None] | None) -> Iterator[reader.RawCommit]:
     """The commits, telling `progress` every 2,000 (a walk of a large project takes seconds)."""
     done = 0
     for done, commit in enumerate(commits, 1):
@@ -451,6 +496,15 @@ def _known_parents(
     if missing:  # a time Git and the reader see differently, or a parent that is no contribution
         rows = pa.concat_tables([rows, _by_sha(directory, base.segments, missing)])
     return build.known_from_table(rows)
+
+
+def _known_parents_of(repo: Repository, directory: Path, base: Manifest, work: pa.Table) -> dict[str, build.Known]:
+    """`_known_parents` of a table of new rows (none to look up in a rebuild)."""
+    if not base.segments:
+        return {}
+    named = pc.unique(pc.list_flatten(work.column("parents")))
+    outside = named.filter(pc.invert(pc.is_in(named, value_set=work.column("sha"))))
+    return _known_parents(repo, directory, base, set(), [outside.to_pylist()])
 
 
 def _by_sha(directory: Path, found: Sequence[Segment], shas: set[str]) -> pa.Table:
