@@ -5,6 +5,7 @@ the first key they see for an account (trust on first use, in `.git/agora/trust.
 
 from __future__ import annotations
 
+import os
 import re
 
 from ..errors import AgoraError
@@ -71,6 +72,10 @@ def ensure_identity(repo: Repository, account: str, key: SigningKey) -> str:
     announce as its newest."""
     local = IDENTITY_PREFIX + account
     tip = repo.ref(local)
+    if tip is not None:
+        newest = _newest_key(repo, tip)
+        if newest is not None and same_key(newest, key.public):
+            return local  # the local chain announces this key last, which the search below finds first
     known = [repo.ref(ref) for ref in identity_refs(repo, account) if ref != local]
     chains = {
         candidate: chain_keys(repo, candidate)
@@ -97,6 +102,36 @@ def ensure_identity(repo: Repository, account: str, key: SigningKey) -> str:
         f"the identity of {account} here announces another key ({_short(keys[-1] if keys else '?')}); "
         f"sign with that key (git config agora.signingkey PATH) or publish as another account"
     )
+
+
+VERIFIED_FILE = "identity-verified"  # under .git/agora: "<tip> <newest key>" lines, chains checked here
+VERIFIED_KEEP = 64
+
+
+def _newest_key(repo: Repository, tip: str) -> str | None:
+    """The newest key of the chain ending at `tip` (None: no valid key). A chain is immutable, so its
+    verdict is kept under `.git/agora` by tip: publishing does not walk and verify the chain each time."""
+    path = repo.agora_dir / VERIFIED_FILE
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        sha, _, public = line.partition(" ")
+        if sha == tip and public:
+            return public
+    keys = chain_keys(repo, tip)
+    if not keys:
+        return None
+    try:  # a cache: a read-only .git/agora only means checking again next time
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{VERIFIED_FILE}.{os.getpid()}")
+        kept = [line for line in lines if line and not line.startswith(tip)][-(VERIFIED_KEEP - 1) :]
+        temporary.write_text("".join(f"{line}\n" for line in [*kept, f"{tip} {' '.join(keys[-1].split()[:2])}"]))
+        temporary.replace(path)
+    except OSError:
+        pass
+    return keys[-1]
 
 
 def _short(public: str) -> str:
