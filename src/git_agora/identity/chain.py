@@ -5,7 +5,6 @@ the first key they see for an account (trust on first use, in `.git/agora/trust.
 
 from __future__ import annotations
 
-import os
 import re
 
 from ..errors import AgoraError
@@ -104,34 +103,23 @@ def ensure_identity(repo: Repository, account: str, key: SigningKey) -> str:
     )
 
 
-VERIFIED_FILE = "identity-verified"  # under .git/agora: "<tip> <newest key>" lines, chains checked here
-VERIFIED_KEEP = 64
+VERIFIED_FILE = "identity-verified"  # under .git/agora (`memo`): chain tip -> its newest key
 
 
 def _newest_key(repo: Repository, tip: str) -> str | None:
     """The newest key of the chain ending at `tip` (None: no valid key). A chain is immutable, so its
-    verdict is kept under `.git/agora` by tip: publishing does not walk and verify the chain each time."""
-    path = repo.agora_dir / VERIFIED_FILE
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
-        sha, _, public = line.partition(" ")
-        if sha == tip and public:
-            return public
+    verdict is remembered by tip: publishing does not walk and verify the chain each time."""
+    from ..memo import recall, remember
+
+    known = recall(repo.agora_dir, VERIFIED_FILE, tip)
+    if known is not None:
+        return known
     keys = chain_keys(repo, tip)
     if not keys:
         return None
-    try:  # a cache: a read-only .git/agora only means checking again next time
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{VERIFIED_FILE}.{os.getpid()}")
-        kept = [line for line in lines if line and not line.startswith(tip)][-(VERIFIED_KEEP - 1) :]
-        temporary.write_text("".join(f"{line}\n" for line in [*kept, f"{tip} {' '.join(keys[-1].split()[:2])}"]))
-        temporary.replace(path)
-    except OSError:
-        pass
-    return keys[-1]
+    newest = " ".join(keys[-1].split()[:2])
+    remember(repo.agora_dir, VERIFIED_FILE, tip, newest)
+    return newest
 
 
 def _short(public: str) -> str:
