@@ -4,6 +4,7 @@ updated with compare-and-swap, and the append-only account log."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -21,6 +22,7 @@ LOG_ENTRY_KEY = "Agora-Log-Entry"
 
 
 MAX_REF_ATTEMPTS = 100
+_HEX = re.compile("[0-9a-f]{40}")
 
 
 class NotARepository(RuntimeError):
@@ -130,6 +132,8 @@ class Repository:
 
     def resolve(self, rev: str) -> str | None:
         """A full commit sha for a sha prefix or ref name, or None."""
+        if len(rev) == 40 and _HEX.fullmatch(rev) and self.commit_info(rev) is not None:
+            return rev  # a full sha of a commit here: nothing for git to resolve
         out = self.git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False).strip()
         return out or None
 
