@@ -342,3 +342,18 @@ def test_a_verified_identity_chain_is_remembered_by_its_tip(tmp_path, project, m
     except chain.AgoraError as exc:
         assert "was rotated out" in str(exc)
     assert chain.ensure_identity(Repository.discover(project), "alice", SigningKey(new_key, new_public)) == local
+
+
+def test_an_rsa_key_signs_through_ssh_keygen_and_git_verify_commit_agrees(tmp_path, remote, project):
+    """Keys that are not unencrypted ed25519 are signed by ssh-keygen, as before in-process signing."""
+    rob = make_clone(tmp_path, "rob", str(remote), "rob")
+    key = tmp_path / "rob_rsa"
+    subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", str(key)], check=True)
+    git(rob, "config", "agora.signingkey", str(key))
+    agora(rob, "fetch")
+    posted = agora(rob, "post", "-m", "an rsa-signed insight", "--tag", "insight", "--json").json()
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f'rob@agora namespaces="git" {key.with_suffix(".pub").read_text()}')
+    for sha in [posted["sha"], *git(rob, "rev-parse", "refs/agora/log/rob", "refs/agora/identity/rob").split()]:
+        git(rob, "-c", "gpg.format=ssh", "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", sha)
+    assert posted["sha"] in git(remote, "log", "--format=%(trailers:valueonly)", "refs/agora/log/rob")
