@@ -312,3 +312,48 @@ def test_a_rotation_to_a_missing_key_is_one_line_and_changes_nothing(project):
         and r.stderr.strip() == "git agora: error: the new key /nonexistent/key does not exist or is not a file"
     )
     assert git(project, "for-each-ref").strip() == before
+
+
+def test_a_verified_identity_chain_is_remembered_by_its_tip(tmp_path, project, monkeypatch):
+    """Publishing checks the account's identity chain once per tip, not per contribution; a moved tip
+    (a rotation) is checked again, so a rotated-out key is still refused."""
+    from git_agora.identity import chain
+
+    repo = Repository.discover(project)
+    alice_key = Path(os.environ["HOME"]) / ".config" / "git-agora" / "keys" / "alice_ed25519"
+    alice = SigningKey(alice_key, alice_key.with_suffix(".pub").read_text().strip())
+    (repo.agora_dir / chain.VERIFIED_FILE).unlink(missing_ok=True)
+    walked: list[str] = []
+    real = chain.chain_keys
+    monkeypatch.setattr(chain, "chain_keys", lambda r, tip: walked.append(tip) or real(r, tip))
+    local = chain.ensure_identity(repo, "alice", alice)
+    assert chain.ensure_identity(repo, "alice", alice) == local
+    assert chain.ensure_identity(Repository.discover(project), "alice", alice) == local
+    assert walked == [git(project, "rev-parse", local).strip()], "checked once, then remembered"
+
+    new_key, new_public = keypair(tmp_path, "alice_new")
+    repo.signer = alice.sign
+    tip = repo.ref(local)
+    rotation = repo.write_commit(repo.empty_tree, [tip], identity_message("alice", new_public), "alice")
+    assert repo.compare_and_swap(local, tip, rotation)
+    try:
+        chain.ensure_identity(Repository.discover(project), "alice", alice)
+        raise AssertionError("the rotated-out key was accepted")
+    except chain.AgoraError as exc:
+        assert "was rotated out" in str(exc)
+    assert chain.ensure_identity(Repository.discover(project), "alice", SigningKey(new_key, new_public)) == local
+
+
+def test_an_rsa_key_signs_through_ssh_keygen_and_git_verify_commit_agrees(tmp_path, remote, project):
+    """Keys that are not unencrypted ed25519 are signed by ssh-keygen, as before in-process signing."""
+    rob = make_clone(tmp_path, "rob", str(remote), "rob")
+    key = tmp_path / "rob_rsa"
+    subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", str(key)], check=True)
+    git(rob, "config", "agora.signingkey", str(key))
+    agora(rob, "fetch")
+    posted = agora(rob, "post", "-m", "an rsa-signed insight", "--tag", "insight", "--json").json()
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(f'rob@agora namespaces="git" {key.with_suffix(".pub").read_text()}')
+    for sha in [posted["sha"], *git(rob, "rev-parse", "refs/agora/log/rob", "refs/agora/identity/rob").split()]:
+        git(rob, "-c", "gpg.format=ssh", "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", sha)
+    assert posted["sha"] in git(remote, "log", "--format=%(trailers:valueonly)", "refs/agora/log/rob")

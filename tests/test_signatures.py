@@ -5,14 +5,49 @@ from __future__ import annotations
 import multiprocessing
 import subprocess
 
+import pytest
+
 from git_agora.identity import signatures
 from git_agora.identity.keys import SigningKey
+from git_agora.identity.ssh_sign import load_ed25519
 
 
-def _key(tmp_path, name: str) -> SigningKey:
+def _key(tmp_path, name: str, kind: str = "ed25519", passphrase: str = "") -> SigningKey:
     path = tmp_path / name
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", kind, "-N", passphrase, "-f", str(path)], check=True)
     return SigningKey(path, path.with_suffix(".pub").read_text().strip())
+
+
+def test_an_ed25519_key_signs_in_process_exactly_as_ssh_keygen_does(tmp_path, monkeypatch):
+    alice = _key(tmp_path, "alice")
+    assert load_ed25519(alice.path) is not None
+    payloads = [b"", b"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n\nx\n", bytes(range(256)) * 40]
+    expected = [alice.sign_with_ssh_keygen(p) for p in payloads]
+    monkeypatch.setattr(SigningKey, "sign_with_ssh_keygen", lambda *_: pytest.fail("ssh-keygen was used"))
+    assert [alice.sign(p) for p in payloads] == expected  # ed25519 is deterministic: the same bytes
+    assert all(signatures.verify(p, sig, [alice.public]) for p, sig in zip(payloads, expected))
+
+
+def test_an_rsa_key_signs_with_ssh_keygen(tmp_path):
+    key = _key(tmp_path, "rsa", "rsa")
+    assert load_ed25519(key.path) is None
+    signature = key.sign(b"payload")
+    assert signature.startswith(b"-----BEGIN SSH SIGNATURE-----")
+    assert signatures.verify(b"payload", signature, [key.public])
+
+
+def test_keys_ssh_keygen_would_refuse_or_ask_about_are_left_to_it(tmp_path):
+    encrypted = _key(tmp_path, "encrypted", passphrase="secret words")
+    assert load_ed25519(encrypted.path) is None  # ssh-keygen asks for the passphrase (or an agent has it)
+    open_key = _key(tmp_path, "open")
+    open_key.path.chmod(0o644)
+    assert load_ed25519(open_key.path) is None  # ssh-keygen refuses it and says why
+    corrupt = _key(tmp_path, "corrupt")
+    text = corrupt.path.read_text().splitlines()
+    corrupt.path.write_text("\n".join([text[0], text[1][:-8] + "AAAAAAAA", *text[2:]]) + "\n")
+    assert load_ed25519(corrupt.path) is None
+    assert load_ed25519(corrupt.path.with_suffix(".pub")) is None
+    assert load_ed25519(tmp_path / "missing") is None
 
 
 def test_a_batch_spread_over_processes_gives_the_serial_verdicts_in_order(tmp_path, monkeypatch):

@@ -8,7 +8,13 @@
   untimed warm-up post also caches the setup sha in git config, as any first command does);
 - `git agora post -m ... --tag insight` (the real CLI, interpreter start-up included), median of
   --repeat runs, against `git commit --allow-empty -m x && git push` of one commit to the same kind of
-  remote (a local bare repository holding a single branch); target at most 1.5x;
+  remote (a local bare repository holding a single branch); target at most 3x (issue 11). The CLI runs
+  with bytecode caches (PYTHONPYCACHEPREFIX under the bench folder, written by the warm-up), as an
+  installed package does, even where PYTHONDONTWRITEBYTECODE is set;
+- signing: every post is signed (the contribution and its log entry) and cannot be turned off, so its
+  cost is measured apart: two in-process ed25519 signatures (key file read included) plus the import
+  of the signer (`python -c` importing the post's modules and the signer, minus the post's modules
+  alone); the issue's targets are for unsigned projects, so the post is also reported less that cost;
 - the in-process library path: `git_agora.ops.publish.publish(project, contribution, tree)` with the
   project opened once (what an agent harness that imports git_agora pays per contribution);
 - over `git daemon` on 127.0.0.1 as well (unless --no-daemon), both sides;
@@ -33,7 +39,7 @@ from git_agora.contribution import Contribution
 from git_agora.ops.publish import publish
 from git_agora.project import Project
 
-TARGET = 1.5
+TARGET = 3.0  # issue 11: a light post <= 3x git commit --allow-empty && git push
 ACCOUNT = "bench-publisher"
 IDENT = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
 
@@ -105,8 +111,15 @@ def plain_round(work: Path) -> None:
     sh("git", "push", "-q", "origin", "main", cwd=work)
 
 
+def cached_bytecode(base: Path) -> dict[str, str]:
+    """The environment of an installed package: bytecode cached (an editable source tree under
+    PYTHONDONTWRITEBYTECODE would otherwise be compiled by every command)."""
+    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(base / "pycache")}
+
+
 def measure(clone: Path, work: Path, repeat: int, label: str, account: str) -> dict:
     counter = iter(range(10**6))
+    bytecode = cached_bytecode(clone.parent)
 
     def post():
         out = sh(
@@ -119,6 +132,7 @@ def measure(clone: Path, work: Path, repeat: int, label: str, account: str) -> d
             "insight",
             "--json",
             cwd=clone,
+            extra_env=bytecode,
         )
         assert '"pushed"' in out, out
 
@@ -140,17 +154,63 @@ def measure(clone: Path, work: Path, repeat: int, label: str, account: str) -> d
 
     res["publish_in_process_s"] = stats(sample(library, repeat, warmup=1))
     res["ratio_in_process"] = ratio(res["publish_in_process_s"]["median"], res["git_commit_push_s"]["median"])
+    res["signing"] = signing_cost(proj, repeat, bytecode)
+    base = res["git_commit_push_s"]["median"]
+    unsigned_cli = res["agora_post_cli_s"]["median"] - res["signing"]["per_cli_post_s"]
+    unsigned_lib = res["publish_in_process_s"]["median"] - res["signing"]["two_signatures_s"]["median"]
+    res["agora_post_cli_less_signing_s"] = unsigned_cli
+    res["ratio_cli_less_signing"] = ratio(unsigned_cli, base)
+    res["publish_in_process_less_signing_s"] = unsigned_lib
+    res["ratio_in_process_less_signing"] = ratio(unsigned_lib, base)
     med = lambda k: res[k]["median"]  # noqa: E731
     print(f"  [{label}]")
     print(
-        f"    git agora post (CLI)        {med('agora_post_cli_s'):7.3f} s   ratio {res['ratio_cli']:.2f}x "
+        f"    git agora post (CLI), signed          {med('agora_post_cli_s'):7.3f} s   ratio {res['ratio_cli']:.2f}x "
         f"(target <= {TARGET}x: {verdict(res['ratio_cli'], TARGET)})"
     )
     print(
-        f"    publish() in-process        {med('publish_in_process_s'):7.3f} s   ratio {res['ratio_in_process']:.2f}x"
+        f"    the same less signing ({res['signing']['per_cli_post_s'] * 1e3:.1f} ms)      {unsigned_cli:7.3f} s   "
+        f"ratio {res['ratio_cli_less_signing']:.2f}x (target <= {TARGET}x, unsigned: "
+        f"{verdict(res['ratio_cli_less_signing'], TARGET)})"
     )
-    print(f"    git commit --allow-empty && git push {med('git_commit_push_s'):.3f} s")
+    print(
+        f"    publish() in-process, signed          {med('publish_in_process_s'):7.3f} s   "
+        f"ratio {res['ratio_in_process']:.2f}x; less signing {unsigned_lib:.3f} s"
+    )
+    print(f"    git commit --allow-empty && git push  {base:7.3f} s")
     return res
+
+
+def signing_cost(proj: Project, repeat: int, bytecode: dict[str, str]) -> dict:
+    """What signing adds to one post: two signatures (the contribution and its log entry) with the key
+    read from its file each time, as `SigningKey.sign` does, and, for the CLI, importing the signer."""
+    key = proj.signing_key
+    payload = b"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n" * 8
+    key.sign(payload)
+    two = stats(sample(lambda: (key.sign(payload), key.sign(payload)), max(repeat, 20)))
+
+    def python(code: str) -> None:
+        subprocess.run([sys.executable, "-c", code], check=True, env={**env(), **bytecode})
+
+    bare = stats(sample(lambda: python(UNSIGNED_IMPORT), repeat, warmup=1))
+    signer = stats(sample(lambda: python(f"{UNSIGNED_IMPORT}; {SIGNER_IMPORT}"), repeat, warmup=1))
+    import_s = max(0.0, signer["median"] - bare["median"])
+    return {
+        "two_signatures_s": two,
+        "signer_import_s": import_s,
+        "per_cli_post_s": two["median"] + import_s,
+        "in_process": _in_process_signer(key),
+    }
+
+
+UNSIGNED_IMPORT = "import git_agora.ops.publish, git_agora.cli.post"  # what a post imports anyway
+SIGNER_IMPORT = "import git_agora.identity.ssh_sign, cryptography.hazmat.primitives.asymmetric.ed25519"
+
+
+def _in_process_signer(key) -> bool:
+    from git_agora.identity.ssh_sign import load_ed25519
+
+    return load_ed25519(key.path) is not None
 
 
 def startup(repeat: int) -> dict:

@@ -21,7 +21,6 @@ import hashlib
 import pickle
 import re
 import shutil
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -31,46 +30,27 @@ from dulwich.objects import Commit, Tree
 from dulwich.repo import Repo
 
 from git_agora.identity.chain import identity_message
+from git_agora.identity.ssh_sign import Ed25519Key, ssh_string
 from git_agora.refs.names import IDENTITY_PREFIX
 
 STATE_FILE = "signed-state.pkl"
 UNSIGNED = "refs/unsigned/log/"  # the origin's logs, as fetched; the signed twins live under LOG_PREFIX
 LOG_PREFIX = "refs/agora/log/"
-NAMESPACE = b"git"
 SHA = re.compile(rb"\b[0-9a-f]{40}\b")  # the shas a message names (log entries, verification targets)
-HASH = b"sha512"
-
-
-def _string(data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + data
 
 
 class AccountKey:
-    """An ed25519 key that writes OpenSSH's SSHSIG signatures (PROTOCOL.sshsig) in process."""
+    """An ed25519 key derived from the account name and a seed; signs in process as git-agora does
+    (`git_agora.identity.ssh_sign`)."""
 
     def __init__(self, account: str, seed: int = 0):
         secret = hashlib.sha256(f"agora-bench:{seed}:{account}".encode()).digest()
-        self.private = Ed25519PrivateKey.from_private_bytes(secret)
-        raw = self.private.public_key().public_bytes_raw()
-        self.blob = _string(b"ssh-ed25519") + _string(raw)
-        self.public = f"ssh-ed25519 {base64.b64encode(self.blob).decode()} {account}@agora"
+        raw = Ed25519PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
+        self.key = Ed25519Key(secret, ssh_string(b"ssh-ed25519") + ssh_string(raw))
+        self.public = f"ssh-ed25519 {base64.b64encode(self.key.public_blob).decode()} {account}@agora"
 
     def sign(self, payload: bytes) -> bytes:
-        digest = hashlib.sha512(payload).digest()
-        signed = b"SSHSIG" + _string(NAMESPACE) + _string(b"") + _string(HASH) + _string(digest)
-        signature = _string(b"ssh-ed25519") + _string(self.private.sign(signed))
-        blob = (
-            b"SSHSIG"
-            + struct.pack(">I", 1)
-            + _string(self.blob)
-            + _string(NAMESPACE)
-            + _string(b"")
-            + _string(HASH)
-            + _string(signature)
-        )
-        text = base64.b64encode(blob)
-        lines = [text[i : i + 70] for i in range(0, len(text), 70)]
-        return b"-----BEGIN SSH SIGNATURE-----\n" + b"\n".join(lines) + b"\n-----END SSH SIGNATURE-----\n"
+        return self.key.sign(payload)
 
 
 def sign_project(origin: Path, out: Path, seed: int = 0) -> dict[str, AccountKey]:

@@ -104,14 +104,37 @@ def changed_protected_files(repo: Repository, tree: str, policy: Policy) -> list
 
 def policy_sha_for(repo: Repository, sha: str, root: str) -> str:
     """The policy in force for `sha`: the nearest amendment by the setup's account on its first-parent
-    line (itself included), else the setup. Amendments are rare: git finds the candidates."""
+    line (itself included), else the setup. Amendments are rare: git finds the candidates. The answer
+    depends on immutable commits only, so it is remembered per clone (`memo`): publishing on the same
+    contribution again does not walk its first-parent line again."""
+    from .memo import recall, remember
+
+    key = f"{root}-{sha}"
+    known = recall(repo.agora_dir, POLICY_MEMO, key)
+    if known is not None:
+        return known
     root_account = _account(repo, root)
     out = repo.git.run("log", "--first-parent", "--format=%H", "-E", f"--grep=^Agora-Tag: {POLICY_TAG}$", sha)
+    found = root
     for candidate in out.split():
         contribution = repo.contribution(candidate)
         if contribution is not None and is_amendment(contribution, root_account):
-            return candidate
-    return root
+            found = candidate
+            break
+    remember(repo.agora_dir, POLICY_MEMO, key, found)
+    return found
+
+
+POLICY_MEMO = "policy-in-force"  # under .git/agora: "<setup>-<contribution> <policy sha>"
+
+
+def load_policy_config(repo: Repository, sha: str) -> ProjectConfig:
+    """Only the agora.toml of the setup or amendment `sha` (what `load_policy` reads, without listing the
+    evaluator files)."""
+    info = repo.commit_info(sha)
+    assert info is not None, sha
+    text = repo.git.run("cat-file", "-p", f"{info.tree}:{CONFIG_FILE}", check=False)
+    return ProjectConfig.parse(text) if text else ProjectConfig()
 
 
 def _account(repo: Repository, sha: str) -> str | None:

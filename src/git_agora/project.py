@@ -194,6 +194,16 @@ class Project:
         except ConfigError as exc:
             raise AgoraError(f"the policy of {sha[:12]}: {exc}") from None
 
+    def policy_config(self, sha: str) -> ProjectConfig:
+        """The agora.toml of the policy in force for `sha` (`policy`'s config, without its evaluator files)."""
+        from .policy import load_policy_config, policy_sha_for
+
+        try:
+            policy_sha = policy_sha_for(self.repo, sha, self.setup)
+            return self.config if policy_sha == self.setup else load_policy_config(self.repo, policy_sha)
+        except ConfigError as exc:
+            raise AgoraError(f"the policy of {sha[:12]}: {exc}") from None
+
     # --- the contribution the next push builds on (per work tree) ----------------------------
 
     @property

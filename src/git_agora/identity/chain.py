@@ -71,6 +71,10 @@ def ensure_identity(repo: Repository, account: str, key: SigningKey) -> str:
     announce as its newest."""
     local = IDENTITY_PREFIX + account
     tip = repo.ref(local)
+    if tip is not None:
+        newest = _newest_key(repo, tip)
+        if newest is not None and same_key(newest, key.public):
+            return local  # the local chain announces this key last, which the search below finds first
     known = [repo.ref(ref) for ref in identity_refs(repo, account) if ref != local]
     chains = {
         candidate: chain_keys(repo, candidate)
@@ -97,6 +101,25 @@ def ensure_identity(repo: Repository, account: str, key: SigningKey) -> str:
         f"the identity of {account} here announces another key ({_short(keys[-1] if keys else '?')}); "
         f"sign with that key (git config agora.signingkey PATH) or publish as another account"
     )
+
+
+VERIFIED_FILE = "identity-verified"  # under .git/agora (`memo`): chain tip -> its newest key
+
+
+def _newest_key(repo: Repository, tip: str) -> str | None:
+    """The newest key of the chain ending at `tip` (None: no valid key). A chain is immutable, so its
+    verdict is remembered by tip: publishing does not walk and verify the chain each time."""
+    from ..memo import recall, remember
+
+    known = recall(repo.agora_dir, VERIFIED_FILE, tip)
+    if known is not None:
+        return known
+    keys = chain_keys(repo, tip)
+    if not keys:
+        return None
+    newest = " ".join(keys[-1].split()[:2])
+    remember(repo.agora_dir, VERIFIED_FILE, tip, newest)
+    return newest
 
 
 def _short(public: str) -> str:

@@ -17,13 +17,22 @@ KEY_CONFIG = "agora.signingkey"
 
 @dataclass(frozen=True)
 class SigningKey:
-    """A private key file and its public line (`ssh-ed25519 AAAA... comment`); signs with ssh-keygen,
-    exactly as `git commit -S` does with `gpg.format=ssh`."""
+    """A private key file and its public line (`ssh-ed25519 AAAA... comment`); signs exactly as
+    `git commit -S` does with `gpg.format=ssh`: in process for an unencrypted ed25519 key
+    (`ssh_sign`), else with ssh-keygen (a passphrase, another key type, a key in an agent)."""
 
     path: Path
     public: str
 
     def sign(self, payload: bytes) -> bytes:
+        from .ssh_sign import load_ed25519
+
+        key = load_ed25519(self.path)  # read at each signature: a rotation may replace the file
+        if key is not None:
+            return key.sign(payload)
+        return self.sign_with_ssh_keygen(payload)
+
+    def sign_with_ssh_keygen(self, payload: bytes) -> bytes:
         proc = subprocess.run(
             ["ssh-keygen", "-Y", "sign", "-q", "-f", str(self.path), "-n", "git"], input=payload, capture_output=True
         )

@@ -217,24 +217,38 @@ class _Watch:
                     self.on_line(line.decode("utf-8", "replace"))
 
     def wait(self, stall: float) -> bool:
-        """Wait for the child; True when it was stopped for saying nothing for `stall` seconds."""
-        while True:
-            try:
-                self.proc.wait(timeout=min(1.0, stall))
-                break
-            except subprocess.TimeoutExpired:
-                if time.monotonic() - self.last > stall:
-                    self.stop()
-                    return True
-        self._join()
-        return False
+        """Wait for the child; True when it was stopped for saying nothing for `stall` seconds.
 
-    def stop(self) -> None:
-        """Kill the child and every helper it started (ssh, remote helpers, upload-pack)."""
+        The wait blocks (no polling: `Popen.wait(timeout)` sleeps in growing steps of up to 50 ms, which
+        a 20 ms push paid in full); a watchdog thread checks for silence once a second."""
+        done, stalled = threading.Event(), threading.Event()
+
+        def watchdog() -> None:
+            while not done.wait(min(1.0, stall)):
+                if time.monotonic() - self.last > stall:
+                    stalled.set()
+                    self._kill()
+                    return
+
+        watcher = threading.Thread(target=watchdog, daemon=True)
+        watcher.start()
+        try:
+            self.proc.wait()
+        finally:
+            done.set()
+        watcher.join()
+        self._join()
+        return stalled.is_set()
+
+    def _kill(self) -> None:
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+    def stop(self) -> None:
+        """Kill the child and every helper it started (ssh, remote helpers, upload-pack)."""
+        self._kill()
         self.proc.wait()
         self._join()
 

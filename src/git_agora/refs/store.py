@@ -3,6 +3,9 @@ updated with compare-and-swap, and the append-only account log."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,7 +13,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ..contribution import Contribution, ContributionError
-from .git import Git, GitError
+from .git import Git
 from .names import LogRef
 
 LOG_TITLE = "agora log"
@@ -19,6 +22,7 @@ LOG_ENTRY_KEY = "Agora-Log-Entry"
 
 
 MAX_REF_ATTEMPTS = 100
+_HEX = re.compile("[0-9a-f]{40}")
 
 
 class NotARepository(RuntimeError):
@@ -53,20 +57,26 @@ class Repository:
     @classmethod
     def discover(cls, start: Path | str = ".") -> Repository:
         start = Path(start)
-        try:
-            out = (
-                Git(start)
-                .run("rev-parse", "--path-format=absolute", "--is-bare-repository", "--git-dir", "--git-common-dir")
-                .splitlines()
+        try:  # one git call: the top level comes last, and git stops there in a bare repository
+            proc = subprocess.run(
+                ["git", "rev-parse", "--path-format=absolute", "--is-bare-repository", "--git-dir", "--git-common-dir"]
+                + ["--show-toplevel"],
+                cwd=start,
+                capture_output=True,
+                env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
             )
-        except (GitError, FileNotFoundError, NotADirectoryError):
-            raise NotARepository(f"not a Git repository: {start.resolve()}") from None
+        except (FileNotFoundError, NotADirectoryError):
+            proc = None
+        out = proc.stdout.decode("utf-8", "surrogateescape").splitlines() if proc else []
+        if len(out) < 3:
+            raise NotARepository(f"not a Git repository: {start.resolve()}")
         bare = out[0] == "true"
         git_dir, common_dir = Path(out[1]), Path(out[2])
         if bare:
             return cls(git_dir, git_dir, common_dir, bare=True)
-        top = Git(start).run("rev-parse", "--show-toplevel").strip()
-        return cls(Path(top), git_dir, common_dir)
+        if len(out) < 4:  # not bare, yet no work tree (inside .git): git says why
+            Git(start).run("rev-parse", "--show-toplevel")
+        return cls(Path(out[3]), git_dir, common_dir)
 
     @cached_property
     def dulwich(self):
@@ -122,6 +132,8 @@ class Repository:
 
     def resolve(self, rev: str) -> str | None:
         """A full commit sha for a sha prefix or ref name, or None."""
+        if len(rev) == 40 and _HEX.fullmatch(rev) and self.commit_info(rev) is not None:
+            return rev  # a full sha of a commit here: nothing for git to resolve
         out = self.git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False).strip()
         return out or None
 
