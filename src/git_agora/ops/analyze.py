@@ -46,7 +46,7 @@ def analyze(
     if embed:
         needed = frame.table["sha"].take(vectors_needed(frame, config.clusters, config.ucb))
         report = update_embeddings(
-            project, index.contributions, model, needed, budget, lambda: load(project).contributions
+            project, index.contributions, model, needed, budget, lambda: load(project, TEXT_COLUMNS).contributions
         )
         embeddings, model_id = report.cache, report.model
     else:
@@ -144,6 +144,8 @@ ANALYZE_COLUMNS = (
     "reasons",
     "policy",
 )
+# what embedding reads: the text (title and description) of valid contributions, newest first
+TEXT_COLUMNS = ("title", "description", "valid", "log_seq")
 # what search reads of the contributions when every description already has a vector
 SEARCH_COLUMNS = ("valid", "title", "account", "primary_metric", "tags")
 
