@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from test_faults_e2e import read_only, restore
 import git_agora
 from agora_testing import agora
 from git_agora.embedding import cache as cache_module
+from git_agora.embedding import incremental
 from git_agora.embedding.backends import EmbeddingBackend, hashing_model_id
 from git_agora.embedding.cache import VECTORS_FILE, append_embeddings, read_embeddings
 from git_agora.embedding.incremental import encode_plan
@@ -117,6 +119,34 @@ def test_a_time_budget_stops_between_batches_after_the_needed_rows():
     assert (nothing_more.first, nothing_more.later) == (300, 0)
     counted = encode_plan(plan, texts, fake_backend([]), EmbedBudget(seconds=float("inf"), rows=700))
     assert counted.later == 700
+
+
+def test_a_long_run_hands_its_rows_to_the_cache_a_slice_at_a_time(monkeypatch):
+    monkeypatch.setattr(incremental, "FLUSH_ROWS", 512)
+    plan = EmbedPlan(first=tuple(f"n{i}" for i in range(2000)), later=(), total=0, cached=0)
+    stored: list[int] = []
+    calls: list[int] = []
+    backend = fake_backend(calls)
+
+    def interrupted(texts):
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return fake_backend(calls).encode(texts)
+
+    with pytest.raises(KeyboardInterrupt):
+        encode_plan(
+            plan,
+            {s: s for s in plan.first},
+            replace(backend, encode=interrupted),
+            EmbedBudget(),
+            store=lambda rows: stored.append(rows.num_rows),
+        )
+    assert stored == [512, 512]  # an interrupted run keeps every whole slice it encoded
+    stored.clear()
+    encoded = encode_plan(
+        plan, {s: s for s in plan.first}, backend, EmbedBudget(), store=lambda rows: stored.append(rows.num_rows)
+    )
+    assert stored == [512, 512, 512, 464] and encoded.first == 2000 and encoded.rows.num_rows == 0
 
 
 # --- analyze, index --embed ---------------------------------------------------------------------

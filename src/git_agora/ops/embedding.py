@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..frontier.embeddings import Coverage
@@ -122,33 +122,51 @@ def _embed(project: Project, contributions, model, needed, budget, described, ev
         plan = plan_embedding(contributions, _cached_shas(cache, backend.model), needed, everything)
     if "description" not in contributions.column_names and described is not None:
         contributions = described()
-    encoded = encode_plan(plan, _texts(contributions, plan, budget), backend, budget, project.feedback.progress)
+    store = _Store(project)
+    texts = _texts(contributions, plan, budget)
+    encoded = encode_plan(plan, texts, backend, budget, project.feedback.progress, store=store.append)
     coverage = Coverage(plan.cached + encoded.count, plan.total)
-    report = EmbedReport(backend.model, encoded.count, encoded.seconds, coverage, backend.runtime)
+    report = EmbedReport(backend.model, encoded.count, encoded.seconds, coverage, backend.runtime, store.cached)
     if encoded.count >= PROGRESS_FROM and not everything:
         project.feedback.notice(report.describe())
-    return _stored(project, cache, encoded.rows, report)
+    return replace(report, cache=store.cache())
 
 
-def _stored(project: Project, cache, rows, report: EmbedReport) -> EmbedReport:
-    """``report`` with the cache that now holds ``rows``; on a read-only `.git/agora`, a notice and the
-    rows kept in memory for this run."""
-    from dataclasses import replace
+class _Store:
+    """Appends each slice of new vectors to the cache; on a read-only `.git/agora`, one notice and the
+    slices kept in memory for this run."""
 
-    import pyarrow as pa
+    def __init__(self, project: Project):
+        self.project = project
+        self.cached = True
+        self.kept: list = []
 
-    from ..embedding.cache import append_embeddings
-    from ..frontier.embeddings import empty_cache
-    from ..index.segments import WriteFailed
+    def append(self, rows) -> None:
+        from ..embedding.cache import append_embeddings
+        from ..index.segments import WriteFailed
 
-    try:
-        return replace(report, cache=append_embeddings(project.repo, rows))
-    except WriteFailed as exc:
-        if not exc.read_only:
-            raise
-        project.feedback.notice(f"{exc}: the new embeddings are not cached")
-        kept = pa.concat_tables([cache if cache is not None else empty_cache(), rows])
-        return replace(report, cached=False, cache=kept)
+        if self.cached:
+            try:
+                append_embeddings(self.project.repo, rows)
+                return
+            except WriteFailed as exc:
+                if not exc.read_only:
+                    raise
+                self.project.feedback.notice(f"{exc}: the new embeddings are not cached")
+                self.cached = False
+        self.kept.append(rows)
+
+    def cache(self):
+        """The cache as stored, plus the slices that could not be."""
+        import pyarrow as pa
+
+        from ..embedding.cache import read_embeddings
+        from ..frontier.embeddings import empty_cache
+
+        stored = read_embeddings(self.project.repo)
+        if not self.kept:
+            return stored
+        return pa.concat_tables([stored if stored is not None else empty_cache(), *self.kept])
 
 
 def _texts(contributions, plan, budget) -> dict[str, str]:
