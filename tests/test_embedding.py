@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from git_agora.embedding.backends import DEFAULT_MODEL, EmbeddingBackend, hashing_backend, load_backend
-from git_agora.embedding.cache import embed_missing
+from git_agora.embedding.incremental import embed_missing
 from git_agora.frontier.embeddings import contribution_text, embedding_matrix, embeddings_table
 from git_agora.index.schema import EMBEDDINGS
 

@@ -93,7 +93,8 @@ def test_search_ranks_only_valid_contributions_and_keeps_the_old_order():
     order = np.argsort(-scores, kind="stable")[: int(present.sum())]
     assert [h.sha for h in result.hits] == [kept[i] for i in order]
     assert np.allclose([h.score for h in result.hits], scores[order], atol=1e-6)
-    assert result.note == f"{int(present.sum())} of {len(kept)} contributions have embeddings"
+    assert result.note == f"embeddings cover {int(present.sum())} of {len(kept)} contributions"
+    assert result.coverage.to_dict() == {"embedded": int(present.sum()), "total": len(kept)}
 
 
 # --- the cache of the exported model ------------------------------------------------------------

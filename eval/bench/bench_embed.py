@@ -34,7 +34,7 @@ from _common import BIN, ROOT, WORK_DIR, env, plain_clone, project, ratio, sh, w
 WORKER = """
 import json, sys, time, numpy as np
 from git_agora.embedding.backends import load_backend
-from git_agora.embedding.cache import embed_missing
+from git_agora.embedding.incremental import embed_missing
 texts = json.load(open(sys.argv[2]))
 if sys.argv[1] == "new":
     backend = load_backend(fallback=False)

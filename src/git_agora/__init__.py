@@ -55,6 +55,9 @@ _EXPORTS = {
     "Reproduction": "ops.verify",
     "analyze": "ops.analyze",
     "search": "ops.analyze",
+    "embed_everything": "ops.embedding",
+    "EmbedReport": "ops.embedding",
+    "EmbedBudget": "embedding.plan",
     "show": "ops.history",
     "Shown": "ops.history",
     "log": "ops.history",
@@ -96,11 +99,13 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from .config import ProjectConfig
     from .contribution import Contribution, Verdict
+    from .embedding.plan import EmbedBudget
     from .errors import AgoraError, ExitCode
     from .feedback import Feedback
     from .ops.analyze import analyze, search
     from .ops.checkout import CheckedOut, checkout
     from .ops.clone import Cloned, clone
+    from .ops.embedding import EmbedReport, embed_everything
     from .ops.evaluate import Evaluated, run
     from .ops.history import LogEntry, Shown, lineage, log, show, stats
     from .ops.indexing import IndexSummary, check_index, update_index

@@ -22,7 +22,9 @@ from .common import emit_json, json_option, open_project
 @click.pass_context
 def command(ctx, views, limit, model, summary_only, legend, as_json):
     """The frontier from the local index: leaders, evidence, open questions, clusters, and three
-    suggested slots (exploit, explore known, explore novel) with the reason for each."""
+    suggested slots (exploit, explore known, explore novel) with the reason for each. Embeds the
+    descriptions it reads first, then older ones for at most 5 s (AGORA_EMBED_BUDGET=SECONDS);
+    `git agora index --embed` embeds the rest."""
     from ..ops.analyze import analyze
     from .render import render_analysis
 

@@ -14,7 +14,8 @@ from .common import emit_json, json_option, open_project
 @json_option
 @click.pass_context
 def command(ctx, query, limit, model, as_json):
-    """Contributions closest to QUERY by embedding similarity (keyword match as the fallback)."""
+    """Contributions closest to QUERY by embedding similarity; those without a vector yet (see
+    `git agora index --embed`) and every contribution without embeddings are matched by keyword."""
     from ..ops.analyze import search
 
     text = " ".join(query)
@@ -29,7 +30,8 @@ def command(ctx, query, limit, model, as_json):
         click.echo(f"  note: {result.note}")
     for hit in result.hits:
         metric = "-" if hit.metric is None else f"{hit.metric:.6g}"
-        click.echo(f"  {hit.score:5.2f}  {hit.sha[:10]} {metric:>9}  {hit.account[:12]:<12} {hit.title[:60]}")
+        by = " (keyword)" if hit.method != result.method else ""
+        click.echo(f"  {hit.score:5.2f}  {hit.sha[:10]} {metric:>9}  {hit.account[:12]:<12} {hit.title[:60]}{by}")
         for claim in hit.claimed_by:
             click.echo(f"         claimed by {claim['account']} until {_utc(claim['until'])}: {claim['title'][:50]}")
     if not result.hits:

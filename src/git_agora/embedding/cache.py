@@ -2,6 +2,11 @@
 missing (commits never change), stored as a memory-mapped float32 file. Derived data: not part of
 `index --check`, and rebuilt by deleting it.
 
+Adding vectors costs what is new (`append_embeddings`): the vectors are written after the last one the
+keys name, then the small keys file is replaced atomically. The keys are the commit point: a crash
+before their rename leaves the old keys, which name only old vectors (readers ignore bytes past the
+last vector the keys name), and the next append writes over those bytes.
+
 Two ways to read the vectors: `read_embeddings` maps the file (a few rows touched, as analyze's window
 needs), `row_reader` reads rows with plain reads into a small buffer, for a scan of every vector (search):
 a mapped scan would keep every page it touched resident, 154 MB at 100,000 x 384.
@@ -10,28 +15,23 @@ a mapped scan would keep every page it touched resident, 154 MB at 100,000 x 384
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Mapping
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..feedback import Feedback
-from ..frontier.embeddings import RowReader, empty_cache, rows_table, texts_by_sha
+from ..frontier.embeddings import RowReader
 from ..index.schema import EMBEDDINGS
 from ..index.segments import WriteFailed, discard
 from ..index.state import index_dir
 from ..index.store import locked
 from ..refs.store import Repository
-from .backends import DEFAULT_MODEL, HASHING, EmbeddingBackend, backend_for, hashing_model_id
 
 EMBEDDINGS_FILE = "embeddings.parquet"
 VECTORS_FILE = "embeddings.f32"
-PROGRESS_FROM = 512  # fewer texts than this embed in a blink: no progress bar
-
-Progress = Callable[[int, int], None]
+KEYS = pa.schema([("sha", pa.string()), ("model", pa.string()), ("start", pa.int64()), ("dim", pa.int32())])
 
 
 def read_embeddings(repo: Repository) -> pa.Table | None:
@@ -42,21 +42,34 @@ def read_embeddings(repo: Repository) -> pa.Table | None:
     """
     directory = index_dir(repo)
     try:
-        keys = pq.ParquetFile(directory / EMBEDDINGS_FILE).read()
         floats = np.memmap(directory / VECTORS_FILE, dtype="<f4", mode="r")
-    except (OSError, ValueError, pa.ArrowException):
+    except (OSError, ValueError):
         return None
-    if keys.schema.names != ["sha", "model", "start", "dim"]:
+    keys = _read_keys(directory, len(floats))
+    if keys is None:
         return None
-    starts = keys["start"].to_numpy()
-    ends = starts + keys["dim"].to_numpy()
-    if len(ends) and (ends.max() > len(floats) or not np.array_equal(starts[1:], ends[:-1])):
-        return None  # the two files do not belong together: recompute rather than guess
+    ends = keys["start"].to_numpy() + keys["dim"].to_numpy()
     offsets = np.r_[0, ends].astype(np.int32) if len(ends) else np.zeros(1, np.int32)
     values = pa.Array.from_buffers(pa.float32(), int(offsets[-1]), [None, pa.py_buffer(floats)])
     vectors = pa.ListArray.from_arrays(pa.array(offsets), values)
     table = pa.table([keys["sha"], keys["model"], vectors], schema=EMBEDDINGS)
     return table
+
+
+def _read_keys(directory: Path, floats: int) -> pa.Table | None:
+    """The keys, when they name contiguous vectors within the first ``floats`` floats of the vector file
+    (it may be longer: an append that crashed before its keys were replaced); else None."""
+    try:
+        keys = pq.ParquetFile(directory / EMBEDDINGS_FILE).read()
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+    if keys.schema.names != KEYS.names:
+        return None
+    starts = keys["start"].to_numpy()
+    ends = starts + keys["dim"].to_numpy()
+    if len(ends) and (starts[0] != 0 or ends.max() > floats or not np.array_equal(starts[1:], ends[:-1])):
+        return None  # the two files do not belong together: recompute rather than guess
+    return keys.cast(KEYS)
 
 
 def row_reader(repo: Repository, cache: pa.Table | None) -> RowReader | None:
@@ -93,7 +106,102 @@ def row_reader(repo: Repository, cache: pa.Table | None) -> RowReader | None:
     return read
 
 
+def append_embeddings(repo: Repository, rows: pa.Table) -> pa.Table | None:
+    """Add ``rows`` (EMBEDDINGS: sha, model, vector) to the cache, writing only them, and return the
+    cache as `read_embeddings` reads it now. Rows whose (sha, model) is cached already are skipped.
+
+    Under the index's exclusive lock: (1) read the current keys (another process may have appended);
+    (2) write the new vectors after the last vector they name and fsync; (3) write the new keys to a
+    temporary file, fsync, rename it over the keys, sync the directory. Raises `WriteFailed` (one
+    line naming the path) when the directory cannot be written; the cache is then unchanged.
+    """
+    directory = index_dir(repo)
+    vectors_path, keys_path = directory / VECTORS_FILE, directory / EMBEDDINGS_FILE
+    with locked(directory, exclusive=True):
+        try:
+            size = vectors_path.stat().st_size // 4
+        except FileNotFoundError:
+            size = 0
+        keys = _read_keys(directory, size)
+        if keys is None:
+            keys = KEYS.empty_table()  # nothing usable cached: start over from the first byte
+        rows = _not_cached(rows.combine_chunks(), keys)
+        end = int((keys["start"].to_numpy() + keys["dim"].to_numpy()).max()) if keys.num_rows else 0
+        flat, new_keys = _flat(rows, end)
+        tmp = directory / f".{EMBEDDINGS_FILE}.{os.getpid()}"
+        try:
+            _write_vectors(vectors_path, end, flat)
+            _write_keys(pa.concat_tables([keys, new_keys]), tmp)
+            _replace(tmp, keys_path)
+            _sync_dir(directory)
+        except OSError as exc:
+            discard(tmp)
+            raise WriteFailed(exc, exc.filename or directory) from None
+    return read_embeddings(repo)
+
+
+def _not_cached(rows: pa.Table, keys: pa.Table) -> pa.Table:
+    if not keys.num_rows or not rows.num_rows:
+        return rows
+    key = pc.binary_join_element_wise(rows["sha"], rows["model"], "\0")
+    cached = pc.binary_join_element_wise(keys["sha"], keys["model"], "\0")
+    return rows.filter(pc.invert(pc.is_in(key, value_set=cached)))
+
+
+def _flat(rows: pa.Table, end: int) -> tuple[np.ndarray, pa.Table]:
+    """The vectors of ``rows`` back to back, and their keys when they start at float ``end``."""
+    vectors = rows.column("vector")
+    vectors = vectors.chunk(0) if vectors.num_chunks else pa.array([], pa.list_(pa.float32()))
+    lengths = pc.list_value_length(vectors).fill_null(0).to_numpy().astype(np.int64)
+    starts = end + np.r_[0, np.cumsum(lengths)[:-1]] if len(lengths) else np.zeros(0, np.int64)
+    flat = pc.list_flatten(vectors).to_numpy(zero_copy_only=False).astype("<f4", copy=False)
+    keys = pa.table([rows["sha"], rows["model"], pa.array(starts, pa.int64()), pa.array(lengths, pa.int32())], KEYS)
+    return flat, keys
+
+
+# --- the steps of an append (each one a place where a crash is injected in the tests) -------------
+
+
+def _write_vectors(path: Path, start: int, flat: np.ndarray) -> None:
+    """Write ``flat`` from float ``start`` on, cut the file there, fsync. Bytes before ``start`` are
+    never touched: readers holding the old keys see the same vectors throughout."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        data, offset = memoryview(flat).cast("B"), start * 4
+        while data:
+            written = os.pwrite(fd, data, offset)
+            data, offset = data[written:], offset + written
+        os.ftruncate(fd, offset)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_keys(keys: pa.Table, path: Path) -> None:
+    pq.write_table(keys, path, compression="zstd", use_dictionary=["model"])
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _replace(src: Path, dst: Path) -> None:
+    os.replace(src, dst)
+
+
+def _sync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems cannot sync a directory
+    finally:
+        os.close(fd)
+
+
 def write_embeddings(repo: Repository, table: pa.Table) -> None:
+    """Replace the whole cache with ``table`` (benchmarks and imports; runs use `append_embeddings`)."""
     directory = index_dir(repo)
     table = table.combine_chunks()
     vectors = table.column("vector")
@@ -121,96 +229,3 @@ def write_embeddings(repo: Repository, table: pa.Table) -> None:
             discard(tmp_vectors)
             discard(tmp_keys)
             raise WriteFailed(exc, directory) from None
-
-
-def embed_missing(
-    texts: Mapping[str, str],
-    cache: pa.Table | None,
-    backend: EmbeddingBackend,
-    *,
-    batch_size: int = 256,
-    progress: Progress | None = None,
-) -> pa.Table:
-    """Return ``cache`` plus vectors for the shas in ``texts`` it lacks for ``backend.model``.
-
-    The cache is keyed by (sha, model): rows of other models are kept untouched, existing rows are
-    never recomputed (commits never change). New rows are appended in the order of ``texts``; with
-    nothing new the same table object is returned. Texts are encoded shortest first, ``batch_size``
-    at a time, so that the encoder's own batches pad little.
-    ``progress(done, total)`` is called after each batch when more than one batch is needed.
-    """
-    if cache is None:
-        cache = empty_cache()
-    elif cache.schema != EMBEDDINGS:
-        cache = cache.select(EMBEDDINGS.names).cast(EMBEDDINGS)
-    have = set(cache.filter(pc.equal(cache["model"], backend.model))["sha"].to_pylist()) if cache.num_rows else set()
-    todo = [sha for sha in texts if sha not in have]
-    if not todo:
-        return cache
-    order = sorted(range(len(todo)), key=lambda i: len(texts[todo[i]]))
-    vectors: np.ndarray | None = None
-    for start in range(0, len(todo), batch_size):
-        rows = order[start : start + batch_size]
-        part = np.asarray(backend.encode([texts[todo[i]] for i in rows]), dtype=np.float32)
-        if vectors is None:
-            vectors = np.zeros((len(todo), part.shape[1]), dtype=np.float32)
-        vectors[rows] = part
-        if progress is not None and len(todo) > batch_size:
-            progress(min(start + batch_size, len(todo)), len(todo))
-    assert vectors is not None
-    return pa.concat_tables([cache, rows_table(todo, backend.model, vectors)])
-
-
-def _unembedded(contributions: pa.Table, cache: pa.Table | None, model: str) -> pa.ChunkedArray:
-    """Per row: valid, and no vector of `model` cached."""
-    valid = pc.fill_null(contributions["valid"], False)
-    if cache is None:
-        return valid
-    have = cache["sha"].filter(pc.equal(cache["model"], model))  # never touch the vectors here
-    return pc.and_(valid, pc.invert(pc.is_in(contributions["sha"], value_set=have)))
-
-
-def cached_embeddings(
-    repo: Repository,
-    contributions: pa.Table,
-    model: str | None,
-    feedback: Feedback,
-    described: Callable[[], pa.Table] | None = None,
-) -> tuple[pa.Table | None, str]:
-    """The cache with every valid contribution embedded by `model` (None: the default), and the model id.
-
-    The encoder is loaded only when some contribution lacks a cached vector; then one line through
-    `feedback` says how many descriptions which encoder embedded (and a fallback's reason).
-    `contributions` may leave out the descriptions (the largest column) when `described()` gives the
-    table with them: it is called only when something must be embedded.
-    """
-    cache = read_embeddings(repo)
-    wanted = hashing_model_id() if model == HASHING else (model or DEFAULT_MODEL)
-    valid = _unembedded(contributions, cache, wanted)
-    if not pc.any(valid).as_py():
-        return cache, wanted
-    if "description" not in contributions.column_names and described is not None:
-        contributions = described()
-        valid = _unembedded(contributions, cache, wanted)
-    texts = texts_by_sha(contributions.select(["sha", "title", "description", "valid"]).filter(valid))
-    backend = backend_for(model)
-    if backend.notice:
-        feedback.notice(backend.notice)
-    start = time.perf_counter()
-    if len(texts) < PROGRESS_FROM:
-        updated = embed_missing(texts, cache, backend)
-    else:
-        with feedback.progress("embedding descriptions", len(texts)) as advance:
-            updated = embed_missing(texts, cache, backend, progress=lambda done, total: advance(done))
-    if len(texts) >= PROGRESS_FROM:
-        seconds = time.perf_counter() - start
-        feedback.notice(
-            f"embedded {len(texts)} descriptions with {backend.model} ({backend.runtime}) in {seconds:.1f} s"
-        )
-    try:
-        write_embeddings(repo, updated)
-    except WriteFailed as exc:  # a read-only .git/agora: use the vectors, keep none
-        if not exc.read_only:
-            raise
-        feedback.notice(f"{exc}: the new embeddings are not cached")
-    return updated, backend.model

@@ -161,14 +161,16 @@ def analyze(
     embeddings: pa.Table | None = None,
     config: AnalyzeConfig = AnalyzeConfig(),
     cross_refs: pa.Table | None = None,
+    frame: Frame | None = None,
 ) -> AnalyzeResult:
     """Evidence, views, clusters and UCB slots in one pass over the index tables; with the index's
     ``cross_refs`` table, also the commits of other projects that valid contributions cite.
 
     ``edges`` and ``verdicts`` are accepted for symmetry with the index but not read: evidence
-    derives both from ``contributions`` (the index builds them from the same rows).
+    derives both from ``contributions`` (the index builds them from the same rows). ``frame``:
+    ``frame_for(contributions, config)`` when the caller built it already.
     """
-    frame = build_frame(contributions, direction=config.direction, tolerance=config.tolerance, weights=config.weights)
+    frame = frame_for(contributions, config) if frame is None else frame
     model = pick_model(embeddings, config.embedding_model)
     has_vector, source = _vector_access(frame, embeddings, model)
     div = diversity(frame, has_vector, source, config.clusters, model, config.limit)
@@ -177,6 +179,11 @@ def analyze(
     views = compute_views(frame, config.limit, config.views, config.view_params)
     references = cited_commits(frame, cross_refs, config.limit)
     return AnalyzeResult(_summary(frame, config, div), slots, views, div, frame, references, claims)
+
+
+def frame_for(contributions: pa.Table, config: AnalyzeConfig) -> Frame:
+    """The evidence frame analyze computes everything from (also what `needs.vectors_needed` reads)."""
+    return build_frame(contributions, direction=config.direction, tolerance=config.tolerance, weights=config.weights)
 
 
 def with_claims(slots: Slots, claims: tuple[Claim, ...]) -> Slots:

@@ -5,8 +5,10 @@ Rules:
 - *Clusterable* nodes: valid contributions that are not endorsements or verifications (their texts
   say "confirmed X" and would form one big cluster of their own).
 - Clusters are computed only when embeddings (of one model) cover at least ``min_coverage`` (50%) of
-  the clusterable nodes; otherwise ``Diversity.available`` is false and says why.
-- The *window*: the ``window`` (5,000) most recent clusterable nodes that have a vector.
+  the ``window`` (5,000) most recent clusterable nodes (``recent_clusterable``; older work is never
+  clustered, so its vectors do not count); otherwise ``Diversity.available`` is false and says why.
+- The *window*: the ``window`` most recent clusterable nodes that have a vector (with every recent
+  node embedded, as analyze makes sure, exactly ``recent_clusterable``).
 - Single-link clustering: connected components of the graph joining two window nodes whose cosine
   similarity is >= ``threshold`` (0.90). A node's near-duplicates ``rho`` are its neighbours in that
   graph (for nodes outside the window: window nodes at that similarity).
@@ -209,7 +211,8 @@ class Clustering:
 @dataclass(frozen=True, eq=False)
 class Diversity:
     """How spread the recent work is. When ``available`` is false only ``note``, ``coverage`` and
-    ``histogram`` are meaningful. ``sizes``: every cluster size, largest first (cut to 50)."""
+    ``histogram`` are meaningful. ``coverage``: the share of the ``window`` most recent clusterable
+    nodes that have a vector. ``sizes``: every cluster size, largest first (cut to 50)."""
 
     available: bool
     note: str | None
@@ -256,6 +259,16 @@ def clusterable(frame: Frame) -> np.ndarray:
     return ~(frame.endorsed | frame.verification)
 
 
+def recent_clusterable(frame: Frame, window: int) -> np.ndarray:
+    """The ``window`` most recent clusterable nodes, newest first: the nodes clustering reads vectors of."""
+    return newest_first(frame, np.flatnonzero(clusterable(frame)))[:window]
+
+
+def newest_first(frame: Frame, nodes: np.ndarray) -> np.ndarray:
+    """``nodes`` by timestamp, then log position, newest first."""
+    return nodes[np.lexsort((frame.log_seq[nodes], frame.timestamp[nodes]))[::-1]]
+
+
 def metric_histogram(frame: Frame, bins: int = 10) -> Histogram | None:
     """Histogram of the scored values (null when nothing is scored)."""
     values = frame.metric[frame.scored]
@@ -276,22 +289,22 @@ def diversity(
     """Cluster the window and summarise it (module docstring). ``has_vector``: per frame node;
     ``source(nodes)`` returns their unit vectors and presence, as ``embedding_matrix`` does."""
     pool = clusterable(frame)
-    total = int(pool.sum())
-    covered = int((pool & has_vector).sum())
-    coverage = covered / total if total else 0.0
+    recent = recent_clusterable(frame, params.window)
+    total = len(recent)
+    coverage = int(has_vector[recent].sum()) / total if total else 0.0
     histogram = metric_histogram(frame, params.histogram_bins)
     if total == 0 or coverage < params.min_coverage:
         why = (
             "no contributions to cluster yet"
             if total == 0
             else (
-                f"embeddings cover {coverage:.0%} of contributions (< {params.min_coverage:.0%}): "
+                f"embeddings cover {coverage:.0%} of the {total} most recent contributions "
+                f"(< {params.min_coverage:.0%}): "
                 "no clusters; run `git agora analyze` with embeddings enabled to compute them"
             )
         )
         return _unavailable(why, model, coverage, params, histogram)
-    nodes = np.flatnonzero(pool & has_vector)
-    nodes = nodes[np.lexsort((frame.log_seq[nodes], frame.timestamp[nodes]))[::-1]][: params.window]
+    nodes = newest_first(frame, np.flatnonzero(pool & has_vector))[: params.window]
     vectors, _ = source(nodes)
     labels, degree = single_link(vectors, params.threshold, params.block)
     sizes = np.bincount(labels)

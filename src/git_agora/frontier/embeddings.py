@@ -30,6 +30,24 @@ class QueryEncoder(Protocol):
     def encode(self, texts: list[str]) -> np.ndarray: ...
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """How many valid contributions have a vector of the model (``embedded``) of how many (``total``)."""
+
+    embedded: int
+    total: int
+
+    @property
+    def complete(self) -> bool:
+        return self.embedded >= self.total
+
+    def describe(self) -> str:
+        return f"embeddings cover {self.embedded:,} of {self.total:,} contributions"
+
+    def to_dict(self) -> dict[str, int]:
+        return {"embedded": self.embedded, "total": self.total}
+
+
 def contribution_text(title: str | None, description: str | None) -> str:
     """The text that is embedded: the title, a blank line, then the description."""
     title = (title or "").strip()

@@ -1,9 +1,15 @@
 """Search valid contributions by meaning (embeddings) or, without them, by keywords.
 
 - Embedding search: cosine similarity between the query vector and each valid contribution's
-  description vector (one model); contributions without a vector are not found.
+  description vector (one model).
+- Contributions without a vector (the cache is filled a slice at a time) are not invisible: when the
+  table carries descriptions, they are searched by keyword, and those holding at least half of the
+  query's keyword weight (``KEYWORD_SHARE``) are merged by rank with the embedding hits, alternating
+  (embedding first: its 1st, keyword's 1st, its 2nd, ...), each hit saying which ``method`` found it.
+  The two scores are not comparable, so ranks are; the threshold keeps one shared common word from
+  pushing out semantic matches. ``coverage`` says how many valid contributions have a vector.
 - Keyword fallback: each query word (lower-cased, 2+ letters) weighs its IDF
-  ln((N + 1) / (df + 1)) + 1 over the valid contributions' title + description; a contribution
+  ln((N + 1) / (df + 1)) + 1 over the searched contributions' title + description; a contribution
   scores the weight share of the query words it contains, in [0, 1]. Ties: newest first.
 """
 
@@ -19,10 +25,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .claims import Claim, claims_on
-from .embeddings import QueryEncoder, RowReader, pick_model, vector_index
+from .embeddings import Coverage, QueryEncoder, RowReader, pick_model, vector_index
 
 _WORD = re.compile(r"(?u)\b\w\w+\b")
 HIT_COLUMNS = ("sha", "title", "account", "timestamp", "primary_metric")
+KEYWORD_SHARE = 0.5  # a contribution without a vector is listed from this share of the query's keyword weight
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,7 @@ class SearchHit:
     metric: float | None
     score: float
     claimed_by: tuple[dict[str, Any], ...] = ()  # active claims on it: {account, until, sha, title}
+    method: str = "embedding"  # what found it: embedding | keyword
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "claimed_by": [dict(c) for c in self.claimed_by]}
@@ -43,9 +51,10 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """``method``: embedding | keyword; ``model``: the embedding model used; ``encoder``: what embedded
-    a text query (``onnxruntime int8``, ``sentence-transformers``, ...); ``note``: why keyword search
-    was used, or coverage caveats."""
+    """``method``: embedding | keyword (the query's; each hit says what found it); ``model``: the
+    embedding model used; ``encoder``: what embedded a text query (``onnxruntime int8``,
+    ``sentence-transformers``, ...); ``note``: why keyword search was used, or coverage caveats;
+    ``coverage``: valid contributions with a vector of ``model`` (None: no model)."""
 
     query: str | None
     method: str
@@ -53,6 +62,7 @@ class SearchResult:
     hits: tuple[SearchHit, ...]
     note: str | None = None
     encoder: str | None = None
+    coverage: Coverage | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +71,7 @@ class SearchResult:
             "model": self.model,
             "encoder": self.encoder,
             "note": self.note,
+            "coverage": None if self.coverage is None else self.coverage.to_dict(),
             "hits": [h.to_dict() for h in self.hits],
         }
 
@@ -99,7 +110,11 @@ def search(
         why = "no embeddings available: keyword search"
     else:
         why = "no encoder given for a text query: keyword search"
-    return keyword_search(text, _valid(contributions), k, why)
+    if backend is None:
+        return keyword_search(text, _valid(contributions), k, why)
+    coverage = Coverage(0, int(pc.sum(pc.fill_null(contributions["valid"], False)).as_py() or 0))
+    note = why if coverage.complete else f"{why}; {coverage.describe()}"
+    return replace(keyword_search(text, _valid(contributions), k, note), coverage=coverage)
 
 
 def _by_vector(
@@ -112,7 +127,8 @@ def _by_vector(
     read: RowReader | None,
 ) -> SearchResult | None:
     """The valid contributions nearest by ``model``'s vectors; None when none of them has one. Only
-    the sha column is filtered; the hits' fields are taken from the ``k`` rows found."""
+    the sha column is filtered; the hits' fields are taken from the ``k`` rows found. With a text and
+    descriptions, those without a vector are merged in by keyword (module docstring)."""
     valid = np.flatnonzero(pc.fill_null(contributions["valid"], False).to_numpy(zero_copy_only=False))
     shas = contributions["sha"]
     if len(valid) < contributions.num_rows:
@@ -122,10 +138,26 @@ def _by_vector(
     if not present.any():
         return None
     scores = index.similarities(vector)
-    covered = int(present.sum())
-    order = np.argsort(-scores, kind="stable")[: min(k, covered)]
-    note = None if covered == len(valid) else f"{covered} of {len(valid)} contributions have embeddings"
-    return SearchResult(text, "embedding", model, _hits(contributions, valid[order], scores[order]), note)
+    coverage = Coverage(int(present.sum()), len(valid))
+    order = np.argsort(-scores, kind="stable")[: min(k, coverage.embedded)]
+    hits = _hits(contributions, valid[order], scores[order])
+    note = None
+    if not coverage.complete:
+        note = coverage.describe()
+        if text is not None and "description" in contributions.column_names:
+            unembedded = contributions.take(pa.array(valid[~present])).select([*HIT_COLUMNS, "description"])
+            by_word = keyword_search(text, unembedded, k)
+            hits = alternate(hits, tuple(h for h in by_word.hits if h.score >= KEYWORD_SHARE))[:k]
+            note += "; the others are matched by keyword"
+    return SearchResult(text, "embedding", model, hits, note, coverage=coverage)
+
+
+def alternate(first: tuple[SearchHit, ...], second: tuple[SearchHit, ...]) -> tuple[SearchHit, ...]:
+    """Merge two ranked lists by rank: first[0], second[0], first[1], second[1], ... (the rest of the
+    longer list after the shorter ends)."""
+    merged = [hit for pair in zip(first, second) for hit in pair]
+    shorter = min(len(first), len(second))
+    return (*merged, *first[shorter:], *second[shorter:])
 
 
 def _valid(contributions: pa.Table) -> pa.Table:
@@ -155,13 +187,15 @@ def keyword_search(text: str, table: pa.Table, k: int = 10, note: str | None = N
     timestamp = np.asarray(pc.fill_null(table["timestamp"], 0).to_numpy(zero_copy_only=False))
     matched = np.flatnonzero(score > 0)
     order = matched[np.lexsort((-timestamp[matched], -score[matched]))][:k]
-    return SearchResult(text, "keyword", None, _hits(table, order, score[order]), note)
+    return SearchResult(text, "keyword", None, _hits(table, order, score[order], "keyword"), note)
 
 
-def _hits(table: pa.Table, order: np.ndarray, scores: np.ndarray) -> tuple[SearchHit, ...]:
+def _hits(table: pa.Table, order: np.ndarray, scores: np.ndarray, method: str = "embedding") -> tuple[SearchHit, ...]:
     part = table.select(list(HIT_COLUMNS)).take(pa.array(np.asarray(order, dtype=np.int64)))
     return tuple(
-        SearchHit(r["sha"], r["title"] or "", r["account"], r["timestamp"], r["primary_metric"], float(s))
+        SearchHit(
+            r["sha"], r["title"] or "", r["account"], r["timestamp"], r["primary_metric"], float(s), method=method
+        )
         for r, s in zip(part.to_pylist(), scores)
     )
 

@@ -200,12 +200,10 @@ class _Context:
         below the count-th full U cannot enter."""
         if len(nodes) == 0 or count <= 0:
             return nodes[:0], np.zeros(0), np.zeros(0, dtype=np.int64)
+        nodes = by_base_ucb(self.frame, nodes, self.c)
         no_rho = np.zeros(len(nodes))
-        base = self.ucb(nodes, no_rho, 0.0)
-        order = np.lexsort((-self.frame.timestamp[nodes], -base))
-        nodes = nodes[order]
         ceiling = self.ucb(nodes, no_rho, self.params.d)
-        shortlist = min(len(nodes), max(4 * count, 64))
+        shortlist = min(len(nodes), first_shortlist(count))
         while True:
             rho = self.rho(nodes[:shortlist])
             full = self.ucb(nodes[:shortlist], rho, self.params.d)
@@ -213,6 +211,26 @@ class _Context:
             if shortlist == len(nodes) or ceiling[shortlist] < full[pick].min():
                 return nodes[pick], full[pick], rho[pick]
             shortlist = min(len(nodes), shortlist * 4)
+
+
+def by_base_ucb(frame: Frame, nodes: np.ndarray, c: float) -> np.ndarray:
+    """``nodes`` by U without its diversity term (D = 0, which needs no vector), highest first, newest
+    first among equals: the order in which the slots read near-duplicate counts."""
+    base = ucb_scores(frame.q_inherited[nodes], frame.follow_ons[nodes], np.zeros(len(nodes)), frame.n, c, 0.0)
+    return nodes[np.lexsort((-frame.timestamp[nodes], -base))]
+
+
+def first_shortlist(count: int) -> int:
+    """How many of the best nodes by base U a slot of ``count`` reads rho of first (x4 per extra round)."""
+    return max(4 * count, 64)
+
+
+def exploit_shortlist(frame: Frame, params: UcbParams = UcbParams()) -> np.ndarray:
+    """The nodes whose vectors the exploit slot reads (for rho): its pool's first shortlist and one
+    round more, by base U. The explore slots read only the clustered window when clusters exist."""
+    c, _ = exploration_constant(frame, params)
+    pool, _ = exploit_pool(frame, frame.candidates(), params)
+    return by_base_ucb(frame, pool, c)[: 4 * first_shortlist(params.per_slot)]
 
 
 def plan_slots(frame: Frame, clustering: Clustering | None, params: UcbParams = UcbParams()) -> Slots:
@@ -237,12 +255,18 @@ def _exploit(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
     purpose = "reproduce or refine the leaders"
     if not f.has_metric:
         return Slot("exploit", purpose, (), "no metric reported yet: nothing to exploit"), np.zeros(0, np.int64)
-    pool = np.flatnonzero(allowed & f.scored & (f.q >= p.exploit_q))
-    note = None
-    if len(pool) == 0:
-        pool = np.flatnonzero(allowed & f.scored)
-        note = f"no result reaches quality {p.exploit_q:.0%}: showing the best available"
+    pool, note = exploit_pool(f, allowed, p)
     return _fill(ctx, "exploit", purpose, pool, note)
+
+
+def exploit_pool(frame: Frame, allowed: np.ndarray, params: UcbParams) -> tuple[np.ndarray, str | None]:
+    """Scored nodes of quality at least ``exploit_q`` (when none: every scored node, and a note why)."""
+    pool = np.flatnonzero(allowed & frame.scored & (frame.q >= params.exploit_q))
+    if len(pool):
+        return pool, None
+    return np.flatnonzero(
+        allowed & frame.scored
+    ), f"no result reaches quality {params.exploit_q:.0%}: showing the best available"
 
 
 def _explore_known(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:

@@ -9,35 +9,52 @@ from ..errors import AgoraError
 from ..project import Project
 
 
-def analyze(project: Project, views: Iterable[str] = (), limit: int = 10, model: str | None = None, embed: bool = True):
+def analyze(
+    project: Project,
+    views: Iterable[str] = (),
+    limit: int = 10,
+    model: str | None = None,
+    embed: bool = True,
+    budget=None,
+    clusters=None,
+):
     """The frontier (`frontier.analyze.AnalyzeResult`): summary, the three UCB slots, the views and
     the diversity of recent work. `model`: the embedding model ('hashing': the lexical fallback).
-    `embed=False`: use only the vectors already cached, never load an encoder (clusters are then
-    missing, with a note saying why, when too few descriptions have one)."""
-    from ..embedding.cache import cached_embeddings, read_embeddings
-    from ..frontier.analyze import AnalyzeConfig
+    `embed`: first embed the descriptions whose vectors the frontier reads (`frontier.needs`), then
+    older ones within `budget` (`embedding.plan.EmbedBudget`; None: 5 s or `AGORA_EMBED_BUDGET`);
+    a notice says how many remain. `embed=False`: use only the vectors already cached, never load an
+    encoder (clusters are then missing, with a note saying why, when too few descriptions have one).
+    `clusters`: `frontier.clusters.ClusterParams` (None: the defaults, a window of 5,000)."""
+    from dataclasses import replace
+
+    from ..embedding.cache import read_embeddings
+    from ..frontier.analyze import AnalyzeConfig, frame_for
     from ..frontier.analyze import analyze as compute
+    from ..frontier.needs import vectors_needed
+    from .embedding import project_model, update_embeddings
     from .indexing import load
 
     index = load(project, ANALYZE_COLUMNS)  # descriptions only if something must be embedded
-    model_id: str | None
-    if embed:
-        embeddings, model_id = cached_embeddings(
-            project.repo,
-            index.contributions,
-            _model(project, model),
-            project.feedback,
-            lambda: load(project).contributions,
-        )
-    else:
-        embeddings, model_id = read_embeddings(project.repo), _cached_model_id(_model(project, model))
     try:
-        config = AnalyzeConfig.from_project(
-            project.config, limit=limit, views=tuple(views) or None, embedding_model=model_id, now=time.time()
-        )
+        config = AnalyzeConfig.from_project(project.config, limit=limit, views=tuple(views) or None, now=time.time())
+        config = config if clusters is None else replace(config, clusters=clusters)
     except ValueError as exc:
         raise AgoraError(f"agora.toml {exc}") from None
-    result = compute(index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs)
+    frame = frame_for(index.contributions, config)
+    model = project_model(project, model)
+    model_id: str | None
+    if embed:
+        needed = frame.table["sha"].take(vectors_needed(frame, config.clusters, config.ucb))
+        report = update_embeddings(
+            project, index.contributions, model, needed, budget, lambda: load(project, TEXT_COLUMNS).contributions
+        )
+        embeddings, model_id = report.cache, report.model
+    else:
+        embeddings, model_id = read_embeddings(project.repo), _cached_model_id(model)
+    config = replace(config, embedding_model=model_id)
+    result = compute(
+        index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs, frame=frame
+    )
     return _with_tamper_notes(project, result)
 
 
@@ -54,21 +71,34 @@ def _with_tamper_notes(project: Project, result):
     return replace(result, summary=replace(result.summary, notes=notes + result.summary.notes))
 
 
-def search(project: Project, query: str, limit: int = 10, model: str | None = None):
+def search(project: Project, query: str, limit: int = 10, model: str | None = None, budget=None):
     """The contributions nearest to a free-text idea (`frontier.search.SearchResult`): embedding
-    similarity, keyword match as the fallback."""
+    similarity over the contributions with a vector, keyword match for those without one (and as the
+    fallback). Embeds at most what `budget` allows (as analyze: newest first; None: 5 s or
+    `AGORA_EMBED_BUDGET`), never the whole project; `coverage` says how many have a vector."""
+    from dataclasses import replace
+
     from ..embedding.backends import HASHING, backend_for
-    from ..embedding.cache import cached_embeddings, row_reader
+    from ..embedding.cache import row_reader
     from ..frontier.search import search as nearest
     from ..frontier.search import with_claims
+    from .embedding import EMBED_COMMAND, project_model, update_embeddings
     from .indexing import load
 
     if not query.strip():
         raise AgoraError("empty query: say what you are looking for")
     contributions = load(project, SEARCH_COLUMNS).contributions  # descriptions only if they are needed
-    embeddings, model_id = cached_embeddings(
-        project.repo, contributions, _model(project, model), project.feedback, lambda: load(project).contributions
+    report = update_embeddings(
+        project,
+        contributions,
+        project_model(project, model),
+        budget=budget,
+        described=lambda: load(project).contributions,
+        remind=False,
     )
+    embeddings, model_id = report.cache, report.model
+    if not report.coverage.complete and "description" not in contributions.column_names:
+        contributions = load(project).contributions  # keywords find the contributions without a vector
     backend = backend_for(HASHING if model_id.startswith(HASHING) else model_id, threads=1)  # one short text
     if backend.notice:
         project.feedback.notice(backend.notice)  # a fallback, or an export that just happened
@@ -77,6 +107,8 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     if found.method == "keyword" and "description" not in contributions.column_names:  # keywords read descriptions
         contributions = load(project).contributions
         found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id, read=read)
+    if found.coverage is not None and not found.coverage.complete:
+        found = replace(found, note=f"{found.note or found.coverage.describe()}; run `{EMBED_COMMAND}` for the rest")
     return with_claims(found, _claims(project, contributions))
 
 
@@ -112,6 +144,8 @@ ANALYZE_COLUMNS = (
     "reasons",
     "policy",
 )
+# what embedding reads: the text (title and description) of valid contributions, newest first
+TEXT_COLUMNS = ("title", "description", "valid", "log_seq")
 # what search reads of the contributions when every description already has a vector
 SEARCH_COLUMNS = ("valid", "title", "account", "primary_metric", "tags")
 
@@ -121,7 +155,3 @@ def _cached_model_id(model: str | None) -> str | None:
     from ..embedding.backends import HASHING, hashing_model_id
 
     return hashing_model_id() if model == HASHING else model
-
-
-def _model(project: Project, model: str | None) -> str | None:
-    return model or project.config.sections.get("embeddings", {}).get("model")
