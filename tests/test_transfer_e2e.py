@@ -85,4 +85,3 @@ def test_a_local_job_stuck_on_one_progress_line_is_stopped_and_a_moving_one_is_n
     assert git_.watched("-c", _counter(tmp_path, stuck), "progress", stall=1.5, new_lines_only=True).returncode == 124
     assert git_.watched("-c", _counter(tmp_path, moving), "progress", stall=1.5, new_lines_only=True).returncode == 0
     assert git_.watched("-c", _counter(tmp_path, stuck), "progress", stall=1.5).returncode == 0  # a remote talking
-

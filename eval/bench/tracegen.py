@@ -61,6 +61,8 @@ def start_time(contributions: int) -> int:
     """BASE_TIME, or earlier for a project so large that starting there would run past LATEST_TIME (a
     million contributions span about 3.4 years): its rows would be dated in the future and pending."""
     return min(BASE_TIME, LATEST_TIME - contributions * SECONDS_PER_CONTRIBUTION)
+
+
 STATE_FILE = "tracegen-state.pkl"
 SCRATCH_REF = "refs/tracegen/scratch"
 PROJECT_NAME = "weight-transfer"
