@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,7 +48,9 @@ def generated(tmp_path_factory):
     clone.mkdir()
     for args in (["init", "-q"], ["remote", "add", "origin", str(base / "origin.git")]):
         subprocess.run(["git", *args], cwd=clone, check=True)
-    agora(clone, "fetch")
+    agora(
+        clone, "fetch", env={"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    )  # module scope
     return clone
 
 

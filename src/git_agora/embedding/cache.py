@@ -24,13 +24,14 @@ import pyarrow.parquet as pq
 
 from ..frontier.embeddings import RowReader
 from ..index.schema import EMBEDDINGS
-from ..index.segments import WriteFailed, discard
+from ..index.segments import WriteFailed, discard, read_parquet
 from ..index.state import index_dir
 from ..index.store import locked
 from ..refs.store import Repository
 
 EMBEDDINGS_FILE = "embeddings.parquet"
 VECTORS_FILE = "embeddings.f32"
+KEYS_GROUP = 32_768  # rows per row group of the keys file: reading one holds a few MB, not the whole file
 KEYS = pa.schema([("sha", pa.string()), ("model", pa.string()), ("start", pa.int64()), ("dim", pa.int32())])
 
 
@@ -60,7 +61,7 @@ def _read_keys(directory: Path, floats: int) -> pa.Table | None:
     """The keys, when they name contiguous vectors within the first ``floats`` floats of the vector file
     (it may be longer: an append that crashed before its keys were replaced); else None."""
     try:
-        keys = pq.ParquetFile(directory / EMBEDDINGS_FILE).read()
+        keys = read_parquet(directory / EMBEDDINGS_FILE)  # a row group at a time: a search's peak
     except (OSError, ValueError, pa.ArrowException):
         return None
     if keys.schema.names != KEYS.names:
@@ -178,7 +179,7 @@ def _write_vectors(path: Path, start: int, flat: np.ndarray) -> None:
 
 
 def _write_keys(keys: pa.Table, path: Path) -> None:
-    pq.write_table(keys, path, compression="zstd", use_dictionary=["model"])
+    pq.write_table(keys, path, compression="zstd", use_dictionary=["model"], row_group_size=KEYS_GROUP)
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -222,7 +223,7 @@ def write_embeddings(repo: Repository, table: pa.Table) -> None:
         tmp_keys = directory / f".{EMBEDDINGS_FILE}.{os.getpid()}"
         try:
             flat.tofile(tmp_vectors)
-            pq.write_table(keys, tmp_keys, compression="zstd", use_dictionary=["model"])
+            pq.write_table(keys, tmp_keys, compression="zstd", use_dictionary=["model"], row_group_size=KEYS_GROUP)
             os.replace(tmp_vectors, directory / VECTORS_FILE)
             os.replace(tmp_keys, directory / EMBEDDINGS_FILE)
         except OSError as exc:  # a full disk: one line naming the file, nothing half-written left

@@ -86,7 +86,8 @@ def plan_embedding(
     """Split the valid rows of ``contributions`` (sha, valid, timestamp; log_seq when present) that
     ``cached`` (shas with a vector) lacks into the ``needed`` ones and the rest, newest first.
     ``everything``: all of them are ``first``."""
-    valid = contributions.filter(pc.fill_null(contributions["valid"], False))
+    keys = [c for c in ("sha", "timestamp", "log_seq") if c in contributions.column_names]
+    valid = contributions.select(keys).filter(pc.fill_null(contributions["valid"], False))
     have = pc.is_in(valid["sha"], value_set=_strings(cached)).to_numpy(zero_copy_only=False)
     missing = valid.filter(pa.array(~np.asarray(have, dtype=bool)))
     order = _newest_first(missing)

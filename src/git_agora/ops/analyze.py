@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from ..errors import AgoraError
 from ..project import Project
@@ -78,38 +80,56 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     `AGORA_EMBED_BUDGET`), never the whole project; `coverage` says how many have a vector."""
     from dataclasses import replace
 
-    from ..embedding.backends import HASHING, backend_for
+    from ..embedding.backends import backend_for
     from ..embedding.cache import row_reader
     from ..frontier.search import search as nearest
     from ..frontier.search import with_claims
-    from .embedding import EMBED_COMMAND, project_model, update_embeddings
+    from .embedding import EMBED_COMMAND, model_id, project_model, update_embeddings
     from .indexing import load
 
     if not query.strip():
         raise AgoraError("empty query: say what you are looking for")
+    wanted = project_model(project, model)
+    encoded = _encoded_query(project, query, model_id(wanted))  # before the index: its encoder is gone by then
     contributions = load(project, SEARCH_COLUMNS).contributions  # descriptions only if they are needed
     report = update_embeddings(
-        project,
-        contributions,
-        project_model(project, model),
-        budget=budget,
-        described=lambda: load(project).contributions,
-        remind=False,
+        project, contributions, wanted, budget=budget, described=lambda: load(project).contributions, remind=False
     )
-    embeddings, model_id = report.cache, report.model
+    embeddings, model_id_ = report.cache, report.model
     if not report.coverage.complete and "description" not in contributions.column_names:
         contributions = load(project).contributions  # keywords find the contributions without a vector
-    backend = backend_for(HASHING if model_id.startswith(HASHING) else model_id, threads=1)  # one short text
-    if backend.notice:
-        project.feedback.notice(backend.notice)  # a fallback, or an export that just happened
+    backend = encoded if encoded.model == model_id_ else backend_for(model_id_, threads=1)  # a fallback's
     read = row_reader(project.repo, embeddings)  # every vector is scanned: plain reads, not a mapping
-    found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id, read=read)
+    found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id_, read=read)
     if found.method == "keyword" and "description" not in contributions.column_names:  # keywords read descriptions
         contributions = load(project).contributions
-        found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id, read=read)
+        found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id_, read=read)
     if found.coverage is not None and not found.coverage.complete:
         found = replace(found, note=f"{found.note or found.coverage.describe()}; run `{EMBED_COMMAND}` for the rest")
     return with_claims(found, _claims(project, contributions))
+
+
+@dataclass(frozen=True)
+class _EncodedQuery:
+    """A query already embedded, standing in for its encoder (`frontier.embeddings.QueryEncoder`)."""
+
+    model: str
+    runtime: str
+    vector: Any
+
+    def encode(self, texts: list[str]) -> Any:
+        return self.vector[None, :]
+
+
+def _encoded_query(project: Project, query: str, model: str) -> _EncodedQuery:
+    """The query's vector from a one-thread encoder that is dropped at once: its session (70 MB for
+    MiniLM) is never held beside the index columns and the vectors a search scans."""
+    from ..embedding.backends import HASHING, backend_for
+
+    backend = backend_for(HASHING if model.startswith(HASHING) else model, threads=1)
+    if backend.notice:
+        project.feedback.notice(backend.notice)  # a fallback, or an export that just happened
+    return _EncodedQuery(backend.model, backend.runtime, backend.encode([query])[0])
 
 
 def _claims(project: Project, contributions):
