@@ -209,8 +209,9 @@ class _Watch:
         while chunk := self.proc.stderr.read1(1 << 16):
             self.err.append(chunk)
             lines = [line.strip() for line in _LINE_END.split(chunk) if line.strip()]
-            if not self.new_lines_only or (lines and lines != [self.said] * len(lines)):
+            if not self.new_lines_only or any(line != self.said for line in lines):
                 self.last = time.monotonic()
+            if lines:
                 self.said = lines[-1]
             if self.on_line is not None:
                 for line in lines:
