@@ -93,16 +93,21 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
     encoded = _encoded_query(project, query, model_id(wanted))  # before the index: its encoder is gone by then
     contributions = load(project, SEARCH_COLUMNS).contributions  # descriptions only if they are needed
     report = update_embeddings(
-        project, contributions, wanted, budget=budget, described=lambda: load(project).contributions, remind=False
+        project,
+        contributions,
+        wanted,
+        budget=budget,
+        described=lambda: load(project, KEYWORD_COLUMNS).contributions,
+        remind=False,
     )
     embeddings, model_id_ = report.cache, report.model
     if not report.coverage.complete and "description" not in contributions.column_names:
-        contributions = load(project).contributions  # keywords find the contributions without a vector
+        contributions = load(project, KEYWORD_COLUMNS).contributions  # keywords find those without a vector
     backend = encoded if encoded.model == model_id_ else backend_for(model_id_, threads=1)  # a fallback's
     read = row_reader(project.repo, embeddings)  # every vector is scanned: plain reads, not a mapping
     found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id_, read=read)
     if found.method == "keyword" and "description" not in contributions.column_names:  # keywords read descriptions
-        contributions = load(project).contributions
+        contributions = load(project, KEYWORD_COLUMNS).contributions
         found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id_, read=read)
     if found.coverage is not None and not found.coverage.complete:
         found = replace(found, note=f"{found.note or found.coverage.describe()}; run `{EMBED_COMMAND}` for the rest")
@@ -168,6 +173,8 @@ ANALYZE_COLUMNS = (
 TEXT_COLUMNS = ("title", "description", "valid", "log_seq")
 # what search reads of the contributions when every description already has a vector
 SEARCH_COLUMNS = ("valid", "title", "account", "primary_metric", "tags")
+# what keyword matching (contributions without a vector) and embedding the budget's rows read besides
+KEYWORD_COLUMNS = (*SEARCH_COLUMNS, "description", "log_seq")
 
 
 def _cached_model_id(model: str | None) -> str | None:
