@@ -51,6 +51,7 @@ from .calibration import Calibration, FrameCalibration, frame_calibration
 from .claims import Claim, active_claims, claims_on
 from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
+from .evidence import FollowOnCounter
 from .frame import Frame, build_frame
 from .ucb import Slots, UcbParams, plan_slots
 from .views import Best, View, ViewParams, best, compute_views, ranked_by_metric
@@ -161,14 +162,22 @@ def analyze(
     embeddings: pa.Table | None = None,
     config: AnalyzeConfig = AnalyzeConfig(),
     cross_refs: pa.Table | None = None,
+    follow_on_counter: FollowOnCounter | None = None,
 ) -> AnalyzeResult:
     """Evidence, views, clusters and UCB slots in one pass over the index tables; with the index's
     ``cross_refs`` table, also the commits of other projects that valid contributions cite.
 
     ``edges`` and ``verdicts`` are accepted for symmetry with the index but not read: evidence
     derives both from ``contributions`` (the index builds them from the same rows).
+    ``follow_on_counter``: computes n(v) (``evidence.evidence``); a caller's cache may answer instead.
     """
-    frame = build_frame(contributions, direction=config.direction, tolerance=config.tolerance, weights=config.weights)
+    frame = build_frame(
+        contributions,
+        direction=config.direction,
+        tolerance=config.tolerance,
+        weights=config.weights,
+        counter=follow_on_counter,
+    )
     model = pick_model(embeddings, config.embedding_model)
     has_vector, source = _vector_access(frame, embeddings, model)
     div = diversity(frame, has_vector, source, config.clusters, model, config.limit)
