@@ -118,8 +118,8 @@ def current_verdicts(graph: Graph) -> Verdicts:
     """The usable verdicts, each marked current when it is its verifier's newest on that target."""
     table = graph.table
     node = np.flatnonzero(pc.is_valid(table["verdict"]).to_numpy(zero_copy_only=False))
-    rows = table.take(node)
-    target = graph.lookup(rows["target"])
+    rows = table.select(["sha", "target", "verdict", "timestamp", "log_seq"]).take(node)
+    target = graph.target[node] if graph.target is not None else graph.lookup(rows["target"])
     verdict = np.asarray(rows["verdict"].to_pylist(), dtype=object)
     verifier = graph.account[node]
     target_account = np.where(target >= 0, graph.account[np.maximum(target, 0)], -1)

@@ -89,7 +89,7 @@ class Frame:
         nodes = np.asarray(nodes, dtype=np.int64)
         if len(nodes) == 0:
             return ()
-        part = self.table.take(pa.array(nodes))
+        part = self.graph.rows(nodes, ["sha", "title", "account", "timestamp", "tags"])
         base = {
             "sha": part["sha"].to_pylist(),
             "title": part["title"].to_pylist(),
@@ -188,6 +188,8 @@ def inherit_quality(q: np.ndarray, first_parent: np.ndarray) -> np.ndarray:
 
 
 def _first_parents(graph: Graph) -> np.ndarray:
+    if graph.first_parent is not None:
+        return graph.first_parent
     parents = combined(graph.table["parents"])
     rows = pc.list_parent_indices(parents).to_numpy().astype(np.int64)
     first = np.full(graph.n, -1, dtype=np.int64)

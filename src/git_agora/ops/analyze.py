@@ -17,6 +17,7 @@ def analyze(project: Project, views: Iterable[str] = (), limit: int = 10, model:
     from ..embedding.cache import cached_embeddings, read_embeddings
     from ..frontier.analyze import AnalyzeConfig
     from ..frontier.analyze import analyze as compute
+    from ..index.followons_cache import cached_counter
     from .indexing import load
 
     index = load(project, ANALYZE_COLUMNS)  # descriptions only if something must be embedded
@@ -37,7 +38,8 @@ def analyze(project: Project, views: Iterable[str] = (), limit: int = 10, model:
         )
     except ValueError as exc:
         raise AgoraError(f"agora.toml {exc}") from None
-    result = compute(index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs)
+    counter = cached_counter(project.repo)  # n(v) updated from the last run's, not recounted
+    result = compute(index.contributions, None, None, embeddings, config, index.cross_refs, counter)
     return _with_tamper_notes(project, result)
 
 
