@@ -2,11 +2,12 @@
 contributions / 1,000 accounts, no new embeddings), against the code of another source tree in the
 same run.
 
-Three figures, each for this tree and for the baseline tree (`--baseline-src`, e.g. a `git worktree`
+Figures for this tree and for the baseline tree (`--baseline-src`, e.g. a `git worktree`
 of the commit before the change), each the whole CLI process (wall time and peak RSS):
 
 - warm: the index is current and every vector the analysis needs is cached (run once before);
 - warm again: this tree's follow-on cache (`.git/agora/index/follow_ons.parquet`) is current too;
+- cache missing: this tree once more without its follow-on cache (the first analyze in a clone);
 - +1: one new contribution is appended to the origin (`tracegen.append`) and fetched, and its vector
   computed (by a baseline run, which leaves this tree's follow-on cache one contribution behind); then
   analyze.
@@ -100,6 +101,10 @@ def main() -> int:
     sh(str(BIN / "git-agora"), "fetch", cwd=clone)
     run(args.baseline_src, clone, "analyze", "--json", "--model", args.model)  # embeds it: no new vectors below
     pair("after +1 contribution", args.baseline_src, clone, args.model, rows)
+    (clone / ".git" / "agora" / "index" / "follow_ons.parquet").unlink()
+    cold = run(ROOT / "src", clone, "analyze", "--json", "--model", args.model)
+    rows.append({"case": "follow-on cache missing", "seconds": cold[0], "peak_mb": cold[1]})
+    print(f"  follow-on cache missing (one batch count, then kept): {cold[0]:.2f} s / {cold[1]:.0f} MB")
     load = os.getloadavg()
     print(f"  load average after: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     path = write_json(f"analyze-scale-{args.size}", {"size": args.size, "accounts": args.accounts, "rows": rows})
