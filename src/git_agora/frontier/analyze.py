@@ -51,6 +51,7 @@ from .calibration import Calibration, FrameCalibration, frame_calibration
 from .claims import Claim, active_claims, claims_on
 from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
+from .evidence import FollowOnCounter
 from .frame import Frame, build_frame
 from .ucb import Slots, UcbParams, plan_slots
 from .views import Best, View, ViewParams, best, compute_views, ranked_by_metric
@@ -162,15 +163,17 @@ def analyze(
     config: AnalyzeConfig = AnalyzeConfig(),
     cross_refs: pa.Table | None = None,
     frame: Frame | None = None,
+    follow_on_counter: FollowOnCounter | None = None,
 ) -> AnalyzeResult:
     """Evidence, views, clusters and UCB slots in one pass over the index tables; with the index's
     ``cross_refs`` table, also the commits of other projects that valid contributions cite.
 
     ``edges`` and ``verdicts`` are accepted for symmetry with the index but not read: evidence
     derives both from ``contributions`` (the index builds them from the same rows). ``frame``:
-    ``frame_for(contributions, config)`` when the caller built it already.
+    ``frame_for(contributions, config)`` when the caller built it already. ``follow_on_counter``:
+    computes n(v) (``evidence.evidence``) when the frame is built here; a caller's cache may answer.
     """
-    frame = frame_for(contributions, config) if frame is None else frame
+    frame = frame_for(contributions, config, follow_on_counter) if frame is None else frame
     model = pick_model(embeddings, config.embedding_model)
     has_vector, source = _vector_access(frame, embeddings, model)
     div = diversity(frame, has_vector, source, config.clusters, model, config.limit)
@@ -181,9 +184,12 @@ def analyze(
     return AnalyzeResult(_summary(frame, config, div), slots, views, div, frame, references, claims)
 
 
-def frame_for(contributions: pa.Table, config: AnalyzeConfig) -> Frame:
-    """The evidence frame analyze computes everything from (also what `needs.vectors_needed` reads)."""
-    return build_frame(contributions, direction=config.direction, tolerance=config.tolerance, weights=config.weights)
+def frame_for(contributions: pa.Table, config: AnalyzeConfig, counter: FollowOnCounter | None = None) -> Frame:
+    """The evidence frame analyze computes everything from (also what `needs.vectors_needed` reads);
+    ``counter`` computes n(v) (a cache's, or the batch count)."""
+    return build_frame(
+        contributions, direction=config.direction, tolerance=config.tolerance, weights=config.weights, counter=counter
+    )
 
 
 def with_claims(slots: Slots, claims: tuple[Claim, ...]) -> Slots:

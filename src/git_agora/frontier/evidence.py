@@ -24,8 +24,9 @@ Only rows with valid == true take part; the output has one row per valid contrib
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -69,37 +70,56 @@ class Verdicts:
         return np.bincount(self.target[chosen], minlength=n).astype(np.int64)
 
 
-def evidence(contributions: pa.Table, weights: Mapping[str, float] | None = None) -> pa.Table:
+# counts n(v) for a graph and its follow-on work mask; ``count_descendants`` unless a caller keeps a cache
+FollowOnCounter = Callable[[Graph, np.ndarray], np.ndarray]
+
+STATUSES = np.array(["unverified", "contested", "confirmed", "partial", "failed"], dtype=object)
+
+
+def evidence(
+    contributions: pa.Table,
+    weights: Mapping[str, float] | None = None,
+    *,
+    counter: FollowOnCounter | None = None,
+) -> pa.Table:
     """One EVIDENCE row per valid contribution: score, child counts, descendants, verification status.
 
-    `weights` are tag weights (default DEFAULT_TAG_WEIGHTS), passed on to `contribution_weight`.
+    `weights` are tag weights (default DEFAULT_TAG_WEIGHTS), passed on to `contribution_weight`;
+    `counter` computes n(v) from the graph and ``follow_on_work`` (default ``count_descendants``; a
+    cache may answer instead, with the same numbers).
     """
-    graph = build_graph(contributions)
+    return pa.table(evidence_columns(build_graph(contributions), weights, counter), schema=EVIDENCE)
+
+
+def evidence_columns(
+    graph: Graph, weights: Mapping[str, float] | None = None, counter: FollowOnCounter | None = None
+) -> dict[str, Any]:
+    """The EVIDENCE columns as node-aligned arrays (``sha`` an Arrow column, ``status`` an object array
+    of five shared strings), for callers that already hold the graph."""
     verdicts = current_verdicts(graph)
     weight = node_weights(graph, weights)
     weight[discarded_verifications(graph, verdicts)] = 0.0
     n = graph.n
     cross = graph.cross_edges()
     status, confirmations, failures = verification_status(verdicts, n)
-    columns = {
+    return {
         "sha": graph.table["sha"],
         "score": np.bincount(graph.parent[cross], weights=weight[graph.child[cross]], minlength=n),
         "children": np.bincount(graph.parent, minlength=n).astype(np.int64),
         "cross_children": np.bincount(graph.parent[cross], minlength=n).astype(np.int64),
-        "descendants": follow_ons(graph, verdicts),
+        "descendants": follow_ons(graph, verdicts, counter),
         "status": status,
         "confirmations": confirmations,
         "failures": failures,
     }
-    return pa.table(columns, schema=EVIDENCE)
 
 
 def current_verdicts(graph: Graph) -> Verdicts:
     """The usable verdicts, each marked current when it is its verifier's newest on that target."""
     table = graph.table
     node = np.flatnonzero(pc.is_valid(table["verdict"]).to_numpy(zero_copy_only=False))
-    rows = table.take(node)
-    target = graph.lookup(rows["target"])
+    rows = table.select(["sha", "target", "verdict", "timestamp", "log_seq"]).take(node)
+    target = graph.target[node] if graph.target is not None else graph.lookup(rows["target"])
     verdict = np.asarray(rows["verdict"].to_pylist(), dtype=object)
     verifier = graph.account[node]
     target_account = np.where(target >= 0, graph.account[np.maximum(target, 0)], -1)
@@ -161,24 +181,21 @@ def follow_on_work(graph: Graph, verdicts: Verdicts) -> np.ndarray:
     return propagating & ~np.asarray(failed, dtype=bool) & ~discarded_verifications(graph, verdicts)
 
 
-def follow_ons(graph: Graph, verdicts: Verdicts) -> np.ndarray:
+def follow_ons(graph: Graph, verdicts: Verdicts, counter: FollowOnCounter | None = None) -> np.ndarray:
     """n(v), the follow-on work on v: how many distinct nodes reachable from v through child edges are
     follow-on work (``follow_on_work``); the paper's descendant count (module docstring)."""
-    return count_descendants(graph, follow_on_work(graph, verdicts))
+    return (counter or count_descendants)(graph, follow_on_work(graph, verdicts))
 
 
-def verification_status(verdicts: Verdicts, n: int) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """Per node: status string, current confirmed count, current failed count."""
+def verification_status(verdicts: Verdicts, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per node: status (an object array of the five shared ``STATUSES`` strings), current confirmed
+    count, current failed count."""
     confirmed = verdicts.current_counts("confirmed", n)
     partial = verdicts.current_counts("partial", n)
     failed = verdicts.current_counts("failed", n)
-    kinds = (confirmed > 0).astype(int) + (partial > 0) + (failed > 0)
-    status = np.select(
-        [kinds == 0, kinds > 1, confirmed > 0, partial > 0],
-        ["unverified", "contested", "confirmed", "partial"],
-        default="failed",
-    )
-    return status.tolist(), confirmed, failed
+    kinds = (confirmed > 0).astype(np.int8) + (partial > 0) + (failed > 0)
+    code = np.select([kinds == 0, kinds > 1, confirmed > 0, partial > 0], [0, 1, 2, 3], default=4).astype(np.int8)
+    return STATUSES[code], confirmed, failed
 
 
 def count_descendants(graph: Graph, qualifying: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ Vocabulary (used by views, clusters and UCB alike):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .evidence import evidence
+from .evidence import FollowOnCounter, evidence_columns
 from .graph import Graph, build_graph, combined, signed, tag_mask
 from .scored import buildable_mask, is_verification, primary_metric
 
@@ -89,7 +89,7 @@ class Frame:
         nodes = np.asarray(nodes, dtype=np.int64)
         if len(nodes) == 0:
             return ()
-        part = self.table.take(pa.array(nodes))
+        part = self.graph.rows(nodes, ["sha", "title", "account", "timestamp", "tags"])
         base = {
             "sha": part["sha"].to_pylist(),
             "title": part["title"].to_pylist(),
@@ -108,15 +108,18 @@ def build_frame(
     *,
     direction: str = "min",
     tolerance: float = 0.0,
-    weights: dict[str, float] | None = None,
+    weights: Mapping[str, float] | None = None,
+    counter: FollowOnCounter | None = None,
 ) -> Frame:
-    """Join contributions with their evidence (computed with ``evidence()`` when not given)."""
-    if evidence_table is None:
-        evidence_table = evidence(contributions, weights)
+    """Join contributions with their evidence (computed as ``evidence()`` does when not given, on the
+    same graph: it is built once). ``counter``: see ``evidence.evidence``."""
     signed(np.zeros(0), direction)  # validates the direction
     graph = build_graph(contributions)
     table = graph.table
-    ev = _align(evidence_table, table["sha"])
+    if evidence_table is None:
+        ev = evidence_columns(graph, weights, counter)  # node-aligned already
+    else:
+        ev = _align(evidence_table, table["sha"])
     status = np.asarray(ev["status"], dtype=object)
     buildable = buildable_mask(table, status)
     metric = primary_metric(table)
@@ -185,6 +188,8 @@ def inherit_quality(q: np.ndarray, first_parent: np.ndarray) -> np.ndarray:
 
 
 def _first_parents(graph: Graph) -> np.ndarray:
+    if graph.first_parent is not None:
+        return graph.first_parent
     parents = combined(graph.table["parents"])
     rows = pc.list_parent_indices(parents).to_numpy().astype(np.int64)
     first = np.full(graph.n, -1, dtype=np.int64)

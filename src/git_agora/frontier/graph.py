@@ -27,6 +27,8 @@ class Graph:
     account: np.ndarray  # int64 code per node; equal codes mean the same account
     child: np.ndarray  # int64 node per edge
     parent: np.ndarray  # int64 node per edge
+    first_parent: np.ndarray | None = None  # int64 node of each node's first parent, -1 when not a node
+    target: np.ndarray | None = None  # int64 node each node's `target` names, -1 when none or not a node
 
     @property
     def n(self) -> int:
@@ -42,8 +44,16 @@ class Graph:
 
     def lookup(self, shas: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """Node number of each sha, -1 where it is not a valid contribution (or null)."""
-        found = pc.index_in(shas, value_set=combined(self.table["sha"]))
-        return np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        return _lookup(combined(self.table["sha"]), shas)
+
+    def rows(self, nodes: np.ndarray, columns: list[str]) -> pa.Table:
+        """``columns`` of the rows of ``nodes``: a few rows are sliced out one by one (a take from a
+        table of many chunks concatenates each column first), many are taken."""
+        part = self.table.select(columns)
+        nodes = np.asarray(nodes, dtype=np.int64)
+        if len(nodes) == 0 or len(nodes) > 512:
+            return part.take(pa.array(nodes, pa.int64()))
+        return pa.concat_tables([part.slice(i, 1) for i in nodes.tolist()]).combine_chunks()
 
     def children_lists(self) -> tuple[list[int], list[int]]:
         """CSR adjacency parent -> children as Python lists: children of u are kids[ptr[u]:ptr[u+1]]."""
@@ -55,23 +65,37 @@ class Graph:
 
 
 def build_graph(contributions: pa.Table) -> Graph:
-    """Keep the valid rows, number them, and resolve each parent sha to a node."""
+    """Keep the valid rows, number them, and resolve each parent sha and target to a node (one hash
+    lookup for both: a million shas cost about half a second to hash)."""
     table = valid_rows(contributions)
+    n = table.num_rows
     accounts = pc.fill_null(combined(table["account"]), "")
     account = pc.dictionary_encode(accounts).indices.to_numpy().astype(np.int64)
-    graph = Graph(table, account, np.zeros(0, np.int64), np.zeros(0, np.int64))
     parents = combined(table["parents"])
+    flat = pc.list_flatten(parents)
+    targets = combined(table["target"]) if "target" in table.column_names else pa.nulls(n, pa.string())
+    resolved = _lookup(combined(table["sha"]), pa.concat_arrays([flat.cast(pa.string()), targets.cast(pa.string())]))
+    parent, target = resolved[: len(flat)], resolved[len(flat) :]
     child = pc.list_parent_indices(parents).to_numpy().astype(np.int64)
-    parent = graph.lookup(pc.list_flatten(parents))
+    first_parent = np.full(n, -1, dtype=np.int64)
+    if len(child):
+        starts = np.flatnonzero(np.r_[True, child[1:] != child[:-1]])
+        first_parent[child[starts]] = parent[starts]
+        first_parent[first_parent == np.arange(n)] = -1
     keep = (parent >= 0) & (parent != child)
-    n = max(table.num_rows, 1)
-    keys = np.unique(child[keep] * n + parent[keep])
-    return Graph(table, account, keys // n, keys % n)
+    keys = child[keep] * max(n, 1) + parent[keep]
+    if len(keys) and not (keys[1:] > keys[:-1]).all():  # rows come in order: only merges need sorting
+        keys = np.sort(keys)
+        keys = keys[np.r_[True, keys[1:] != keys[:-1]]]
+    return Graph(table, account, keys // max(n, 1), keys % max(n, 1), first_parent, target)
 
 
 def valid_rows(contributions: pa.Table) -> pa.Table:
-    """The rows with valid == true (a null counts as false)."""
-    return contributions.filter(pc.fill_null(contributions["valid"], False))
+    """The rows with valid == true (a null counts as false); the table itself when all are (no copy)."""
+    valid = pc.fill_null(contributions["valid"], False)
+    if pc.all(valid).as_py() is not False:
+        return contributions
+    return contributions.filter(valid)
 
 
 def chronological_order(table: pa.Table) -> np.ndarray:
@@ -128,6 +152,11 @@ def signed(values: np.ndarray, direction: str) -> np.ndarray:
         raise ValueError(f"direction must be 'min' or 'max', not {direction!r}")
     values = np.asarray(values, dtype=np.float64)
     return -values if direction == "min" else values
+
+
+def _lookup(values: pa.Array, shas: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    found = pc.index_in(shas, value_set=values)
+    return np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _csr(source: np.ndarray, target: np.ndarray, n: int) -> tuple[list[int], list[int]]:

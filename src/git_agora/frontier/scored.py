@@ -59,7 +59,8 @@ def primary_metric(table: pa.Table) -> np.ndarray:
 def in_time(table: pa.Table, nodes: np.ndarray) -> np.ndarray:
     """``nodes`` (rows of ``table``) in time order."""
     nodes = np.asarray(nodes, dtype=np.int64)
-    return nodes[chronological_order(table.take(pa.array(nodes, pa.int64())))]
+    keys = table.select(["timestamp", "log_seq", "sha"])  # only what the order reads: no copy of the rest
+    return nodes[chronological_order(keys.take(pa.array(nodes, pa.int64())))]
 
 
 def new_best_mask(values: np.ndarray, direction: str, tolerance: float = 0.0) -> np.ndarray:

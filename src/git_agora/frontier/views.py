@@ -246,7 +246,7 @@ def recent(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Recent activity: the newest valid contributions. Extra fields: status, verdict, target."""
     nodes = _newest_first(frame, np.arange(frame.n))
     top = nodes[:limit]
-    part = frame.table.take(pa.array(top, type=pa.int64()))
+    part = frame.graph.rows(top, ["verdict", "target"])
     rows = frame.rows(
         top, status=frame.status[top], verdict=part["verdict"].to_pylist(), target=part["target"].to_pylist()
     )
@@ -273,7 +273,7 @@ def contributors(frame: Frame, limit: int, params: ViewParams) -> Listing:
     contributions_count = np.bincount(code, minlength=k)
     results = np.bincount(code[frame.scored], minlength=k)
     given = np.bincount(code[frame.verification], minlength=k)
-    target = frame.graph.lookup(frame.table["target"])
+    target = frame.graph.target if frame.graph.target is not None else frame.graph.lookup(frame.table["target"])
     got = frame.verification & (target >= 0)
     received = np.bincount(code[target[got]], minlength=k)
     last = np.full(k, np.iinfo(np.int64).min)
@@ -339,7 +339,7 @@ def rejected(frame: Frame, limit: int, params: ViewParams) -> Listing:
     ts = int_column(table["timestamp"], 0)[bad]
     seq = int_column(table["log_seq"], -1)[bad]
     top = bad[np.lexsort((seq, ts))[::-1]][:limit]
-    part = table.take(pa.array(top)).select(["sha", "title", "account", "timestamp", "reasons"])
+    part = table.select(["sha", "title", "account", "timestamp", "reasons"]).take(pa.array(top))
     return Listing(tuple(part.to_pylist()), len(bad))
 
 

@@ -33,6 +33,7 @@ def analyze(
     from ..frontier.analyze import AnalyzeConfig, frame_for
     from ..frontier.analyze import analyze as compute
     from ..frontier.needs import vectors_needed
+    from ..index.followons_cache import cached_counter
     from .embedding import project_model, update_embeddings
     from .indexing import load
 
@@ -42,7 +43,7 @@ def analyze(
         config = config if clusters is None else replace(config, clusters=clusters)
     except ValueError as exc:
         raise AgoraError(f"agora.toml {exc}") from None
-    frame = frame_for(index.contributions, config)
+    frame = frame_for(index.contributions, config, cached_counter(project.repo))  # n(v) updated, not recounted
     model = project_model(project, model)
     model_id: str | None
     if embed:

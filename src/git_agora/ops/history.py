@@ -71,11 +71,12 @@ def show(project: Project, rev: str) -> Shown:
 
     from ..contribution import parse_cross_ref
     from ..frontier.evidence import evidence
+    from ..index.followons_cache import cached_counter
     from .indexing import FRAME_COLUMNS, load
 
     c = project.contribution(rev)
     contributions = load(project, FRAME_COLUMNS).contributions
-    table = evidence(contributions, project.config.tag_weights)
+    table = evidence(contributions, project.config.tag_weights, counter=cached_counter(project.repo))
     rows = table.filter(pc.equal(table["sha"], c.sha)).to_pylist()
     score = {k: v for k, v in rows[0].items() if k != "sha"} if rows else None
     parents = tuple(_reference(project, sha) for sha in c.parents)
