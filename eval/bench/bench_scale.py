@@ -91,30 +91,35 @@ def fresh_repo(path: Path, origin: Path) -> Path:
     return path
 
 
-def bench_size(n: int, accounts: int, repeat: int) -> dict:
+def bench_size(n: int, accounts: int, repeat: int, reuse: bool = False) -> dict:
     print(f"\n== {n:,} contributions, {accounts} accounts", flush=True)
-    cached = project(n, accounts)
     origin = WORK_DIR / f"scale-origin-{n}.git"
-    shutil.rmtree(origin, ignore_errors=True)
-    shutil.copytree(cached, origin, symlinks=True)
-    res: dict = {"contributions": n, "accounts": accounts}
+    clone, plain = WORK_DIR / f"scale-clone-{n}", WORK_DIR / f"scale-plain-{n}"
+    reuse = reuse and (clone / ".git" / "agora" / "index").is_dir() and plain.is_dir()
+    if not reuse:
+        cached = project(n, accounts)
+        shutil.rmtree(origin, ignore_errors=True)
+        shutil.copytree(cached, origin, symlinks=True)
+    res: dict = {"contributions": n, "accounts": accounts, "reused_clone": reuse}
 
     def show(name: str, value: dict, baseline: dict | None = None, note: str = "") -> None:
         res[name] = value if baseline is None else {**value, "baseline": baseline, "ratio": value["s"] / baseline["s"]}
         extra = f"  baseline {baseline['s']:.3f} s  ratio {value['s'] / baseline['s']:.2f}x" if baseline else ""
         print(f"  {name:<22} {value['s']:9.3f} s {value['peak_mb']:7.0f} MB{extra} {note}", flush=True)
 
-    plain = fresh_repo(WORK_DIR / f"scale-plain-{n}", origin)
-    plain_fetch = measured(lambda: run("git", "fetch", "-q", "--no-tags", "origin", LOG_REFSPEC, cwd=plain))
-    clone = fresh_repo(WORK_DIR / f"scale-clone-{n}", origin)
-    first = measured(lambda: run("git", "agora", "fetch", cwd=clone))
-    floor = measured(lambda: run("git", "log", "--all", "--date-order", "-z", f"--format={FLOOR_FORMAT}", cwd=clone))
-    rebuild = measured(lambda: run("git", "agora", "index", "--rebuild", cwd=clone))
-    show("git log floor", floor)
-    show("index --rebuild", rebuild, floor, "(target <= 2.0x)")
-    combined = {"s": plain_fetch["s"] + rebuild["s"], "peak_mb": max(plain_fetch["peak_mb"], rebuild["peak_mb"])}
-    show("plain git fetch", plain_fetch)
-    show("first fetch", first, combined, "(baseline: plain fetch + rebuild; target <= 1.3x)")
+    if not reuse:  # --reuse: the clone of an earlier run, for the commands after the first fetch
+        fresh_repo(plain, origin)
+        plain_fetch = measured(lambda: run("git", "fetch", "-q", "--no-tags", "origin", LOG_REFSPEC, cwd=plain))
+        fresh_repo(clone, origin)
+        first = measured(lambda: run("git", "agora", "fetch", cwd=clone))
+        git_log = ("git", "log", "--all", "--date-order", "-z", f"--format={FLOOR_FORMAT}")
+        floor = measured(lambda: run(*git_log, cwd=clone))
+        rebuild = measured(lambda: run("git", "agora", "index", "--rebuild", cwd=clone))
+        show("git log floor", floor)
+        show("index --rebuild", rebuild, floor, "(target <= 2.0x)")
+        combined = {"s": plain_fetch["s"] + rebuild["s"], "peak_mb": max(plain_fetch["peak_mb"], rebuild["peak_mb"])}
+        show("plain git fetch", plain_fetch)
+        show("first fetch", first, combined, "(baseline: plain fetch + rebuild; target <= 1.3x)")
 
     python = measured(lambda: run(sys.executable, "-c", "pass"), repeat)
     newcomers = iter(range(10**6))
@@ -150,6 +155,7 @@ def bench_size(n: int, accounts: int, repeat: int) -> dict:
     run("git", "config", "agora.account", "scale-poster", cwd=clone)
     show("status", measured(lambda: run("git", "agora", "status", cwd=clone), repeat))
 
+    run("git", "config", "agora.account", f"scale-poster-{time.time_ns()}", cwd=clone)  # a new account each run
     run("git", "agora", "post", "-m", "warm-up insight", "--tag", "insight", cwd=clone)  # makes the key once
     counter = iter(range(10**6))
     post = measured(
@@ -206,11 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=int, action="append", help="contributions (repeatable; default 10000, 100000)")
     ap.add_argument("--accounts", type=int, help="accounts (default: 40 at 10k, 100 at 100k, 1000 at 1M)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--reuse", action="store_true", help="keep the clone of an earlier run (skip first fetch, rebuild)")
     args = ap.parse_args(argv)
     results = []
     for n in args.size or [10_000, 100_000]:
         accounts = args.accounts or ACCOUNTS.get(n, max(2, min(1000, n // 1000)))
-        results.append(bench_size(n, accounts, args.repeat))
+        results.append(bench_size(n, accounts, args.repeat, args.reuse))
     load = os.getloadavg()
     path = write_json("bench_scale", {"load_average": load, "results": results})
     print(f"\nload average at the end: {load[0]:.1f}\n\n{markdown(results)}\n\nresults: {path}")
