@@ -809,7 +809,9 @@ def _finish(path: Path, trace: _Trace, w: _Writer, started: float, commit_graph:
     index = {name: i for i, name in enumerate(trace.accounts)}
     for line in out.splitlines():
         sha, ref = line.split(" ", 1)
-        trace.log_tip[index[ref.rsplit("/", 1)[1]]] = sha
+        account = ref.rsplit("/", 1)[1]
+        if account in index:  # not the logs others published to the generated project (a benchmark's posts)
+            trace.log_tip[index[account]] = sha
     if commit_graph:
         subprocess.run(
             ["git", "-C", str(path), "commit-graph", "write", "--reachable"], check=True, capture_output=True
