@@ -13,10 +13,10 @@ a full rebuild (`reader.read`), so both agree on every byte and on what is a log
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from ..refs.catfile import CatFile
 from .reader import is_transport
 
 Known = Callable[[list[tuple[int, str]]], set[str]]  # (committer time, sha) -> the shas already indexed
@@ -36,11 +36,11 @@ def new_commits(
     queue = sorted({tip for ref, tip in new_tips.items() if old_tips.get(ref) != tip} - stop)
     seen: set[str] = set(queue)
     found: list[str] = []
-    with _Batch(git_dir) as batch:
+    with CatFile(git_dir) as batch:
         while queue:
             if len(seen) > limit:
                 raise TooMany(len(seen))
-            headers = {sha: _header(raw) for sha in queue if (raw := batch.read(sha)) is not None}
+            headers = {sha: _header(raw) for sha in queue if (raw := batch.commit(sha)) is not None}
             contributions = [(when, sha) for sha, (_, when, transport) in headers.items() if not transport]
             indexed = known(contributions) if contributions else set()
             following: list[str] = []
@@ -65,34 +65,3 @@ def _header(raw: bytes) -> tuple[list[str], int, bool]:
             fields = line.rsplit(b" ", 2)
             when = int(fields[1]) if len(fields) == 3 and fields[1].isdigit() else 0
     return parents, when, is_transport(message)
-
-
-class _Batch:
-    """One `git cat-file --batch` process, asked one object at a time."""
-
-    def __init__(self, git_dir: Path):
-        self.proc = subprocess.Popen(
-            ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def __enter__(self) -> _Batch:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        self.proc.wait()
-
-    def read(self, sha: str) -> bytes | None:
-        """The raw commit, or None when it is missing or not a commit."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(sha.encode() + b"\n")
-        self.proc.stdin.flush()
-        header = self.proc.stdout.readline().split()
-        if len(header) != 3:  # "<sha> missing" / "ambiguous"
-            return None
-        body = self.proc.stdout.read(int(header[2]) + 1)[:-1]
-        return body if header[1] == b"commit" else None
