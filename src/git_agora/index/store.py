@@ -118,14 +118,17 @@ def update_index(
     directory: Path | None = None,
     now: int | None = None,
     progress: Callable[[int], None] | None = None,
+    tips: Mapping[str, str] | None = None,
 ) -> UpdateReport:
     """Bring the index up to date with the refs; rebuild from scratch when asked or when damaged.
     A current index is recognised without a lock, so reading commands work on a read-only index.
     `now`: the reader's clock (default: the system's), which decides what is dated in the future.
-    `progress(done)` hears how many commits a walk (a rebuild, a large update) has read so far."""
+    `progress(done)` hears how many commits a walk (a rebuild, a large update) has read so far.
+    `tips`: the refs under refs/agora/ as the caller just read them (one `for-each-ref` fewer; 9 ms at
+    2,000 refs); they only decide whether there is anything to do: under the lock they are read again."""
     directory = directory or index_dir(repo)
     now = int(time.time()) if now is None else now
-    if not rebuild and _current(read_state(directory), current_tips(repo), now):
+    if not rebuild and _current(read_state(directory), dict(tips) if tips is not None else current_tips(repo), now):
         return UpdateReport(0, False)
     with locked(directory, exclusive=True):
         return _update_locked(repo, directory, rebuild, rules, now, progress)

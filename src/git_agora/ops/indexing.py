@@ -73,12 +73,15 @@ def refresh(project: Project, rebuild: bool = False):
     from ..index.store import update_index as update
 
     state = read_state(index_dir(project.repo)) or {}
-    kept = quarantine_rewritten_logs(project.repo, state.get("tips", {}), project.repo.git.for_each_ref(ROOT))
+    refs = project.repo.git.for_each_ref(ROOT)
+    kept = quarantine_rewritten_logs(project.repo, state.get("tips", {}), refs)
     record_tampering(project.repo, kept)
     for rewritten in kept:
         project.feedback.notice(rewritten.describe())
+    if kept:
+        refs = project.repo.git.for_each_ref(ROOT)  # the quarantine moved refs
     with on_demand(project.feedback, "indexing commits") as advance:
-        report = update(project.repo, _rules(project), rebuild=rebuild, progress=advance)
+        report = update(project.repo, _rules(project, refs), rebuild=rebuild, progress=advance, tips=refs)
     for warning in report.warnings:
         project.feedback.notice(warning)
     confirm_setup(project)
@@ -184,14 +187,16 @@ def export_index(index, directory: Path) -> tuple[Path, ...]:
     return tuple(written)
 
 
-def _rules(project: Project):
+def _rules(project: Project, refs: dict[str, str] | None = None):
     from ..index.store import IndexRules
 
-    return IndexRules(project.config.metric, project.setup, _trusted_keys(project), project.signatures_required)
+    keys = _trusted_keys(project, refs)
+    return IndexRules(project.config.metric, project.setup, keys, project.signatures_required)
 
 
-def _trusted_keys(project: Project) -> dict[str, tuple[str, ...]]:
-    """The keys trusted for every account with an identity here (pinned on first sight)."""
+def _trusted_keys(project: Project, refs: dict[str, str] | None = None) -> dict[str, tuple[str, ...]]:
+    """The keys trusted for every account with an identity here (pinned on first sight); `refs`: the
+    refs under refs/agora/ when the caller has just read them."""
     from ..trust import trusted_keys
 
-    return trusted_keys(project.repo, project.repo.git.for_each_ref(ROOT))
+    return trusted_keys(project.repo, refs if refs is not None else project.repo.git.for_each_ref(ROOT))
