@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from ..frontier.embeddings import RowReader
 from ..index.schema import EMBEDDINGS
-from ..index.segments import WriteFailed, discard, read_parquet
+from ..index.segments import WriteFailed, discard, read_parquet, sync_dir
 from ..index.state import index_dir
 from ..index.store import locked
 from ..refs.store import Repository
@@ -134,7 +134,7 @@ def append_embeddings(repo: Repository, rows: pa.Table) -> pa.Table | None:
             _write_vectors(vectors_path, end, flat)
             _write_keys(pa.concat_tables([keys, new_keys]), tmp)
             _replace(tmp, keys_path)
-            _sync_dir(directory)
+            sync_dir(directory)
         except OSError as exc:
             discard(tmp)
             raise WriteFailed(exc, exc.filename or directory) from None
@@ -189,16 +189,6 @@ def _write_keys(keys: pa.Table, path: Path) -> None:
 
 def _replace(src: Path, dst: Path) -> None:
     os.replace(src, dst)
-
-
-def _sync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass  # some file systems cannot sync a directory
-    finally:
-        os.close(fd)
 
 
 def write_embeddings(repo: Repository, table: pa.Table) -> None:

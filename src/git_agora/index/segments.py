@@ -554,6 +554,11 @@ def _unlink(path: Path) -> None:
     path.unlink()
 
 
+def sync_dir(folder: Path) -> None:
+    """Make a rename in `folder` durable (a no-op where the file system cannot sync a directory)."""
+    _sync_dir(folder)
+
+
 def discard(path: Path) -> None:
     """Best effort: what is left behind is collected by the next update."""
     try:

@@ -95,7 +95,7 @@ def _fetch_locked(project: Project, remote: str, cross_refs: bool) -> Fetched:
     for note in result.notes:
         project.feedback.notice(note)
     fetched_refs: tuple[CrossRefFetch, ...] = ()
-    if _has_setup(project) and _indexed(project) and cross_refs:
+    if _indexed(project) and cross_refs:
         fetched_refs = _fetch_cross_refs(project)
     return Fetched(result.remote, result.new_contributions, result.updated_logs, result.rewritten, fetched_refs)
 
@@ -118,30 +118,18 @@ def sync(project: Project) -> Synced:
 
 
 def _indexed(project: Project) -> bool:
-    """Index what came (when the tips moved); False when the index found competing setups (said)."""
+    """Index what the fetch brought (when the tips moved); False when no setup has come yet (nothing to
+    index) or when the index found competing setups (said in one line)."""
     from ..project import CompetingSetups
     from .indexing import refresh_if_stale
 
+    if not project.assume_setup():
+        return False
     try:
         refresh_if_stale(project)
     except CompetingSetups as exc:
         project.feedback.notice(str(exc))
         return False
-    return True
-
-
-def _has_setup(project: Project) -> bool:
-    from ..project import CompetingSetups
-
-    try:
-        from .indexing import use_setup
-
-        use_setup(project)
-    except CompetingSetups as exc:
-        project.feedback.notice(str(exc))
-        return False
-    except AgoraError:
-        return False  # a project without a setup yet has nothing to index
     return True
 
 
