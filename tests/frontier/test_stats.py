@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from frontier_tables import node, random_table, sha, table, verify
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
-from git_agora.frontier.stats import HOUR, graph_stats
+from git_agora.frontier.stats import HOUR, component_sizes, gap_percentiles, graph_stats
 
 # Results in time order (value, account); A and B end up failed-verified, so they are not scored:
 #   R 1.00 alice, [A 0.98 bob], [B 0.90 carol], D 0.95 dave, Q 0.95 frank, Q2 0.95 dave, Q3 0.95 gina,
@@ -58,7 +61,7 @@ def test_equal_scores_between_accounts():
     s = graph_stats(table(GRAPH))
     # 0.95: dave first at 4, frank at 10, gina at 20 -> gaps 6, 16, 10. 0.98: only bob (A is failed).
     assert s.equal_score_pairs == 3
-    assert s.equal_score_gaps == (6, 10, 16)
+    assert tuple(s.equal_score_gaps) == (6, 10, 16)
     assert s.equal_score_median_gap == 10.0
     assert (s.equal_score_share_1h, s.equal_score_share_6h) == (1.0, 1.0)
 
@@ -78,7 +81,7 @@ def test_equal_score_shares_within_one_and_six_hours():
     ]
     s = graph_stats(table(rows))
     assert s.equal_score_pairs == 5
-    assert s.equal_score_gaps == tuple(int(h * HOUR) for h in (0.5, 1.0, 2.0, 5.0, 7.0))
+    assert tuple(s.equal_score_gaps) == tuple(int(h * HOUR) for h in (0.5, 1.0, 2.0, 5.0, 7.0))
     assert s.equal_score_share_1h == pytest.approx(2 / 5)  # 30 min and exactly one hour
     assert s.equal_score_share_6h == pytest.approx(4 / 5)
 
@@ -191,11 +194,41 @@ def test_stats_and_analyze_agree_on_results_and_best():
 def test_to_dict_is_json_and_empty_graph():
     data = json.loads(json.dumps(graph_stats(table(GRAPH)).to_dict()))
     assert data["tag_counts"]["result"] == 8 and data["improvement_share"]["1"] == 0.0
+    gaps = data["equal_score_gap_percentiles"]  # gaps 6, 10, 16: nearest rank at each percentile
+    assert len(gaps) == 101 and (gaps[0], gaps[33], gaps[34], gaps[50], gaps[67], gaps[100]) == (6, 6, 10, 10, 16, 16)
+    assert "equal_score_gaps" not in data
     empty = graph_stats(table([]))
     assert (empty.nodes, empty.components, empty.largest_component_share, empty.best_value) == (0, 0, 0.0, None)
     assert empty.improvement_share == () and empty.equal_score_median_gap is None
     assert empty.best_sha is None and empty.best_scored_ancestors is None and empty.equal_score_share_1h is None
-    json.dumps(empty.to_dict())
+    assert json.loads(json.dumps(empty.to_dict()))["equal_score_gap_percentiles"] == []
+
+
+def test_gap_percentiles_match_numpy_nearest_rank():
+    gaps = np.sort(np.random.default_rng(3).integers(0, 10_000, 977))
+    expected = np.percentile(gaps, np.arange(101), method="inverted_cdf")
+    assert gap_percentiles(gaps) == [int(g) for g in expected]
+
+
+def test_component_sizes_match_a_plain_union_find():
+    rng = np.random.default_rng(11)
+    for n, m in ((1, 0), (50, 0), (200, 120), (2_000, 1_900), (3_000, 6_000)):
+        child, parent = rng.integers(0, n, m), rng.integers(0, n, m)
+        graph = SimpleNamespace(n=n, child=child, parent=parent)
+        assert sorted(component_sizes(graph).tolist()) == sorted(_union_find_sizes(n, zip(child, parent)))
+
+
+def _union_find_sizes(n, edges):
+    root = list(range(n))
+
+    def find(x):
+        while root[x] != x:
+            x = root[x]
+        return x
+
+    for a, b in edges:
+        root[find(a)] = find(b)
+    return list(Counter(find(x) for x in range(n)).values())
 
 
 def test_no_improvement_gives_null_shares():

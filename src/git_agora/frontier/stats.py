@@ -39,7 +39,10 @@ Verification
 Parallel rediscovery
 - ``equal_score_pairs``: for each value posted (exactly) by scored results of two or more accounts,
   every pair of those accounts, each at its first posting of the value; ``equal_score_gaps``: the time
-  between the two postings of each pair, seconds, ascending; ``equal_score_median_gap``: their median.
+  between the two postings of each pair, seconds, ascending (a read-only int64 array: a million
+  contributions make tens of millions of pairs); ``equal_score_median_gap``: their median.
+  ``to_dict()`` gives ``equal_score_gap_percentiles`` instead of the gaps: the gap at each percentile
+  0, 1, ..., 100 (nearest rank; an empty list without pairs), a fixed size at any scale.
 - ``equal_score_share_1h`` / ``equal_score_share_6h``: share of those pairs at most 3,600 s / 21,600 s
   apart (the paper: 63% / 80%); null without pairs.
 
@@ -55,7 +58,8 @@ The best result's ancestry (``lineage``; all null when nothing is scored)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -106,7 +110,7 @@ class GraphStats:
     verified_targets: int
     failed_verifications: int
     equal_score_pairs: int
-    equal_score_gaps: tuple[int, ...]
+    equal_score_gaps: np.ndarray = field(compare=False, repr=False)
     equal_score_median_gap: float | None
     equal_score_share_1h: float | None
     equal_score_share_6h: float | None
@@ -123,7 +127,8 @@ class GraphStats:
         """Plain JSON-ready data (tag counts and shares as objects keyed by tag / k)."""
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["tag_counts"] = dict(self.tag_counts)
-        data["equal_score_gaps"] = list(self.equal_score_gaps)
+        del data["equal_score_gaps"]
+        data["equal_score_gap_percentiles"] = gap_percentiles(self.equal_score_gaps)
         for name in ("improvement_share", "improvement_share_strict", "improvement_share_noise_aware"):
             data[name] = {str(k): share for k, share in getattr(self, name)}
         return data
@@ -176,22 +181,29 @@ def shape(graph: Graph) -> dict:
 
 
 def component_sizes(graph: Graph) -> np.ndarray:
-    """Sizes of the weakly connected components (union-find over the edges), in no particular order."""
-    root = list(range(graph.n))
-
-    def find(x: int) -> int:
-        while root[x] != x:
-            root[x] = root[root[x]]
-            x = root[x]
-        return x
-
-    for a, b in zip(graph.child.tolist(), graph.parent.tolist()):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            root[ra] = rb
-    roots = np.fromiter((find(x) for x in range(graph.n)), dtype=np.int64, count=graph.n)
-    sizes = np.bincount(roots, minlength=graph.n)
+    """Sizes of the weakly connected components, in no particular order: every edge hooks the larger
+    of its two roots under the smaller, then paths are halved, until no edge joins two roots (a few
+    dozen vectorised rounds for a million nodes)."""
+    root = np.arange(graph.n, dtype=np.int64)
+    a, b = graph.child.astype(np.int64), graph.parent.astype(np.int64)
+    while True:
+        ra, rb = root[a], root[b]
+        joins = ra != rb
+        if not joins.any():
+            break
+        np.minimum.at(root, np.maximum(ra[joins], rb[joins]), np.minimum(ra[joins], rb[joins]))
+        root = _flatten(root)
+    sizes = np.bincount(_flatten(root), minlength=graph.n)
     return sizes[sizes > 0]
+
+
+def _flatten(root: np.ndarray) -> np.ndarray:
+    """Every node pointed at its tree's root (roots only ever point at smaller nodes, so this ends)."""
+    while True:
+        up = root[root]
+        if np.array_equal(up, root):
+            return root
+        root = up
 
 
 def tag_counts(table: pa.Table) -> tuple[tuple[str, int], ...]:
@@ -236,7 +248,7 @@ def equal_score_figures(scored: pa.Table) -> dict:
     gaps = equal_score_gaps(scored)
     return {
         "equal_score_pairs": len(gaps),
-        "equal_score_gaps": tuple(gaps.tolist()),
+        "equal_score_gaps": gaps,
         "equal_score_median_gap": float(np.median(gaps)) if len(gaps) else None,
         "equal_score_share_1h": share_within(gaps, HOUR),
         "equal_score_share_6h": share_within(gaps, 6 * HOUR),
@@ -266,15 +278,30 @@ def equal_score_gaps(scored: pa.Table) -> np.ndarray:
     )
     firsts = firsts.sort_by([("value", "ascending"), ("timestamp_min", "ascending")])
     values = firsts["value"].to_numpy()
-    times = firsts["timestamp_min"].to_numpy()
+    times = firsts["timestamp_min"].to_numpy().astype(np.int64)
     starts = np.flatnonzero(np.r_[True, values[1:] != values[:-1]])
     sizes = np.diff(np.r_[starts, len(values)])
     gaps = [
-        np.abs(np.subtract.outer(times[s : s + k], times[s : s + k]))[np.triu_indices(k, 1)]
+        np.abs(np.subtract.outer(times[s : s + k], times[s : s + k]))[_upper_triangle(k)]
         for s, k in zip(starts.tolist(), sizes.tolist())
         if k > 1
     ]
-    return np.sort(np.concatenate(gaps)) if gaps else np.zeros(0, np.int64)
+    result = np.sort(np.concatenate(gaps)) if gaps else np.zeros(0, np.int64)
+    result.flags.writeable = False
+    return result
+
+
+@lru_cache(maxsize=256)
+def _upper_triangle(k: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(k, 1)
+
+
+def gap_percentiles(gaps: np.ndarray) -> list[int]:
+    """The gap at each percentile 0..100 of sorted ``gaps`` (nearest rank), or [] without gaps."""
+    if not len(gaps):
+        return []
+    ranks = np.ceil(np.arange(101) / 100 * len(gaps)).astype(np.int64) - 1
+    return [int(g) for g in gaps[np.clip(ranks, 0, len(gaps) - 1)]]
 
 
 def ancestry_figures(best: Lineage | None) -> dict:
