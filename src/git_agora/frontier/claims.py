@@ -52,6 +52,10 @@ def parse_duration(text: str) -> int:
     return seconds
 
 
+CLAIM_COLUMNS = ("sha", "account", "timestamp", "title", "tags", "valid", "metadata", "parents")
+"""The columns `active_claims` reads (a million-row index need not be read whole to list claims)."""
+
+
 def active_claims(contributions: pa.Table, now: float) -> list[Claim]:
     """The claims active at `now`, newest first."""
     newest = _newest_claims(contributions)

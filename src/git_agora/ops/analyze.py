@@ -142,13 +142,13 @@ def _claims(project: Project, contributions):
     """The active claims; what they read (metadata, parents) is loaded only when some row is `wip`."""
     import pyarrow.compute as pc
 
-    from ..frontier.claims import active_claims
+    from ..frontier.claims import CLAIM_COLUMNS, active_claims
     from .indexing import load
 
     if not pc.any(pc.equal(pc.list_flatten(contributions["tags"]), "wip")).as_py():
         return []
-    if not {"metadata", "parents"} <= set(contributions.column_names):
-        contributions = load(project, (*SEARCH_COLUMNS, "metadata", "parents")).contributions
+    if not set(CLAIM_COLUMNS) <= set(contributions.column_names):
+        contributions = load(project, CLAIM_COLUMNS).contributions
     return active_claims(contributions, time.time())
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from ..errors import AgoraError
-from ..frontier.claims import DEFAULT_SECONDS, UNTIL_KEY, Claim, active_claims, parse_duration
+from ..frontier.claims import CLAIM_COLUMNS, DEFAULT_SECONDS, UNTIL_KEY, Claim, active_claims, parse_duration
 from ..project import Project
 from .publish import Published, post
 
@@ -41,4 +41,4 @@ def claims(project: Project, now: float | None = None) -> tuple[Claim, ...]:
     """The claims active now, newest first."""
     from .indexing import load
 
-    return tuple(active_claims(load(project).contributions, now if now is not None else time.time()))
+    return tuple(active_claims(load(project, CLAIM_COLUMNS).contributions, now if now is not None else time.time()))
