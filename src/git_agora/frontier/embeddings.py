@@ -68,6 +68,35 @@ def texts_by_sha(contributions: pa.Table, valid_only: bool = True) -> dict[str, 
     return {s: contribution_text(t, d) for s, t, d in zip(shas, titles, descriptions)}
 
 
+class TextsOf(Mapping[str, str]):
+    """``texts_by_sha`` of the valid rows (of those among ``shas`` when given, in that order), each text
+    made when asked for from the table's own columns: a million descriptions as Python strings, or a
+    filtered copy of the column, would take several times the column's size."""
+
+    def __init__(self, contributions: pa.Table, shas: Sequence[str] | None = None):
+        valid = np.asarray(pc.fill_null(contributions["valid"], False).to_numpy(zero_copy_only=False), dtype=bool)
+        if shas is None:
+            rows = np.flatnonzero(valid)
+            keys: Sequence[str] = contributions["sha"].take(pa.array(rows, pa.int64())).to_pylist()
+        else:
+            at = pc.index_in(pa.array(shas, pa.string()), value_set=contributions["sha"])
+            found = np.asarray(pc.fill_null(at, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+            keep = (found >= 0) & valid[np.maximum(found, 0)]
+            keys, rows = [sha for sha, kept in zip(shas, keep.tolist()) if kept], found[keep]
+        self._titles, self._descriptions = contributions["title"], contributions["description"]
+        self._row = dict(zip(keys, rows.tolist()))
+
+    def __getitem__(self, sha: str) -> str:
+        row = self._row[sha]
+        return contribution_text(self._titles[row].as_py(), self._descriptions[row].as_py())
+
+    def __iter__(self):
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32)

@@ -10,7 +10,7 @@ left and that `git agora index --embed` embeds the rest.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -82,12 +82,16 @@ def update_embeddings(
     return report
 
 
+EMBED_COLUMNS = ("sha", "timestamp", "log_seq", "valid", "title", "description")
+"""What embedding reads: the plan's keys and the texts (not the whole index: a million rows)."""
+
+
 def embed_everything(project: Project, model: str | None = None) -> EmbedReport:
     """`git agora index --embed`: every valid contribution lacking a vector of ``model``, with progress."""
     from ..embedding.plan import EmbedBudget
     from .indexing import load
 
-    contributions = load(project).contributions
+    contributions = load(project, EMBED_COLUMNS).contributions
     return _embed(
         project, contributions, project_model(project, model), (), EmbedBudget(float("inf")), None, everything=True
     )
@@ -169,17 +173,12 @@ class _Store:
         return pa.concat_tables([stored if stored is not None else empty_cache(), *self.kept])
 
 
-def _texts(contributions, plan, budget) -> dict[str, str]:
+def _texts(contributions, plan, budget) -> Mapping[str, str]:
     """The texts of what the run may encode (``later`` only as far as a row budget reaches)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from ..frontier.embeddings import texts_by_sha
+    from ..frontier.embeddings import TextsOf
 
     later = () if budget.none else (plan.later if budget.rows is None else plan.later[: budget.rows])
-    wanted = pa.array([*plan.first, *later], pa.string())
-    table = contributions.select(["sha", "title", "description", "valid"])
-    return texts_by_sha(table.filter(pc.is_in(table["sha"], value_set=wanted)))
+    return TextsOf(contributions, [*plan.first, *later])
 
 
 def _cached_shas(cache, model: str):
