@@ -206,3 +206,19 @@ def test_follow_ons_mean_the_same_in_views_and_ucb():
     result = analyze(table(rows))
     suggested = {s.title: s.follow_ons for slot in result.slots.slots for s in slot.suggestions}
     assert suggested and all(count == n[title] for title, count in suggested.items())
+
+
+def test_keyword_search_is_the_same_in_chunks(monkeypatch):
+    import git_agora.frontier.search as search_module
+
+    words = ("warmup", "batch", "schedule", "low", "rank", "Warm")
+    rows = [node("setup", "org", tags=("setup",))]
+    rng = np.random.default_rng(2)
+    for i in range(40):
+        title = " ".join(rng.choice(words, size=rng.integers(1, 4)))
+        rows.append(node(f"{title} {i}", f"a{i % 7}", "setup", t=int(rng.integers(1, 20))))
+    contributions = table(rows)
+    whole = search("warmup rank BATCH", contributions, None, k=15)
+    monkeypatch.setattr(search_module, "KEYWORD_CHUNK", 3)
+    chunked = search("warmup rank BATCH", contributions, None, k=15)
+    assert len(whole.hits) == 15 and chunked == whole

@@ -171,23 +171,37 @@ def keyword_search(text: str, table: pa.Table, k: int = 10, note: str | None = N
     words = sorted(set(_WORD.findall(text.lower())))
     if not words or table.num_rows == 0:
         return SearchResult(text, "keyword", None, (), note)
-    haystack = pc.utf8_lower(
-        pc.binary_join_element_wise(pc.fill_null(table["title"], ""), pc.fill_null(table["description"], ""), "\n")
-    )
     n = table.num_rows
+    hits = _keyword_hits(table, words)
     score = np.zeros(n)
     total = 0.0
     for word in words:
-        hit = pc.match_substring_regex(haystack, rf"\b{re.escape(word)}\b").to_numpy(zero_copy_only=False)
-        hit = np.asarray(hit, dtype=bool)
-        idf = float(np.log((n + 1) / (hit.sum() + 1)) + 1)
-        score += idf * hit
+        idf = float(np.log((n + 1) / (hits[word].sum() + 1)) + 1)
+        score += idf * hits[word]
         total += idf
     score /= total
     timestamp = np.asarray(pc.fill_null(table["timestamp"], 0).to_numpy(zero_copy_only=False))
     matched = np.flatnonzero(score > 0)
     order = matched[np.lexsort((-timestamp[matched], -score[matched]))][:k]
     return SearchResult(text, "keyword", None, _hits(table, order, score[order], "keyword"), note)
+
+
+KEYWORD_CHUNK = 65_536  # rows whose lowercased text is made at once: a million descriptions, twice, is 1 GB
+
+
+def _keyword_hits(table: pa.Table, words: list[str]) -> dict[str, np.ndarray]:
+    """For each word, which rows' title or description hold it as a whole word (any case)."""
+    hits = {word: np.zeros(table.num_rows, dtype=bool) for word in words}
+    patterns = {word: rf"\b{re.escape(word)}\b" for word in words}
+    for start in range(0, table.num_rows, KEYWORD_CHUNK):
+        part = table.slice(start, KEYWORD_CHUNK)
+        haystack = pc.utf8_lower(
+            pc.binary_join_element_wise(pc.fill_null(part["title"], ""), pc.fill_null(part["description"], ""), "\n")
+        )
+        for word in words:
+            found = pc.match_substring_regex(haystack, patterns[word]).to_numpy(zero_copy_only=False)
+            hits[word][start : start + part.num_rows] = np.asarray(found, dtype=bool)
+    return hits
 
 
 def _hits(table: pa.Table, order: np.ndarray, scores: np.ndarray, method: str = "embedding") -> tuple[SearchHit, ...]:
