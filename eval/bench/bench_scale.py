@@ -16,7 +16,8 @@ of the generated origin (`_common.project`, cached under $AGORA_BENCH_DIR):
   when the contribution is a new account's first, built on an old contribution;
 - analyze: the first `git agora analyze --json` in the clone (it embeds what the frontier needs and 5 s
   more), then warm with no new embeddings (`AGORA_EMBED_BUDGET=0`; target at 1M: under 5 s and 2 GB);
-  search (no new embeddings either); show; log; status;
+  search (no new embeddings either); show; log; status; lineage; stats; claim --list; index --check;
+  index --export; site (with --site: a page per contribution, 6.4 GB at 1M);
 - post: `git agora post` of a light insight to the origin, against `git commit --allow-empty && git
   push` to a plain bare repository (target at most 3x).
 
@@ -91,7 +92,7 @@ def fresh_repo(path: Path, origin: Path) -> Path:
     return path
 
 
-def bench_size(n: int, accounts: int, repeat: int, reuse: bool = False) -> dict:
+def bench_size(n: int, accounts: int, repeat: int, reuse: bool = False, site: bool = False) -> dict:
     print(f"\n== {n:,} contributions, {accounts} accounts", flush=True)
     origin = WORK_DIR / f"scale-origin-{n}.git"
     clone, plain = WORK_DIR / f"scale-clone-{n}", WORK_DIR / f"scale-plain-{n}"
@@ -152,6 +153,18 @@ def bench_size(n: int, accounts: int, repeat: int, reuse: bool = False) -> dict:
     sha = newest_contribution(clone)
     show("show", measured(lambda: run("git", "agora", "show", sha, "--json", cwd=clone), repeat))
     show("log --limit 20", measured(lambda: run("git", "agora", "log", "--limit", "20", cwd=clone), repeat))
+    show("lineage", measured(lambda: run("git", "agora", "lineage", sha, "--json", cwd=clone)))
+    show("stats --json", measured(lambda: run("git", "agora", "stats", "--json", cwd=clone)))
+    show("claim --list", measured(lambda: run("git", "agora", "claim", "--list", "--json", cwd=clone)))
+    show("index --check", measured(lambda: run("git", "agora", "index", "--check", cwd=clone)))
+    exported = WORK_DIR / f"scale-export-{n}"
+    show("index --export", measured(lambda: run("git", "agora", "index", "--export", str(exported), cwd=clone)))
+    shutil.rmtree(exported, ignore_errors=True)
+    if site:  # a page per contribution: 6.4 GB and minutes at 1M
+        pages = WORK_DIR / f"scale-site-{n}"
+        shutil.rmtree(pages, ignore_errors=True)
+        show("site", measured(lambda: run("git", "agora", "site", str(pages), cwd=clone)))
+        shutil.rmtree(pages, ignore_errors=True)
     run("git", "config", "agora.account", "scale-poster", cwd=clone)
     show("status", measured(lambda: run("git", "agora", "status", cwd=clone), repeat))
 
@@ -212,12 +225,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=int, action="append", help="contributions (repeatable; default 10000, 100000)")
     ap.add_argument("--accounts", type=int, help="accounts (default: 40 at 10k, 100 at 100k, 1000 at 1M)")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--site", action="store_true", help="also `git agora site` (6.4 GB of pages at 1M)")
     ap.add_argument("--reuse", action="store_true", help="keep the clone of an earlier run (skip first fetch, rebuild)")
     args = ap.parse_args(argv)
     results = []
     for n in args.size or [10_000, 100_000]:
         accounts = args.accounts or ACCOUNTS.get(n, max(2, min(1000, n // 1000)))
-        results.append(bench_size(n, accounts, args.repeat, args.reuse))
+        results.append(bench_size(n, accounts, args.repeat, args.reuse, args.site))
     load = os.getloadavg()
     path = write_json("bench_scale", {"load_average": load, "results": results})
     print(f"\nload average at the end: {load[0]:.1f}\n\n{markdown(results)}\n\nresults: {path}")
