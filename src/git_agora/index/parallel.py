@@ -291,6 +291,10 @@ def _graph_table(
 def _lookup(work: pa.Table, known: Mapping[str, build.Known]) -> pa.Table:
     """sha, account (as parsed: also of a row that failed) and tree of the batch, then of the known
     commits (a sha in both: the batch's row comes first, so it wins)."""
+    if not known:  # a rebuild: the batch's own columns, not a copy
+        return pa.table(
+            {"sha": work.column("sha"), "account": work.column("_account"), "tree": work.column("tree")}
+        ).combine_chunks()
     return pa.concat_tables(
         [
             pa.table({"sha": work.column("sha"), "account": work.column("_account"), "tree": work.column("tree")}),

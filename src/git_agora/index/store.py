@@ -296,6 +296,7 @@ def _parallel_rows(
         listed = listing.new_entries(repo.common_dir, base.tips, tips)
     else:  # the walk printed every log commit
         listed = listing.entries_from_walk(repo.common_dir, tips, links)
+    del links  # a million rows at 1M contributions
     known = _known_parents_of(repo, directory, base, work)
     table, refs = parallel.graph_rows(work, known, rules.root, listed)
     del work
