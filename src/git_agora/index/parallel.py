@@ -3,8 +3,9 @@
 The main process reads `git log` and hands chunks of raw records, in walk order, to worker processes
 (forked, so they start in milliseconds and share the loaded code). Each worker decodes and parses its
 chunk and returns the rows' own fields as one Arrow table (`build.local_row`: what depends on that
-commit alone, including the time and intrinsic problems). The main process concatenates the tables in
-chunk order, sorts them canonically (timestamp, sha, as `build.contribution_rows` does) and applies the
+commit alone, including the time and intrinsic problems). The main process copies the tables into
+Arrow's pool as they arrive, puts them in canonical order (timestamp, sha, as `build.contribution_rows`
+does; `canonical`: sorted on the keys, reordered a column at a time, so the rows are held once) and applies the
 rules that need the other commits (`graph_rows`: parents known, no self-verification, the log
 listing, `code_bearing`, the policy in force) in one pass over plain columns. Every step is a function
 of the set of commits, never of which worker parsed what or when it finished, so the rows equal those
