@@ -10,7 +10,7 @@ import hostile
 import pytest
 
 from agora_testing import agora, git, make_clone
-from git_agora.index import compare, listing, parallel, reader, store
+from git_agora.index import compare, discover, listing, parallel, reader, store
 from git_agora.ops.indexing import _rules
 from git_agora.project import Project
 from git_agora.refs.store import Repository
@@ -86,6 +86,36 @@ def test_an_update_after_a_parallel_rebuild_equals_a_rebuild(corpus, tmp_path, m
     store.update_index(p.repo, _rules(p), rebuild=True, now=NOW)
     monkeypatch.setattr(parallel, "THRESHOLD", 10**9)
     agora(corpus, "post", "-m", "later", "--tag", "insight")
+    assert store.check_index(Repository.discover(corpus), _rules(Project.open(corpus)), now=NOW) == []
+
+
+def test_a_large_update_through_the_workers_equals_a_rebuild(corpus, tmp_path, monkeypatch):
+    """An update above the threshold takes the parallel path with stored rows: parents, verified targets
+    and policies found among the known commits, not the batch."""
+    monkeypatch.setattr(parallel, "THRESHOLD", 10**9)
+    p = Project.open(corpus)
+    store.update_index(p.repo, _rules(p), rebuild=True, now=NOW)
+    work = agora(corpus, "log", "--json").json()[0]["sha"]
+    agora(corpus, "post", "-m", "on top", "--tag", "insight")
+    agora(corpus, "post", "-m", "checked", "--tag", "verification", "--target", work, "--verdict", "partial")
+    monkeypatch.setattr(parallel, "THRESHOLD", 0)
+    monkeypatch.setattr(parallel, "BLOCK", 300)
+
+    def too_many(*args, **kwargs):
+        raise discover.TooMany  # as when most of the project is new: a `git log` walk
+
+    seen, graph_rows = [], parallel.graph_rows
+
+    def watched(work, known, *args):
+        seen.append(known)
+        return graph_rows(work, known, *args)
+
+    monkeypatch.setattr(discover, "new_commits", too_many)
+    monkeypatch.setattr(parallel, "graph_rows", watched)
+    report = store.update_index(p.repo, _rules(Project.open(corpus)), now=NOW)
+    assert report.new_rows >= 2 and not report.rebuilt
+    assert seen and work in seen[0]  # the verified target is a stored row
+    monkeypatch.setattr(parallel, "THRESHOLD", 10**9)
     assert store.check_index(Repository.discover(corpus), _rules(Project.open(corpus)), now=NOW) == []
 
 

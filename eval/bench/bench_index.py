@@ -18,6 +18,16 @@ plain git into a clone; then
 - with profiling (default at the largest size): cProfile top 15 (cumulative) of the rebuild and of the
   incremental update, also written to bench-out/.
 Results: bench-out/bench_index.json.
+
+    python eval/bench/bench_index.py --peak CLONE [--rounds 2]
+
+Peak-memory mode, for a large clone that already exists (1,000,000 contributions: generating one takes
+an hour; use a scratch copy, e.g. `cp -a $AGORA_BENCH_DIR/scale-clone-1000000 /tmp/peak-1m`, since the
+index there is rebuilt): `git agora index --rebuild` (the CLI, as a user runs it) against the `git log`
+floor, interleaved round by round, each in its own process tree: wall time, CPU time of the tree and the
+peak resident set of its largest process (what `/usr/bin/time -v` reports as max RSS: the main process,
+a worker or git, whichever is largest). Targets at 1,000,000: peak < 2 GB, rebuild <= 2x the floor's time.
+Results: bench-out/bench_index_peak.json.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import cProfile
 import io
 import pstats
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -95,12 +106,12 @@ def phases(clone: Path) -> dict[str, float]:
     t = time.perf_counter()
     blocks = reader.walk_blocks(repo.common_dir, sorted(set(tips.values())), [])
     work, links = parallel.parse_all(blocks, config.metric, int(time.time()))
-    out["(parallel path: walk + parse in workers)"] = time.perf_counter() - t
+    out["(parallel path: walk + parse in workers + sort)"] = time.perf_counter() - t
     t = time.perf_counter()
     listed = listing.entries_from_walk(repo.common_dir, tips, links)
     out["(parallel path: log listing from the walk)"] = time.perf_counter() - t
     t = time.perf_counter()
-    parallel.graph_rows(parallel.canonical(work), {}, None, listed)
+    parallel.graph_rows(work, {}, None, listed)
     out["(parallel path: graph rules + table)"] = time.perf_counter() - t
     t = time.perf_counter()
     table = build.finalize(table)
@@ -126,6 +137,70 @@ def peak_memory(clone: Path) -> dict:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env())
     self_kb, child_kb = map(int, out.stdout.split())
     return {"python_mb": self_kb / 1024, "git_children_mb": child_kb / 1024}
+
+
+PEAK_TARGET_MB = 2048
+
+# runs a command in its own process tree; prints its wall time, the tree's CPU time and the largest
+# resident set any of its processes reached (ru_maxrss of the waited-for children)
+MEASURE = (
+    "import resource, subprocess, sys, time\n"
+    "t = time.perf_counter()\n"
+    "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)\n"
+    "wall = time.perf_counter() - t\n"
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(wall, u.ru_utime + u.ru_stime, u.ru_maxrss / 1024)\n"
+)
+
+
+def measured(command: list[str], cwd: Path) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, *command], cwd=cwd, capture_output=True, text=True, check=True, env=env()
+    )
+    wall, cpu, peak_mb = map(float, out.stdout.split())
+    return {"wall_s": wall, "cpu_s": cpu, "peak_mb": peak_mb}
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
+
+
+def peak_against_floor(clone: Path, rounds: int) -> dict:
+    """`git agora index --rebuild` against the `git log` floor on `clone`, interleaved."""
+    floor_cmd = ["git", "log", "--all", "--date-order", "-z", f"--format={BASELINE_FORMAT}"]
+    agora_cmd = [sys.executable, "-c", "from git_agora.cli import main; main()", "index", "--rebuild"]
+    commits = int(sh("git", "rev-list", "--all", "--count", cwd=clone))
+    print(f"\n== peak memory: {clone} ({commits} commits), {rounds} round(s)", flush=True)
+    runs = []
+    for i in range(rounds):
+        before = load()
+        floor = measured(floor_cmd, clone)
+        rebuild = measured(agora_cmd, clone)
+        runs.append({"floor": floor, "rebuild": rebuild, "load_before": before, "load_after": load()})
+        print(
+            f"  round {i + 1} (load {before} -> {load()}): git log floor {floor['wall_s']:.1f} s wall, "
+            f"{floor['cpu_s']:.1f} s CPU, peak {floor['peak_mb']:.0f} MB | index --rebuild "
+            f"{rebuild['wall_s']:.1f} s wall, {rebuild['cpu_s']:.1f} s CPU, peak {rebuild['peak_mb']:.0f} MB",
+            flush=True,
+        )
+    peak = max(r["rebuild"]["peak_mb"] for r in runs)
+    wall = statistics.median(r["rebuild"]["wall_s"] / r["floor"]["wall_s"] for r in runs)
+    cpu = statistics.median(r["rebuild"]["cpu_s"] / r["floor"]["cpu_s"] for r in runs)
+    floor_peak = max(r["floor"]["peak_mb"] for r in runs)
+    print(
+        f"  rebuild peak {peak:.0f} MB (floor {floor_peak:.0f} MB, {ratio(peak, floor_peak):.2f}x; target < "
+        f"{PEAK_TARGET_MB} MB: {verdict(peak, PEAK_TARGET_MB - 1)}); time {wall:.2f}x the floor's wall, "
+        f"{cpu:.2f}x its CPU (target <= {REBUILD_TARGET}x: {verdict(wall, REBUILD_TARGET)})"
+    )
+    return {
+        "clone": str(clone),
+        "commits": commits,
+        "runs": runs,
+        "peak_mb": peak,
+        "floor_peak_mb": floor_peak,
+        "ratio_wall": wall,
+        "ratio_cpu": cpu,
+    }
 
 
 def profile(fn, path: Path, top: int = 15) -> str:
@@ -220,7 +295,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fresh", action="store_true", help="regenerate the cached projects")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--profile-all", action="store_true", help="profile every size, not only the largest")
+    ap.add_argument("--peak", type=Path, metavar="CLONE", help="peak-memory mode on this (scratch) clone")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of the peak-memory mode")
     args = ap.parse_args(argv)
+    if args.peak:
+        print(f"results: {write_json('bench_index_peak', peak_against_floor(args.peak.resolve(), args.rounds))}")
+        return 0
     sizes = args.size or [1703, 10_000, 100_000]
     OUT_DIR.mkdir(exist_ok=True)
     results = []

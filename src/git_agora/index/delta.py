@@ -83,6 +83,8 @@ def first_new_keys(new_rows: pa.Table, accounts: Mapping[str, tuple[int, int, st
     """The accounts whose new rows do not all sort after their last stored row, with their first new key:
     their stored rows after that key change position (log_seq)."""
     first: dict[str, Key] = {}
+    if not accounts:  # nothing stored (a rebuild): no row to move
+        return first
     for account, ts, sha in zip(*(new_rows.column(c).to_pylist() for c in ("account", "timestamp", "sha"))):
         if account is not None and account in accounts and (account not in first or (ts, sha) < first[account]):
             first[account] = (ts, sha)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterable, Mapping
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -114,15 +115,27 @@ class Listed(Mapping[str, set[str]]):
 
 def listed_mask(table: pa.Table, listed: Mapping[str, set[str]]) -> pa.Array:
     """Per row of `table`, whether the log of the account the row names lists it (null account: no)."""
-    if isinstance(listed, Listed):
-        entries, accounts = listed.entries, listed.accounts
-    else:
+    import numpy as np
+
+    if not isinstance(listed, Listed):
         pairs = [(sha, account) for sha, named in listed.items() for account in named]
-        entries = pa.array([sha for sha, _ in pairs], pa.string())
-        accounts = pa.array([account for _, account in pairs], pa.string())
-    listed_keys = pc.binary_join_element_wise(entries, accounts, "\n")
-    keys = pc.binary_join_element_wise(table.column("sha"), table.column("account"), "\n")
-    return pc.fill_null(pc.is_in(keys, value_set=listed_keys), False).combine_chunks()
+        listed = Listed(pa.array([s for s, _ in pairs], pa.string()), pa.array([a for _, a in pairs], pa.string()))
+    # (sha, account) pairs as integers: the sha's place among the distinct listed entries (sorted, so
+    # counted from where they change), the account's among the listing accounts
+    entries, accounts = listed.entries, listed.accounts
+    if entries.null_count or accounts.null_count:  # a pair with no sha or no account lists no row
+        keep = pc.and_(pc.is_valid(entries), pc.is_valid(accounts))
+        entries, accounts = entries.filter(keep), accounts.filter(keep)
+    changes = np.ones(len(entries), dtype=bool)
+    if len(entries) > 1:
+        changes[1:] = np.asarray(pc.not_equal(entries.slice(1), entries.slice(0, len(entries) - 1)), dtype=bool)
+    names = pc.unique(accounts)
+    width = max(len(names), 1)
+    listed_keys = (np.cumsum(changes) - 1) * width + _numpy(pc.index_in(accounts, value_set=names), "int64")
+    row_entry = pc.index_in(table.column("sha"), value_set=entries.filter(pa.array(changes)), skip_nulls=True)
+    row_account = pc.index_in(table.column("account"), value_set=names, skip_nulls=True)
+    keys = pc.add(pc.multiply(pc.cast(row_entry, pa.int64()), width), pc.cast(row_account, pa.int64()))
+    return pc.fill_null(pc.is_in(keys, value_set=pa.array(listed_keys, pa.int64())), False).combine_chunks()
 
 
 def entries_from_walk(git_dir: Path, tips: Mapping[str, str], links: pa.Table) -> Listed:
@@ -130,12 +143,13 @@ def entries_from_walk(git_dir: Path, tips: Mapping[str, str], links: pa.Table) -
     log's first-parent chain is followed through the links; a chain through a record only git can read
     is read by git."""
     shas = links.column("sha")
-    parent_of = pc.index_in(links.column("parent"), value_set=shas).to_pylist()
-    readable = pc.is_valid(links.column("entry")).to_pylist()
+    # compact: a million links as Python lists of ints and bools would take 50 MB
+    parent_of = array("q", _numpy(pc.fill_null(pc.index_in(links.column("parent"), value_set=shas), -1), "int64"))
+    readable = _numpy(pc.is_valid(links.column("entry")), "bool").tobytes()
     tip_list = sorted(set(tips.values()))
     tip_rows = dict(zip(tip_list, pc.index_in(pa.array(tip_list, pa.string()), value_set=shas).to_pylist()))
-    chains: dict[str, list[int] | None] = {}
-    rows: list[int] = []
+    chains: dict[str, array | None] = {}
+    rows = array("q")
     row_accounts: list[str] = []
     by_git: list[tuple[str, str]] = []
     for ref, tip in tips.items():
@@ -148,26 +162,34 @@ def entries_from_walk(git_dir: Path, tips: Mapping[str, str], links: pa.Table) -
         if chain is None:
             by_git += [(entry, account) for entry in _chain_entries(git_dir, tip, None) or []]
         else:
-            rows += chain
+            rows.extend(chain)
             row_accounts += [account] * len(chain)
     entries = pa.concat_arrays(
         [
-            links.column("entry").combine_chunks().take(pa.array(rows, pa.int64())),
+            links.column("entry").combine_chunks().take(pa.array(_numpy(rows, "int64"))),
             pa.array([entry for entry, _ in by_git], pa.string()),
         ]
     )
     return Listed(entries, pa.array(row_accounts + [account for _, account in by_git], pa.string()))
 
 
-def _linked_chain(row: int | None, parent_of: list[int | None], readable: list[bool]) -> list[int] | None:
-    """The link rows along a first-parent chain from `row`; None when a link is one only git reads."""
-    rows = []
-    while row is not None:
+def _linked_chain(row: int | None, parent_of: Sequence[int], readable: bytes) -> array | None:
+    """The link rows along a first-parent chain from `row` (`parent_of`: -1 where the chain ends); None
+    when a link is one only git reads."""
+    rows = array("q")
+    while row is not None and row >= 0:
         if not readable[row]:
             return None
         rows.append(row)
         row = parent_of[row]
     return rows
+
+
+def _numpy(values, dtype: str):
+    """Arrow values (or a buffer) as a numpy array of `dtype`."""
+    import numpy as np
+
+    return np.asarray(values, dtype=dtype)
 
 
 def _chain_entries(git_dir: Path, tip: str, old: str | None) -> list[str] | None:

@@ -3,8 +3,9 @@
 The main process reads `git log` and hands chunks of raw records, in walk order, to worker processes
 (forked, so they start in milliseconds and share the loaded code). Each worker decodes and parses its
 chunk and returns the rows' own fields as one Arrow table (`build.local_row`: what depends on that
-commit alone, including the time and intrinsic problems). The main process concatenates the tables in
-chunk order, sorts them canonically (timestamp, sha, as `build.contribution_rows` does) and applies the
+commit alone, including the time and intrinsic problems). The main process copies the tables into
+Arrow's pool as they arrive, puts them in canonical order (timestamp, sha, as `build.contribution_rows`
+does; `canonical`: sorted on the keys, reordered a column at a time, so the rows are held once) and applies the
 rules that need the other commits (`graph_rows`: parents known, no self-verification, the log
 listing, `code_bearing`, the policy in force) in one pass over plain columns. Every step is a function
 of the set of commits, never of which worker parsed what or when it finished, so the rows equal those
@@ -142,7 +143,15 @@ def parse_all(
             pool.shutdown(cancel_futures=True)
     if not done:
         return WORK.empty_table(), listing.LINKS.empty_table()
-    return pa.concat_tables([rows for rows, _ in done]), pa.concat_tables([links for _, links in done])
+    links = pa.concat_tables([links for _, links in done])
+    return canonical([rows for rows, _ in _emptied(done)]), links
+
+
+def _emptied(items: list) -> list:
+    """The items, the list itself emptied (its holder no longer keeps them alive)."""
+    taken = items[:]
+    items.clear()
+    return taken
 
 
 def _tell(progress: Callable[[int], None] | None, done: list[tuple[pa.Table, pa.Table]]) -> None:
@@ -181,7 +190,8 @@ def _collect(
     block, future = in_flight.popleft()
     if pool is not None:
         try:
-            done.append(future.result())
+            rows, links = future.result()
+            done.append((owned(rows), owned(links)))
             return pool
         except BrokenProcessPool:
             pool.shutdown(cancel_futures=True)
@@ -190,9 +200,44 @@ def _collect(
     return pool
 
 
-def canonical(work: pa.Table) -> pa.Table:
-    """The rows in canonical order (timestamp, sha), as `build.contribution_rows` orders them."""
-    return work.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
+def owned(table: pa.Table) -> pa.Table:
+    """A copy of a table in Arrow's memory pool. A table a worker sent is unpickled into Python bytes
+    objects, which the C allocator keeps (fragmented) after they are freed; copied as they arrive,
+    each block's bytes are freed at once and reused for the next, and freeing the rows later (see
+    `canonical`) gives the memory back for the sorted copy."""
+    return pa.table([pa.concat_arrays(c.chunks) if c.num_chunks else c for c in table.columns], schema=table.schema)
+
+
+def canonical(tables: list[pa.Table]) -> pa.Table:
+    """The rows of these tables (`WORK`), joined, in canonical order (timestamp, sha) as
+    `build.contribution_rows` orders them. Only the keys are sorted; the columns are then put in that
+    order one at a time, each input column released once taken (the list is emptied: its caller must
+    hold no other reference), so the rows are held about once, not twice (a rebuild at a million rows
+    holds 600 MB of them)."""
+    keys = pa.table(
+        {
+            "timestamp": pa.chunked_array([t.column("timestamp") for t in tables], pa.int64()),
+            "sha": pa.chunked_array([t.column("sha") for t in tables], pa.string()),
+        }
+    )
+    order = pc.sort_indices(keys, [("timestamp", "ascending"), ("sha", "ascending")])
+    del keys
+    pending = {f.name: [c for t in tables for c in t.column(f.name).chunks] for f in WORK}
+    tables.clear()
+    columns = []
+    for f in WORK:
+        chunks = pending.pop(f.name)
+        columns.append(pc.take(pa.chunked_array(chunks, f.type), order))
+        del chunks
+        release()
+    return pa.table(columns, schema=WORK)
+
+
+def release() -> None:
+    """Hand the memory Arrow's pool has freed back to the system. Its allocator keeps freed pages for
+    later use; after the sort and the graph rules of a rebuild at a million rows that is hundreds of MB
+    that would stay in the process's peak."""
+    pa.default_memory_pool().release_unused()
 
 
 def graph_rows(
@@ -205,20 +250,35 @@ def graph_rows(
     with the rules that need the other commits applied exactly as `build.contribution_rows` applies
     them. The checks run over whole columns; only the rows they flag are visited one by one, to word
     their reasons."""
+    table = _graph_table(work, known, root, listed)
+    release()  # the lookups and masks of `_graph_table`
+    return table, _cross_refs(work)
+
+
+def _graph_table(
+    work: pa.Table, known: Mapping[str, build.Known], root: str | None, listed: Mapping[str, set[str]]
+) -> pa.Table:
     is_contribution = pc.is_valid(work.column("account")).combine_chunks()
     lookup = _lookup(work, known)  # sha -> the parsed account and tree, batch rows first
     parents = work.column("parents").combine_chunks()
-    parent_account = _looked_up(lookup, "account", pc.list_flatten(parents))
-    unknown_parent = _any_per_row(parents, pc.is_null(parent_account), work.num_rows)
-    target_account = _looked_up(lookup, "account", work.column("_verifies"))
+    flat = pc.list_flatten(parents)
+    first = _first_elements(parents)
+    # the lookup rows of every parent, verified target and first parent, through one hash table
+    at = pc.index_in(
+        pa.concat_arrays([flat, work.column("_verifies").combine_chunks(), first]), value_set=lookup.column("sha")
+    )
+    n = work.num_rows
+    parent_at, target_at, first_at = at.slice(0, len(flat)), at.slice(len(flat), n), at.slice(len(flat) + n, n)
+    parent_account = pc.take(lookup.column("account"), parent_at)
+    unknown_parent = _any_per_row(parents, pc.is_null(parent_account), n)
+    target_account = pc.take(lookup.column("account"), target_at)
     own_target = pc.fill_null(pc.equal(target_account, work.column("account")), False)
     is_listed = listing.listed_mask(work, listed)
     unlisted = pc.invert(is_listed)
     flagged = pc.and_(is_contribution, pc.or_(pc.or_(unknown_parent, own_target), unlisted))
-    first = _first_elements(parents)
-    first_tree = _looked_up(lookup, "tree", first)
+    first_tree = pc.take(lookup.column("tree"), first_at)
     code_bearing = pc.and_(is_contribution, pc.fill_null(pc.not_equal(first_tree, work.column("tree")), True))
-    policy = _policy_column(work, first, known, root, is_contribution)
+    policy = _policy_column(work, first_at, known, root, is_contribution)
     reasons = _graph_reasons(work, flagged, lookup, is_listed)
     columns = {
         "code_bearing": code_bearing,
@@ -226,13 +286,16 @@ def graph_rows(
         "reasons": reasons,
         "policy": policy,
     }
-    table = pa.table([columns.get(f.name, work.column(f.name)) for f in CONTRIBUTIONS], schema=CONTRIBUTIONS)
-    return table, _cross_refs(work)
+    return pa.table([columns.get(f.name, work.column(f.name)) for f in CONTRIBUTIONS], schema=CONTRIBUTIONS)
 
 
 def _lookup(work: pa.Table, known: Mapping[str, build.Known]) -> pa.Table:
     """sha, account (as parsed: also of a row that failed) and tree of the batch, then of the known
     commits (a sha in both: the batch's row comes first, so it wins)."""
+    if not known:  # a rebuild: the batch's own columns, not a copy
+        return pa.table(
+            {"sha": work.column("sha"), "account": work.column("_account"), "tree": work.column("tree")}
+        ).combine_chunks()
     return pa.concat_tables(
         [
             pa.table({"sha": work.column("sha"), "account": work.column("_account"), "tree": work.column("tree")}),
@@ -247,24 +310,23 @@ def _lookup(work: pa.Table, known: Mapping[str, build.Known]) -> pa.Table:
     ).combine_chunks()
 
 
-def _looked_up(lookup: pa.Table, column: str, shas: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """`column` of the lookup row of each sha (null where there is none)."""
-    return pc.take(lookup.column(column), pc.index_in(shas, value_set=lookup.column("sha")))
-
-
 def _any_per_row(lists: pa.ListArray, flat: pa.Array, rows: int) -> pa.Array:
     """Per row of `lists`, whether `flat` (one value per list element) is true for any element."""
+    import numpy as np
+
     hits = pc.list_parent_indices(lists).filter(pc.fill_null(flat, False))
-    return pc.is_in(pa.array(range(rows), pa.int64()), value_set=pc.cast(hits, pa.int64()))
+    found = np.zeros(rows, dtype=bool)
+    found[np.asarray(hits, dtype=np.int64)] = True
+    return pa.array(found)
 
 
 def _first_elements(lists: pa.ListArray) -> pa.Array:
-    """Each list's first element, null for an empty list."""
-    nonempty = pc.greater(pc.fill_null(pc.list_value_length(lists), 0), 0)
-    firsts = pc.list_element(lists.filter(nonempty), 0)
-    rows = pc.indices_nonzero(nonempty)
-    positions = pc.index_in(pa.array(range(len(lists)), pa.uint64()), value_set=rows)
-    return pc.take(firsts, positions)
+    """Each list's first element, null for an empty (or null) list."""
+    import numpy as np
+
+    offsets = np.asarray(lists.offsets, dtype=np.int64)
+    empty = np.asarray(pc.fill_null(pc.list_value_length(lists), 0), dtype=np.int64) == 0
+    return pc.take(lists.values, pa.array(offsets[:-1], pa.int64(), mask=empty))
 
 
 def _graph_reasons(
@@ -305,7 +367,7 @@ def replace_rows(column: pa.ChunkedArray, at: list[int], values: pa.Array) -> pa
 
 
 def _policy_column(
-    work: pa.Table, first: pa.Array, known: Mapping[str, build.Known], root: str | None, is_contribution: pa.Array
+    work: pa.Table, first_at: pa.Array, known: Mapping[str, build.Known], root: str | None, is_contribution: pa.Array
 ) -> pa.Array:
     """`build._policies` over columns, null for the rows that are no contribution: a setup or an
     amendment (tagged policy by the root setup's account) is its own policy, any other contribution
@@ -318,11 +380,10 @@ def _policy_column(
     owner = _root_account(work, known, root)
     amends = pc.and_(work.column("_amends"), pc.equal(work.column("_account"), pa.scalar(owner, pa.string())))
     own = parsed & _numpy_bools(pc.or_(work.column("_setup"), pc.fill_null(amends, False)))
-    parent_row = pc.fill_null(pc.index_in(first, value_set=work.column("sha")), -1).to_numpy(zero_copy_only=False)
+    at = np.asarray(pc.fill_null(first_at, -1), dtype=np.int64)  # the first parent's row: the batch's, then known
+    parent_row = np.where(at < n, at, -1)
     follows = (parent_row >= 0) & parsed[np.maximum(parent_row, 0)] & ~own
-    known_shas = pa.array(list(known), pa.string())
-    known_row = pc.fill_null(pc.index_in(first, value_set=known_shas), -1).to_numpy(zero_copy_only=False)
-    code = np.where(own, np.arange(n), np.where((parent_row < 0) & (known_row >= 0), n + known_row, -1))
+    code = np.where(own, np.arange(n), np.where(at >= n, at, -1))
     resolved = ~follows
     step = parent_row.copy()
     while not resolved.all():
@@ -361,8 +422,10 @@ def _root_account(work: pa.Table, known: Mapping[str, build.Known], root: str | 
 
 
 def _cross_refs(work: pa.Table) -> pa.Table:
-    shas = work.column("sha").to_pylist()
-    refs = work.column("_refs").to_pylist()
+    """The `Agora-Ref` trailers of the rows (only the rows that have any become Python values)."""
+    some = work.select(["sha", "_refs"]).filter(pc.greater(pc.list_value_length(work.column("_refs")), 0))
+    shas = some.column("sha").to_pylist()
+    refs = some.column("_refs").to_pylist()
     rows = [
         {"sha": sha, "url": u.split("#", 1)[0], "target": u.split("#", 1)[1] if "#" in u else None}
         for sha, found in zip(shas, refs)

@@ -238,6 +238,7 @@ def _advance(
     worked = delta.place_log_seq(worked, stored, is_new, base.accounts)
     rows_out, replaces = delta.changes(worked, stored)
 
+    new_keys = worked.select(["account", "timestamp", "sha"]).filter(is_new)  # not a copy of every column
     found = list(base.segments)
     next_id = base.next_id
     if rows_out.num_rows:
@@ -250,7 +251,7 @@ def _advance(
         rules.recorded(),
         tuple(found),
         next_id,
-        segments.merge_accounts(base.accounts, segments.accounts_of(worked.filter(is_new))),
+        segments.merge_accounts(base.accounts, segments.accounts_of(new_keys)),
         delta.advance(base.watch, worked),
     )
     return manifest, new_rows.num_rows
@@ -289,19 +290,22 @@ def _parallel_rows(
     """The new rows of a large walk, as the serial path builds them: parsed by worker processes, the
     log listing read from the same walk (a rebuild) or from the moved logs, then the graph rules, the
     evaluator policy and the signatures, each over whole columns."""
-    work, links = parallel.parse_all(blocks, rules.primary_metric, now, progress)
+    work, links = parallel.parse_all(blocks, rules.primary_metric, now, progress)  # in canonical order
     listed: Mapping[str, set[str]]
     if base.tips:
         listed = listing.new_entries(repo.common_dir, base.tips, tips)
     else:  # the walk printed every log commit
         listed = listing.entries_from_walk(repo.common_dir, tips, links)
-    work = parallel.canonical(work)  # the unsorted rows are freed here: a rebuild holds one copy
+    del links  # a million rows at 1M contributions
     known = _known_parents_of(repo, directory, base, work)
     table, refs = parallel.graph_rows(work, known, rules.root, listed)
     del work
     table = _evaluator_policy_table(repo, table, rules.root)
     table = _signatures_table(repo, table, rules)
     return table, refs, listed
+
+
+EVALUATOR_BATCH = 1 << 16  # rows whose trees one `git cat-file` checks (their Python values held at once)
 
 
 def _evaluator_policy_table(repo: Repository, table: pa.Table, root: str | None) -> pa.Table:
@@ -314,13 +318,14 @@ def _evaluator_policy_table(repo: Repository, table: pa.Table, root: str | None)
     amends = pc.and_(own, pc.invert(_has_tag(table, "setup")))
     if root is not None:
         amends = pc.and_(amends, pc.not_equal(sha, root))
-    picked = pc.indices_nonzero(pc.fill_null(pc.or_(judged, amends), False)).to_pylist()
-    if not picked:
-        return table
-    at = pa.array(picked, pa.int64())
-    todo = list(zip(*(table.column(c).take(at).to_pylist() for c in ("sha", "tree", "policy"))))
-    problems = evaluator_violations(repo, todo, root)
-    return _append_reasons(table, {i: problems[s] for i, (s, _, _) in zip(picked, todo) if s in problems})
+    picked = pc.indices_nonzero(pc.fill_null(pc.or_(judged, amends), False))
+    found: dict[int, list[str]] = {}
+    for start in range(0, len(picked), EVALUATOR_BATCH):  # a rebuild judges most rows: a batch at a time
+        at = picked.slice(start, EVALUATOR_BATCH)
+        todo = list(zip(*(table.column(c).take(at).to_pylist() for c in ("sha", "tree", "policy"))))
+        problems = evaluator_violations(repo, todo, root)
+        found.update({i: problems[s] for i, (s, _, _) in zip(at.to_pylist(), todo) if s in problems})
+    return _append_reasons(table, found)
 
 
 def _has_tag(table: pa.Table, tag: str) -> pa.Array:
@@ -367,10 +372,10 @@ def _append_reasons(table: pa.Table, found: Mapping[int, list[str]]) -> pa.Table
     """These reasons appended to those rows' reasons; `valid` follows."""
     if not found:
         return table
-    values = table.column("reasons").to_pylist()
-    for i, reasons in found.items():
-        values[i] = values[i] + reasons
-    array = pa.array(values, pa.list_(pa.string()))
+    at = sorted(found)
+    before = table.column("reasons").take(pa.array(at, pa.int64())).to_pylist()
+    values = pa.array([reasons + found[i] for i, reasons in zip(at, before)], pa.list_(pa.string()))
+    array = parallel.replace_rows(table.column("reasons"), at, values)  # only those rows become Python values
     table = table.set_column(table.schema.get_field_index("reasons"), "reasons", array)
     return table.set_column(table.schema.get_field_index("valid"), "valid", pc.equal(pc.list_value_length(array), 0))
 
