@@ -1,0 +1,97 @@
+"""The batch follow-on count in blocks equals a plain walk from every node, whatever the block size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from frontier_tables import node, random_table, table, verify
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from git_agora.frontier.descendants import MAX_BLOCK, MIN_BLOCK, block_size, count_descendants, widest_cut
+from git_agora.frontier.evidence import current_verdicts, follow_on_work
+from git_agora.frontier.graph import build_graph, topological_order
+
+
+def reference(graph, qualifying) -> list[int]:
+    """Per node: a depth-first walk over child edges, counting the distinct qualifying nodes it meets."""
+    kids: dict[int, list[int]] = {}
+    for c, p in zip(graph.child.tolist(), graph.parent.tolist()):
+        kids.setdefault(p, []).append(c)
+    counts = []
+    for u in range(graph.n):
+        seen, stack = set(), [u]
+        while stack:
+            for c in kids.get(stack.pop(), []):
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        counts.append(sum(bool(qualifying[c]) for c in seen))
+    return counts
+
+
+@st.composite
+def dags(draw):
+    """Rows of a random history: merges (up to 3 parents), four accounts, wip and endorsements,
+    verifications (some failed, some replaced), invalid rows, parents that are not rows, clocks that
+    disagree with the edges, and rows listed in any order."""
+    size = draw(st.integers(1, 40))
+    rows = [node("n0", "ann", t=draw(st.integers(0, 50)), tags=("setup",))]
+    for i in range(1, size):
+        who = draw(st.sampled_from(("ann", "bob", "cyd", "dee")))
+        t = draw(st.integers(0, 50))
+        valid = draw(st.integers(0, 5)) > 0
+        if draw(st.integers(0, 4)) == 0:
+            target = f"n{draw(st.integers(0, i - 1))}"
+            verdict = draw(st.sampled_from(["confirmed", "partial", "failed"]))
+            rows.append(verify(f"n{i}", who, target, verdict, t=t, valid=valid))
+            continue
+        parents = [f"n{p}" for p in draw(st.lists(st.integers(0, i - 1), min_size=0, max_size=3, unique=True))]
+        if draw(st.booleans()):
+            parents.append("not-a-row")
+        kind = draw(st.sampled_from(["result", "result", "insight", "wip", "endorsed"]))
+        rows.append(node(f"n{i}", who, *parents, t=t, tags=(kind,), valid=valid))
+    return draw(st.permutations(rows))
+
+
+@settings(max_examples=200, deadline=None)
+@given(dags(), st.sampled_from([None, 1, 2, 3, 7]), st.data())
+def test_blocks_count_what_a_walk_from_each_node_counts(rows, block, data):
+    graph = build_graph(table(rows))
+    qualifying = follow_on_work(graph, current_verdicts(graph))
+    assert count_descendants(graph, qualifying, block).tolist() == reference(graph, qualifying)
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=graph.n, max_size=graph.n)), dtype=bool)
+    assert count_descendants(graph, mask, block).tolist() == reference(graph, mask)
+
+
+@pytest.mark.parametrize("block", [None, 64, 1000])
+def test_a_larger_random_graph_with_many_merges(block):
+    graph = build_graph(random_table(1500, seed=7, merge_share=0.4))
+    qualifying = follow_on_work(graph, current_verdicts(graph))
+    assert count_descendants(graph, qualifying, block).tolist() == reference(graph, qualifying)
+
+
+def test_no_nodes_no_edges_no_qualifying():
+    assert count_descendants(build_graph(table([])), np.zeros(0, bool)).tolist() == []
+    graph = build_graph(table([node("R", "ann"), node("A", "bob", "R")]))
+    assert count_descendants(graph, np.zeros(2, bool)).tolist() == [0, 0]
+    assert count_descendants(graph, np.ones(2, bool)).tolist() == [1, 0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(dags())
+def test_widest_cut_is_the_most_sets_a_sweep_holds(rows):
+    # the memory bound: before rank r, the nodes with a child at or after r
+    graph = build_graph(table(rows))
+    rank = np.empty(graph.n, np.int64)
+    rank[topological_order(graph)] = np.arange(graph.n)
+    child, parent = rank[graph.child], rank[graph.parent]
+    expected = max((len(set(parent[(parent < r) & (child >= r)].tolist())) for r in range(graph.n + 1)), default=0)
+    assert widest_cut(child, parent, graph.n) == expected
+
+
+def test_block_size_keeps_the_pending_sets_within_the_budget():
+    assert block_size(0) == block_size(1) == MAX_BLOCK
+    assert block_size(10**9) == MIN_BLOCK
+    width = 100_000
+    assert MIN_BLOCK < block_size(width) < MAX_BLOCK and block_size(width) * width <= 8 * 32 * 2**20
