@@ -8,7 +8,7 @@ from frontier_tables import node, random_table, table, verify
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from git_agora.frontier.descendants import MAX_BLOCK, MIN_BLOCK, block_size, count_descendants, widest_cut
+from git_agora.frontier.descendants import MAX_BLOCK, MIN_BLOCK, block_size, count_descendants, set_width
 from git_agora.frontier.evidence import current_verdicts, follow_on_work
 from git_agora.frontier.graph import build_graph, topological_order
 
@@ -80,14 +80,36 @@ def test_no_nodes_no_edges_no_qualifying():
 
 @settings(max_examples=100, deadline=None)
 @given(dags())
-def test_widest_cut_is_the_most_sets_a_sweep_holds(rows):
-    # the memory bound: before rank r, the nodes with a child at or after r
+def test_set_width_is_the_most_sets_a_sweep_holds(rows):
+    # the memory bound: at a point r, the nodes at or after r with a parent before r (their sets are
+    # pending there), and the nodes before r with two children at or after r (they hold a merged set)
     graph = build_graph(table(rows))
     rank = np.empty(graph.n, np.int64)
     rank[topological_order(graph)] = np.arange(graph.n)
-    child, parent = rank[graph.child], rank[graph.parent]
-    expected = max((len(set(parent[(parent < r) & (child >= r)].tolist())) for r in range(graph.n + 1)), default=0)
-    assert widest_cut(child, parent, graph.n) == expected
+    child, parent = rank[graph.child].tolist(), rank[graph.parent].tolist()
+
+    def held(r: int) -> int:
+        pushers = {c for c, p in zip(child, parent) if c >= r > p}
+        later = [p for c, p in zip(child, parent) if c >= r > p]
+        return len(pushers) + sum(later.count(p) >= 2 for p in set(later))
+
+    assert set_width(rank[graph.child], rank[graph.parent], graph.n) == max(map(held, range(graph.n + 1)), default=0)
+
+
+@pytest.mark.parametrize("shape", ["chain", "branches", "ladder"])
+def test_lines_of_history_are_walked_as_chains(shape):
+    # one long chain, 7 chains from one root, and a chain whose every node is also a parent of the last
+    n = 1200
+    rows = [node("n0", "ann")]
+    for i in range(1, n):
+        parents = [f"n{max(i - (7 if shape == 'branches' else 1), 0)}"]
+        rows.append(node(f"n{i}", "bob", *parents, t=i))
+    if shape == "ladder":
+        rows[-1] = node(f"n{n - 1}", "bob", *(f"n{i}" for i in range(n - 1)), t=n)
+    graph = build_graph(table(rows))
+    qualifying = np.arange(graph.n) % 3 != 1
+    for block in (None, 50, 1):
+        assert count_descendants(graph, qualifying, block).tolist() == reference(graph, qualifying)
 
 
 def test_block_size_keeps_the_pending_sets_within_the_budget():
