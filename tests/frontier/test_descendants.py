@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from frontier_tables import node, random_table, table, verify
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from git_agora.frontier import descendants
 from git_agora.frontier.descendants import MAX_BLOCK, MIN_BLOCK, block_size, count_descendants, set_width
 from git_agora.frontier.evidence import current_verdicts, follow_on_work
 from git_agora.frontier.graph import build_graph, topological_order
@@ -117,3 +120,27 @@ def test_block_size_keeps_the_pending_sets_within_the_budget():
     assert block_size(10**9) == MIN_BLOCK
     width = 100_000
     assert MIN_BLOCK < block_size(width) < MAX_BLOCK and block_size(width) * width <= 8 * 32 * 2**20
+
+
+def test_memory_stays_within_flat_arrays_and_the_set_budget(monkeypatch):
+    # A random tree (each node on a uniformly drawn earlier one): wide descendant sets everywhere. With
+    # 64 KiB for the sets, what is left is flat arrays and one dict entry per pending node, under 200
+    # bytes a node; the earlier design (a set per node, as wide as the rest of the graph) took 650.
+    monkeypatch.setattr(descendants, "MIN_BLOCK", 64)
+    monkeypatch.setattr(descendants, "SET_BUDGET_BITS", 8 * 64 * 1024)
+    n = 20_000
+    parent = (np.random.default_rng(1).random(n) * np.arange(n)).astype(int)
+    rows = [node("n0", "ann")] + [node(f"n{i}", "bob", f"n{parent[i]}", t=i) for i in range(1, n)]
+    graph = build_graph(table(rows))
+    qualifying = np.ones(n, dtype=bool)
+    tracemalloc.start()
+    try:
+        counts = count_descendants(graph, qualifying)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200 * n + 64 * 1024
+    subtree = np.ones(n, np.int64)  # a tree: n(v) is its subtree's size, less itself
+    for i in range(n - 1, 0, -1):
+        subtree[parent[i]] += subtree[i]
+    assert counts.tolist() == (subtree - 1).tolist()
