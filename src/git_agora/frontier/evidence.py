@@ -33,7 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import NON_PROPAGATING_TAGS, VERDICT_WEIGHTS, contribution_weight
-from .graph import Graph, build_graph, combined, tag_mask, topological_order
+from .descendants import count_descendants
+from .graph import Graph, build_graph, combined, tag_mask
 
 EVIDENCE = pa.schema(
     [
@@ -196,39 +197,3 @@ def verification_status(verdicts: Verdicts, n: int) -> tuple[np.ndarray, np.ndar
     kinds = (confirmed > 0).astype(np.int8) + (partial > 0) + (failed > 0)
     code = np.select([kinds == 0, kinds > 1, confirmed > 0, partial > 0], [0, 1, 2, 3], default=4).astype(np.int8)
     return STATUSES[code], confirmed, failed
-
-
-def count_descendants(graph: Graph, qualifying: np.ndarray) -> np.ndarray:
-    """Per node: how many distinct qualifying nodes are reachable from it through child edges (exact).
-
-    Walks the nodes children-first, keeping for each node the set of qualifying nodes at or below it as a
-    Python int bitset. Bits are numbered from the end of the topological order, so a node's set only
-    spans the nodes after it; a child's set is dropped once its last parent has used it.
-    """
-    order = topological_order(graph)
-    n = graph.n
-    bit = np.full(n, -1, np.int64)
-    late_first = order[::-1]
-    chosen = late_first[qualifying[late_first]]
-    bit[chosen] = np.arange(len(chosen))
-    bits = bit.tolist()
-    ptr, kids = graph.children_lists()
-    waiting = np.bincount(graph.child, minlength=n).tolist()  # parents that have not used the set yet
-    below: list[int] = [0] * n  # qualifying nodes at or below each node, as a bitset
-    counts = [0] * n
-    for u in late_first.tolist():
-        first, last = ptr[u], ptr[u + 1]
-        reach = 0
-        for c in kids[first:last]:
-            reach |= below[c]
-            waiting[c] -= 1
-            if not waiting[c]:
-                below[c] = 0
-        if last - first == 1:  # one child: its count plus itself, no need to count bits
-            c = kids[first]
-            counts[u] = counts[c] + (bits[c] >= 0)
-        else:
-            counts[u] = reach.bit_count()
-        if waiting[u]:
-            below[u] = reach | (1 << bits[u]) if bits[u] >= 0 else reach
-    return np.asarray(counts, dtype=np.int64)

@@ -2,7 +2,7 @@
 the ancestors of what changed instead of recounted over the whole graph.
 
 n(v) counts the distinct follow-on-work nodes reachable from v through child edges (``evidence``'s
-rules; ``evidence.count_descendants`` is the exact batch count). Between two analyses, contributions
+rules; ``descendants.count_descendants`` is the exact batch count). Between two analyses, contributions
 only arrive: a commit's parents never change, so the graph of the earlier nodes is the same graph
 again, and what changes is
 
@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .evidence import count_descendants
+from .descendants import count_descendants
 from .graph import Graph, combined
 
 MAX_CHANGES = 256  # more changed nodes than this: one batch count is cheaper than their ancestor walks
