@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import random
 import re
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
+from ..contribution import valid_account
+from .boundary import probe, proven
 from .catfile import CatFile, message, parents
-from .names import IDENTITY_PREFIX, REMOTES_PREFIX, LogRef, fetch_refspec, identity_refspec
+from .names import IDENTITY_PREFIX, LOG_PREFIX, REMOTES_PREFIX, LogRef, fetch_refspec, identity_refspec
 from .quarantine import RewrittenLog, quarantine_rewritten_logs
 from .store import LOG_ENTRY_KEY, MAX_REF_ATTEMPTS, Repository
 
@@ -147,17 +150,19 @@ def fetch(repo: Repository, remote: str, on_progress: Callable[[str], None] | No
     `on_progress` gets git's progress lines (a transfer is stopped only when it stops progressing)."""
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
     before = repo.git.for_each_ref(prefix)
-    proc = repo.git.transfer(
-        "fetch",
-        "--progress",
-        "--no-tags",
-        "--no-write-fetch-head",
-        "--prune",  # a log deleted on the remote disappears here too, and is quarantined below
-        remote,
-        fetch_refspec(remote),
-        identity_refspec(remote),
-        on_line=on_progress,
-    )
+    proc = _fetch_moved(repo, remote, on_progress) if before else None
+    if proc is None:
+        proc = repo.git.transfer(
+            "fetch",
+            "--progress",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--prune",  # a log deleted on the remote disappears here too, and is quarantined below
+            remote,
+            fetch_refspec(remote),
+            identity_refspec(remote),
+            on_line=on_progress,
+        )
     if proc.returncode != 0:
         reason = proc.stderr.strip().splitlines()[-1] if proc.returncode == 124 else _last_line(proc.stderr)
         raise RemoteError(f"could not fetch from {remote}: {reason}")
@@ -172,6 +177,79 @@ def fetch(repo: Repository, remote: str, on_progress: Callable[[str], None] | No
         rewritten=tuple(rewritten),
         notes=(graph_note,) if graph_note else (),
     )
+
+
+MAX_MOVED_REFS = 256  # more moved refs than this: one plain fetch of every log (a clone catching up)
+BOUNDARY_PREFIX = "refs/agora-boundary/"  # parents proven connected, standing as refs during one fetch
+
+
+def _fetch_moved(
+    repo: Repository, remote: str, on_progress: Callable[[str], None] | None
+) -> subprocess.CompletedProcess | None:
+    """Fetch only the refs that moved, sending as haves the commits they rest on (`boundary.probe`), so
+    that an old parent costs neither side a walk of the whole graph. A failed listing is returned (the
+    caller reports it); None when a plain fetch of every log must do it: a log or identity deleted on
+    the remote (pruned and quarantined there), a name git would refuse, too many moved refs, a probe
+    that did not find where the new commits rest, or a ref that vanished meanwhile."""
+    tracking = {
+        ref: sha
+        for ref, sha in repo.git.for_each_ref(f"{REMOTES_PREFIX}{remote}/").items()
+        if ref.startswith((f"{REMOTES_PREFIX}{remote}/log/", f"{REMOTES_PREFIX}{remote}/identity/"))
+    }
+    listing = repo.git.transfer("ls-remote", remote, f"{LOG_PREFIX}*", f"{IDENTITY_PREFIX}*")
+    if listing.returncode != 0:
+        return listing
+    theirs: dict[str, str] = {}
+    for line in listing.stdout.splitlines():
+        sha, _, ref = line.partition("\t")
+        name = ref.removeprefix(LOG_PREFIX).removeprefix(IDENTITY_PREFIX)
+        if ref.startswith((LOG_PREFIX, IDENTITY_PREFIX)):
+            if not valid_account(name) or len(sha) != 40:
+                return None
+            theirs[ref] = sha
+    if set(tracking) - {_tracking(remote, ref) for ref in theirs}:
+        return None
+    moved = {ref: sha for ref, sha in theirs.items() if tracking.get(_tracking(remote, ref)) != sha}
+    if not moved:
+        return subprocess.CompletedProcess(["git", "ls-remote"], 0, "", "")
+    if len(moved) > MAX_MOVED_REFS:
+        return None
+    below = probe(repo.common_dir, remote, moved)
+    if below is None:
+        return None
+    tips = set(repo.git.for_each_ref("refs/").values())
+    firm = proven(repo.common_dir, below, tips)  # a commit merely present may lack its history
+    _set_boundary_refs(repo, sorted(firm - tips))
+    try:
+        proc = repo.git.transfer(
+            "fetch",
+            "--progress",
+            "--no-tags",
+            "--no-write-fetch-head",
+            *(f"--negotiation-tip={sha}" for sha in sorted(firm)),
+            remote,
+            *(f"+{ref}:{_tracking(remote, ref)}" for ref in sorted(moved)),
+            on_line=on_progress,
+        )
+    finally:
+        _set_boundary_refs(repo, [])
+    if proc.returncode != 0 and "couldn't find remote ref" in proc.stderr:
+        return None
+    return proc
+
+
+def _tracking(remote: str, ref: str) -> str:
+    return REMOTES_PREFIX + remote + "/" + ref.removeprefix("refs/agora/")
+
+
+def _set_boundary_refs(repo: Repository, shas: list[str]) -> None:
+    """Replace the boundary refs (a killed fetch's leftovers too) by one per sha."""
+    old = repo.git.for_each_ref(BOUNDARY_PREFIX)
+    new = {BOUNDARY_PREFIX + sha: sha for sha in shas}
+    commands = [f"delete {ref}" for ref, sha in old.items() if new.get(ref) != sha]
+    commands += [f"create {ref} {sha}" for ref, sha in new.items() if ref not in old]
+    if commands:
+        repo.git.run("update-ref", "--stdin", input="\n".join(commands) + "\n", check=False)
 
 
 COMMIT_GRAPH_STALL_S = 10
