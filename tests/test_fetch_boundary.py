@@ -63,6 +63,16 @@ def test_a_new_accounts_first_entry_on_the_setup_sends_only_the_setup_as_a_have(
     assert _connected(b, tip)
 
 
+def test_boundary_refs_left_by_a_killed_fetch_are_removed_by_the_next(tmp_path, monkeypatch, history):
+    a, b, setup = history
+    base = git(b, "rev-parse", "refs/agora/remotes/origin/log/acct2~1").strip()
+    for sha in (setup, base):
+        git(b, "update-ref", sync.BOUNDARY_PREFIX + sha, sha)
+    publish_forged_log(a, "newcomer", [forge(a, "on the setup\n", [setup])])
+    assert _traced_fetch(b, monkeypatch, tmp_path / "packets").updated_logs == ("newcomer",)
+    assert git(b, "for-each-ref", sync.BOUNDARY_PREFIX) == ""
+
+
 def test_nothing_moved_lists_the_remote_and_fetches_nothing(tmp_path, monkeypatch, history):
     _, b, _ = history
     result = _traced_fetch(b, monkeypatch, tmp_path / "packets")

@@ -39,7 +39,7 @@ def probe(common_dir: Path, remote: str, tips: dict[str, str]) -> set[str] | Non
         return None
     try:
         git = Git(scratch)
-        git.run("init", "-q", "--bare", ".")
+        git.run("init", "-q", "--bare", "--template=", ".")
         config = f"[include]\n\tpath = {_quoted(common_dir / 'config')}\n"
         config += "[core]\n\tbare = true\n[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n"
         config += "[fetch]\n\twriteCommitGraph = false\n"

@@ -191,11 +191,9 @@ def _fetch_moved(
     caller reports it); None when a plain fetch of every log must do it: a log or identity deleted on
     the remote (pruned and quarantined there), a name git would refuse, too many moved refs, a probe
     that did not find where the new commits rest, or a ref that vanished meanwhile."""
-    tracking = {
-        ref: sha
-        for ref, sha in repo.git.for_each_ref(f"{REMOTES_PREFIX}{remote}/").items()
-        if ref.startswith((f"{REMOTES_PREFIX}{remote}/log/", f"{REMOTES_PREFIX}{remote}/identity/"))
-    }
+    refs = repo.git.for_each_ref("refs/")
+    kinds = (f"{REMOTES_PREFIX}{remote}/log/", f"{REMOTES_PREFIX}{remote}/identity/")
+    tracking = {ref: sha for ref, sha in refs.items() if ref.startswith(kinds)}
     listing = repo.git.transfer("ls-remote", remote, f"{LOG_PREFIX}*", f"{IDENTITY_PREFIX}*")
     if listing.returncode != 0:
         return listing
@@ -217,9 +215,11 @@ def _fetch_moved(
     below = probe(repo.common_dir, remote, moved)
     if below is None:
         return None
-    tips = set(repo.git.for_each_ref("refs/").values())
+    leftovers = {ref: sha for ref, sha in refs.items() if ref.startswith(BOUNDARY_PREFIX)}  # a killed fetch's
+    tips = set(refs.values())
     firm = proven(repo.common_dir, below, tips)  # a commit merely present may lack its history
-    _set_boundary_refs(repo, sorted(firm - tips))
+    standing = {BOUNDARY_PREFIX + sha: sha for sha in firm - tips}
+    _replace_refs(repo, set(leftovers) - set(standing), {r: s for r, s in standing.items() if r not in leftovers})
     try:
         proc = repo.git.transfer(
             "fetch",
@@ -232,7 +232,7 @@ def _fetch_moved(
             on_line=on_progress,
         )
     finally:
-        _set_boundary_refs(repo, [])
+        _replace_refs(repo, set(standing), {})
     if proc.returncode != 0 and "couldn't find remote ref" in proc.stderr:
         return None
     return proc
@@ -242,12 +242,10 @@ def _tracking(remote: str, ref: str) -> str:
     return REMOTES_PREFIX + remote + "/" + ref.removeprefix("refs/agora/")
 
 
-def _set_boundary_refs(repo: Repository, shas: list[str]) -> None:
-    """Replace the boundary refs (a killed fetch's leftovers too) by one per sha."""
-    old = repo.git.for_each_ref(BOUNDARY_PREFIX)
-    new = {BOUNDARY_PREFIX + sha: sha for sha in shas}
-    commands = [f"delete {ref}" for ref, sha in old.items() if new.get(ref) != sha]
-    commands += [f"create {ref} {sha}" for ref, sha in new.items() if ref not in old]
+def _replace_refs(repo: Repository, delete: set[str], create: dict[str, str]) -> None:
+    """Delete some refs and create others (ref -> sha) in one transaction; one that another fetch created
+    meanwhile fails it all, which costs only time: the boundary refs merely shorten git's check."""
+    commands = [f"delete {ref}" for ref in sorted(delete)] + [f"create {r} {s}" for r, s in create.items()]
     if commands:
         repo.git.run("update-ref", "--stdin", input="\n".join(commands) + "\n", check=False)
 
