@@ -156,3 +156,33 @@ def test_a_damaged_commit_graph_proves_nothing(tmp_path, history, damage):
     else:
         path.write_bytes(data[:4] + b"\x02" + data[5:])
     assert in_commit_graph(path.parent.parent, [setup]) == set()
+
+
+def test_probed_tips_are_stored_only_when_everything_under_them_is_present(history):
+    """The check that replaces git fetch's: a new tip whose tree names a missing blob is refused and
+    no tracking ref moves; a whole one is stored."""
+    _, b, setup = history
+    repo = Repository.discover(b)
+    missing = subprocess.run(
+        ["git", "mktree", "--missing"],
+        cwd=b,
+        input=f"100644 blob {'1' * 40}\tgone.txt\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    broken = forge(b, "names a missing blob\n", [setup], tree=missing)
+    whole = forge(b, "whole\n", [setup])
+    tracking = {
+        "refs/agora/remotes/origin/log/acct0": git(b, "rev-parse", "refs/agora/remotes/origin/log/acct0").strip()
+    }
+    assert not sync._store_probed(repo, "origin", {"refs/agora/log/newcomer": broken}, tracking, {setup})
+    assert git(b, "for-each-ref", "refs/agora/remotes/origin/log/newcomer") == ""
+    assert sync._store_probed(repo, "origin", {"refs/agora/log/newcomer": whole}, tracking, {setup})
+    assert git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip() == whole
+    moved_meanwhile = {"refs/agora/remotes/origin/log/acct0": setup}  # not what the ref holds
+    assert not sync._store_probed(repo, "origin", {"refs/agora/log/acct0": whole}, moved_meanwhile, {setup})
+    assert (
+        git(b, "rev-parse", "refs/agora/remotes/origin/log/acct0").strip()
+        == tracking["refs/agora/remotes/origin/log/acct0"]
+    )

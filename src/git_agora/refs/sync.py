@@ -215,11 +215,13 @@ def _fetch_moved(
     below = probe(repo.common_dir, remote, moved)
     if below is None:
         return None
-    leftovers = {ref: sha for ref, sha in refs.items() if ref.startswith(BOUNDARY_PREFIX)}  # a killed fetch's
+    _replace_refs(repo, {ref for ref in refs if ref.startswith(BOUNDARY_PREFIX)}, {})  # a killed fetch's
     tips = set(refs.values())
     firm = proven(repo.common_dir, below, tips)  # a commit merely present may lack its history
+    if firm == below and _store_probed(repo, remote, moved, tracking, firm):
+        return subprocess.CompletedProcess(["git", "update-ref"], 0, "", "")
     standing = {BOUNDARY_PREFIX + sha: sha for sha in firm - tips}
-    _replace_refs(repo, set(leftovers) - set(standing), {r: s for r, s in standing.items() if r not in leftovers})
+    _replace_refs(repo, set(), standing)
     try:
         proc = repo.git.transfer(
             "fetch",
@@ -236,6 +238,23 @@ def _fetch_moved(
     if proc.returncode != 0 and "couldn't find remote ref" in proc.stderr:
         return None
     return proc
+
+
+def _store_probed(
+    repo: Repository, remote: str, moved: dict[str, str], tracking: dict[str, str], firm: set[str]
+) -> bool:
+    """Point the tracking refs at what the probe brought, once git finds every object under the new tips
+    down to commits whose history is whole (git fetch's own check, without its walk from every ref);
+    False when something is missing or a tracking ref moved meanwhile (a fetch then does it)."""
+    check = "\n".join([*moved.values(), *(f"^{sha}" for sha in sorted(firm))]) + "\n"  # git 2.39: no --not
+    if not repo.git.ok("rev-list", "--objects", "--quiet", "--stdin", input=check):
+        return False
+    updates = []
+    for ref, sha in sorted(moved.items()):
+        name = _tracking(remote, ref)
+        old = tracking.get(name)
+        updates.append(f"update {name} {sha} {old}" if old else f"create {name} {sha}")
+    return repo.git.ok("update-ref", "--stdin", input="\n".join(updates) + "\n")
 
 
 def _tracking(remote: str, ref: str) -> str:
