@@ -149,10 +149,13 @@ def fetch(repo: Repository, remote: str, on_progress: Callable[[str], None] | No
     """Fetch every account log of `remote`; count new contributions; quarantine rewritten logs.
     `on_progress` gets git's progress lines (a transfer is stopped only when it stops progressing)."""
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
-    before = repo.git.for_each_ref(prefix)
-    proc = _fetch_moved(repo, remote, on_progress) if before else None
-    if proc is None:
-        proc = repo.git.transfer(
+    refs = repo.git.for_each_ref("refs/")
+    before = {ref: sha for ref, sha in refs.items() if ref.startswith(prefix)}
+    moved = _fetch_moved(repo, remote, refs, on_progress) if before else None
+    if isinstance(moved, dict):  # stored from the probe: exactly these tracking refs moved
+        after = {**before, **{ref: sha for ref, sha in moved.items() if ref.startswith(prefix)}}
+    else:
+        proc = moved or repo.git.transfer(
             "fetch",
             "--progress",
             "--no-tags",
@@ -163,10 +166,10 @@ def fetch(repo: Repository, remote: str, on_progress: Callable[[str], None] | No
             identity_refspec(remote),
             on_line=on_progress,
         )
-    if proc.returncode != 0:
-        reason = proc.stderr.strip().splitlines()[-1] if proc.returncode == 124 else _last_line(proc.stderr)
-        raise RemoteError(f"could not fetch from {remote}: {reason}")
-    after = repo.git.for_each_ref(prefix)
+        if proc.returncode != 0:
+            reason = proc.stderr.strip().splitlines()[-1] if proc.returncode == 124 else _last_line(proc.stderr)
+            raise RemoteError(f"could not fetch from {remote}: {reason}")
+        after = repo.git.for_each_ref(prefix)
     changed = {ref: sha for ref, sha in after.items() if before.get(ref) != sha}
     rewritten = quarantine_rewritten_logs(repo, before, after)
     graph_note = write_commit_graph(repo) if changed else None
@@ -184,14 +187,15 @@ BOUNDARY_PREFIX = "refs/agora-boundary/"  # parents proven connected, standing a
 
 
 def _fetch_moved(
-    repo: Repository, remote: str, on_progress: Callable[[str], None] | None
-) -> subprocess.CompletedProcess | None:
+    repo: Repository, remote: str, refs: dict[str, str], on_progress: Callable[[str], None] | None
+) -> dict[str, str] | subprocess.CompletedProcess | None:
     """Fetch only the refs that moved, sending as haves the commits they rest on (`boundary.probe`), so
-    that an old parent costs neither side a walk of the whole graph. A failed listing is returned (the
-    caller reports it); None when a plain fetch of every log must do it: a log or identity deleted on
+    that an old parent costs neither side a walk of the whole graph (`refs`: every ref, read once). The
+    tracking refs it stored when the probe brought everything ({} when nothing moved); else git
+    fetch's process, or a failed listing (the caller reports it); None when a plain fetch of every log
+    must do it: a log or identity deleted on
     the remote (pruned and quarantined there), a name git would refuse, too many moved refs, a probe
     that did not find where the new commits rest, or a ref that vanished meanwhile."""
-    refs = repo.git.for_each_ref("refs/")
     kinds = (f"{REMOTES_PREFIX}{remote}/log/", f"{REMOTES_PREFIX}{remote}/identity/")
     tracking = {ref: sha for ref, sha in refs.items() if ref.startswith(kinds)}
     listing = repo.git.transfer("ls-remote", remote, f"{LOG_PREFIX}*", f"{IDENTITY_PREFIX}*")
@@ -209,7 +213,7 @@ def _fetch_moved(
         return None
     moved = {ref: sha for ref, sha in theirs.items() if tracking.get(_tracking(remote, ref)) != sha}
     if not moved:
-        return subprocess.CompletedProcess(["git", "ls-remote"], 0, "", "")
+        return {}
     if len(moved) > MAX_MOVED_REFS:
         return None
     below = probe(repo.common_dir, remote, moved)
@@ -219,7 +223,7 @@ def _fetch_moved(
     tips = set(refs.values())
     firm = proven(repo.common_dir, below, tips)  # a commit merely present may lack its history
     if firm == below and _store_probed(repo, remote, moved, tracking, firm):
-        return subprocess.CompletedProcess(["git", "update-ref"], 0, "", "")
+        return {_tracking(remote, ref): sha for ref, sha in moved.items()}
     standing = {BOUNDARY_PREFIX + sha: sha for sha in firm - tips}
     _replace_refs(repo, set(), standing)
     try:
