@@ -18,6 +18,11 @@ whole graph):
 - breakdown rounds, in-process: `refs.sync.fetch` (git fetch + ref bookkeeping), `Project.find_setup`
   (what `git agora fetch` runs before updating the index), `update_index`; and the bare
   `git fetch` of the agora refspec alone, to separate transport from Python;
+- the bare `git fetch` of the agora refspec is what `refs.sync.fetch` ran before it probed the moved
+  refs (`refs/boundary.py`): the old behaviour, measured in the same run;
+- with a thousand accounts the plain baseline is itself noisy: a client sends its tips newest first
+  and gives up after 256 unanswered haves, so a commit on a branch whose tip is not among the newest
+  ~500 makes the server walk the graph (42-234 s against 0.4-2 s at a million, docs/hosting.md);
 - then the same after `git commit-graph write --reachable` on both sides (origin and clone, and on the
   baseline's two repositories).
 Results: bench-out/bench_fetch.json.

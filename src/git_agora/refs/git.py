@@ -117,8 +117,10 @@ class Git:
             stderr += f"\nno progress for {stall:.0f} s: stopped"
         return subprocess.CompletedProcess(command, 124 if stalled else proc.returncode, watch.stdout(), stderr)
 
-    def ok(self, *args: str) -> bool:
-        return subprocess.run(["git", *args], cwd=self.cwd, capture_output=True).returncode == 0
+    def ok(self, *args: str, input: str | None = None) -> bool:
+        """Whether git exits 0 (what it prints is dropped); `input` goes to its stdin."""
+        data = input.encode("utf-8", "surrogateescape") if input is not None else None
+        return subprocess.run(["git", *args], cwd=self.cwd, input=data, capture_output=True).returncode == 0
 
     def config_get(self, key: str) -> str | None:
         """The value git would give for `key` (the last one set), from one read of every config scope."""

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import random
 import re
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
+from ..contribution import valid_account
+from .boundary import probe, proven
 from .catfile import CatFile, message, parents
-from .names import IDENTITY_PREFIX, REMOTES_PREFIX, LogRef, fetch_refspec, identity_refspec
+from .names import IDENTITY_PREFIX, LOG_PREFIX, REMOTES_PREFIX, LogRef, fetch_refspec, identity_refspec
 from .quarantine import RewrittenLog, quarantine_rewritten_logs
 from .store import LOG_ENTRY_KEY, MAX_REF_ATTEMPTS, Repository
 
@@ -146,22 +149,27 @@ def fetch(repo: Repository, remote: str, on_progress: Callable[[str], None] | No
     """Fetch every account log of `remote`; count new contributions; quarantine rewritten logs.
     `on_progress` gets git's progress lines (a transfer is stopped only when it stops progressing)."""
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
-    before = repo.git.for_each_ref(prefix)
-    proc = repo.git.transfer(
-        "fetch",
-        "--progress",
-        "--no-tags",
-        "--no-write-fetch-head",
-        "--prune",  # a log deleted on the remote disappears here too, and is quarantined below
-        remote,
-        fetch_refspec(remote),
-        identity_refspec(remote),
-        on_line=on_progress,
-    )
-    if proc.returncode != 0:
-        reason = proc.stderr.strip().splitlines()[-1] if proc.returncode == 124 else _last_line(proc.stderr)
-        raise RemoteError(f"could not fetch from {remote}: {reason}")
-    after = repo.git.for_each_ref(prefix)
+    refs = repo.git.for_each_ref("refs/")
+    before = {ref: sha for ref, sha in refs.items() if ref.startswith(prefix)}
+    moved = _fetch_moved(repo, remote, refs, on_progress) if before else None
+    if isinstance(moved, dict):  # stored from the probe: exactly these tracking refs moved
+        after = {**before, **{ref: sha for ref, sha in moved.items() if ref.startswith(prefix)}}
+    else:
+        proc = moved or repo.git.transfer(
+            "fetch",
+            "--progress",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--prune",  # a log deleted on the remote disappears here too, and is quarantined below
+            remote,
+            fetch_refspec(remote),
+            identity_refspec(remote),
+            on_line=on_progress,
+        )
+        if proc.returncode != 0:
+            reason = proc.stderr.strip().splitlines()[-1] if proc.returncode == 124 else _last_line(proc.stderr)
+            raise RemoteError(f"could not fetch from {remote}: {reason}")
+        after = repo.git.for_each_ref(prefix)
     changed = {ref: sha for ref, sha in after.items() if before.get(ref) != sha}
     rewritten = quarantine_rewritten_logs(repo, before, after)
     graph_note = write_commit_graph(repo) if changed else None
@@ -172,6 +180,97 @@ def fetch(repo: Repository, remote: str, on_progress: Callable[[str], None] | No
         rewritten=tuple(rewritten),
         notes=(graph_note,) if graph_note else (),
     )
+
+
+MAX_MOVED_REFS = 256  # more moved refs than this: one plain fetch of every log (a clone catching up)
+BOUNDARY_PREFIX = "refs/agora-boundary/"  # parents proven connected, standing as refs during one fetch
+
+
+def _fetch_moved(
+    repo: Repository, remote: str, refs: dict[str, str], on_progress: Callable[[str], None] | None
+) -> dict[str, str] | subprocess.CompletedProcess | None:
+    """Fetch only the refs that moved, sending as haves the commits they rest on (`boundary.probe`), so
+    that an old parent costs neither side a walk of the whole graph (`refs`: every ref, read once). The
+    tracking refs it stored when the probe brought everything ({} when nothing moved); else git
+    fetch's process, or a failed listing (the caller reports it); None when a plain fetch of every log
+    must do it: a log or identity deleted on
+    the remote (pruned and quarantined there), a name git would refuse, too many moved refs, a probe
+    that did not find where the new commits rest, or a ref that vanished meanwhile."""
+    kinds = (f"{REMOTES_PREFIX}{remote}/log/", f"{REMOTES_PREFIX}{remote}/identity/")
+    tracking = {ref: sha for ref, sha in refs.items() if ref.startswith(kinds)}
+    listing = repo.git.transfer("ls-remote", remote, f"{LOG_PREFIX}*", f"{IDENTITY_PREFIX}*")
+    if listing.returncode != 0:
+        return listing
+    theirs: dict[str, str] = {}
+    for line in listing.stdout.splitlines():
+        sha, _, ref = line.partition("\t")
+        name = ref.removeprefix(LOG_PREFIX).removeprefix(IDENTITY_PREFIX)
+        if ref.startswith((LOG_PREFIX, IDENTITY_PREFIX)):
+            if not valid_account(name) or len(sha) != 40:
+                return None
+            theirs[ref] = sha
+    if set(tracking) - {_tracking(remote, ref) for ref in theirs}:
+        return None
+    moved = {ref: sha for ref, sha in theirs.items() if tracking.get(_tracking(remote, ref)) != sha}
+    if not moved:
+        return {}
+    if len(moved) > MAX_MOVED_REFS:
+        return None
+    below = probe(repo.common_dir, remote, moved)
+    if below is None:
+        return None
+    _replace_refs(repo, {ref for ref in refs if ref.startswith(BOUNDARY_PREFIX)}, {})  # a killed fetch's
+    tips = set(refs.values())
+    firm = proven(repo.common_dir, below, tips)  # a commit merely present may lack its history
+    if firm == below and _store_probed(repo, remote, moved, tracking, firm):
+        return {_tracking(remote, ref): sha for ref, sha in moved.items()}
+    standing = {BOUNDARY_PREFIX + sha: sha for sha in firm - tips}
+    _replace_refs(repo, set(), standing)
+    try:
+        proc = repo.git.transfer(
+            "fetch",
+            "--progress",
+            "--no-tags",
+            "--no-write-fetch-head",
+            *(f"--negotiation-tip={sha}" for sha in sorted(firm)),
+            remote,
+            *(f"+{ref}:{_tracking(remote, ref)}" for ref in sorted(moved)),
+            on_line=on_progress,
+        )
+    finally:
+        _replace_refs(repo, set(standing), {})
+    if proc.returncode != 0 and "couldn't find remote ref" in proc.stderr:
+        return None
+    return proc
+
+
+def _store_probed(
+    repo: Repository, remote: str, moved: dict[str, str], tracking: dict[str, str], firm: set[str]
+) -> bool:
+    """Point the tracking refs at what the probe brought, once git finds every object under the new tips
+    down to commits whose history is whole (git fetch's own check, without its walk from every ref);
+    False when something is missing or a tracking ref moved meanwhile (a fetch then does it)."""
+    check = "\n".join([*moved.values(), *(f"^{sha}" for sha in sorted(firm))]) + "\n"  # git 2.39: no --not
+    if not repo.git.ok("rev-list", "--objects", "--quiet", "--stdin", input=check):
+        return False
+    updates = []
+    for ref, sha in sorted(moved.items()):
+        name = _tracking(remote, ref)
+        old = tracking.get(name)
+        updates.append(f"update {name} {sha} {old}" if old else f"create {name} {sha}")
+    return repo.git.ok("update-ref", "--stdin", input="\n".join(updates) + "\n")
+
+
+def _tracking(remote: str, ref: str) -> str:
+    return REMOTES_PREFIX + remote + "/" + ref.removeprefix("refs/agora/")
+
+
+def _replace_refs(repo: Repository, delete: set[str], create: dict[str, str]) -> None:
+    """Delete some refs and create others (ref -> sha) in one transaction; one that another fetch created
+    meanwhile fails it all, which costs only time: the boundary refs merely shorten git's check."""
+    commands = [f"delete {ref}" for ref in sorted(delete)] + [f"create {r} {s}" for r, s in create.items()]
+    if commands:
+        repo.git.run("update-ref", "--stdin", input="\n".join(commands) + "\n", check=False)
 
 
 COMMIT_GRAPH_STALL_S = 10

@@ -1,0 +1,170 @@
+"""Where new history meets old, learnt before a fetch, so that neither side walks the whole graph.
+
+A fetched commit with an old parent (a new account's first contribution on the setup, a result on a
+months-old one) costs git 2.39 a walk from every ref tip down to that parent's date, twice: the server's
+`pack-objects` from the client's haves, and the client's connectivity check from `--all`. With a
+thousand account logs that is several seconds on each side at a million contributions, commit-graph or
+not (the walk keeps a date-sorted list as wide as the number of logs). Named beforehand, such a parent
+ends both walks at once: sent as a `have`, the server's walk stops there; standing as a ref, so does the
+client's check.
+
+`probe` learns those parents with a shallow fetch (depth 2) of the moved refs into a scratch repository;
+`proven` keeps the ones whose whole history this clone is known to hold (a ref tip, or a commit in its
+commit-graph, which git writes from refs only), the only ones that may stand as refs.
+"""
+
+from __future__ import annotations
+
+import mmap
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from .catfile import CatFile, parents
+from .git import Git
+
+PROBE_DEPTH = 2  # a moved log's new commit, and below it its entry and the old tip: one new entry per log
+
+
+def probe(common_dir: Path, remote: str, tips: dict[str, str]) -> set[str] | None:
+    """The commits this clone already has on which the new commits of `tips` (remote ref -> sha) rest,
+    read from a depth-limited fetch into a scratch repository that reads this clone's config (the
+    remote's URL, credentials). None when that fetch fails or did not reach commits this clone has
+    (more than one new entry in a log, a ref that moved meanwhile): the caller fetches as usual."""
+    try:
+        (common_dir / "agora").mkdir(exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=common_dir / "agora"))
+    except OSError:
+        return None
+    try:
+        git = Git(scratch)
+        git.run("init", "-q", "--bare", "--template=", ".")
+        config = f"[include]\n\tpath = {_quoted(common_dir / 'config')}\n"
+        config += "[core]\n\tbare = true\n[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n"
+        config += "[fetch]\n\twriteCommitGraph = false\n"
+        (scratch / "config").write_text(config)
+        proc = git.transfer(
+            "fetch", "-q", f"--depth={PROBE_DEPTH}", "--no-tags", "--no-write-fetch-head", remote, *sorted(tips)
+        )
+        if proc.returncode != 0:
+            return None
+        with CatFile(scratch) as theirs, CatFile(common_dir) as ours:
+            found = _boundary(theirs, ours, tips.values())
+        if found is not None:  # the probe holds every new object: the fetch then only updates refs
+            _adopt_objects(scratch / "objects", common_dir / "objects")
+        return found
+    except (OSError, RuntimeError):
+        return None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _adopt_objects(source: Path, target: Path) -> None:
+    """Copy a repository's loose objects and packs into another object directory (objects are named by
+    their content: one already there is left alone; an index is placed after its pack)."""
+    for path in sorted(source.glob("[0-9a-f][0-9a-f]/*")) + sorted(source.glob("pack/pack-*.pack")):
+        names = [path.relative_to(source)]
+        if path.suffix == ".pack":
+            names.append(names[0].with_suffix(".idx"))
+        for name in names:
+            _place(source / name, target / name)
+
+
+def _place(source: Path, target: Path) -> None:
+    if target.exists():
+        return
+    target.parent.mkdir(exist_ok=True)
+    temporary = target.with_name(f"tmp-probe-{target.name}")
+    shutil.copyfile(source, temporary)
+    temporary.replace(target)
+
+
+def _quoted(path: Path) -> str:
+    return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _boundary(theirs: CatFile, ours: CatFile, tips: Iterable[str]) -> set[str] | None:
+    """The first commits this clone has on every path down from `tips`; None when a path leaves the
+    probe before reaching one."""
+    boundary: set[str] = set()
+    seen: set[str] = set()
+    todo = list(tips)
+    while todo:
+        sha = todo.pop()
+        if sha in seen:
+            continue
+        seen.add(sha)
+        if ours.commit(sha) is not None:
+            boundary.add(sha)
+            continue
+        raw = theirs.commit(sha)
+        if raw is None:
+            return None
+        todo += parents(raw)
+    return boundary
+
+
+def proven(common_dir: Path, shas: Iterable[str], ref_tips: Iterable[str]) -> set[str]:
+    """Those of `shas` whose whole history this clone holds: ref tips, and commits in its commit-graph
+    (git writes one from the commits reachable from refs, and stops at a missing parent)."""
+    wanted = set(shas)
+    found = wanted & set(ref_tips)
+    rest = wanted - found
+    if rest:
+        found |= in_commit_graph(common_dir / "objects", rest)
+    return found
+
+
+def in_commit_graph(objects: Path, shas: Iterable[str]) -> set[str]:
+    """Those of `shas` listed in the commit-graph files of an object directory (the single file and a
+    split chain); an unreadable or unknown file lists nothing."""
+    info = objects / "info"
+    files = [info / "commit-graph"]
+    chain = info / "commit-graphs" / "commit-graph-chain"
+    try:
+        files += [info / "commit-graphs" / f"graph-{line.strip()}.graph" for line in chain.read_text().split()]
+    except OSError:
+        pass
+    keys = {bytes.fromhex(s) for s in shas if len(s) == 40}
+    found: set[bytes] = set()
+    for path in files:
+        found |= _listed(path, keys - found)
+    return {key.hex() for key in found}
+
+
+def _listed(path: Path, keys: set[bytes]) -> set[bytes]:
+    if not keys:
+        return set()
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return {key for key in keys if _has(data, key)}
+    except (OSError, ValueError):
+        return set()
+
+
+def _has(data: mmap.mmap, key: bytes) -> bool:
+    """Binary search of one commit-graph file (format version 1, SHA-1): the OID fanout and lookup chunks."""
+    if data[:4] != b"CGPH" or data[4] != 1 or data[5] != 1:
+        return False
+    chunks = {
+        bytes(data[8 + 12 * i : 12 + 12 * i]): int.from_bytes(data[12 + 12 * i : 20 + 12 * i], "big")
+        for i in range(data[6])
+    }
+    fanout, lookup = chunks.get(b"OIDF"), chunks.get(b"OIDL")
+    if fanout is None or lookup is None or fanout + 1024 > len(data):
+        return False
+
+    def count(byte: int) -> int:
+        return int.from_bytes(data[fanout + 4 * byte : fanout + 4 * byte + 4], "big")
+
+    lo, hi = (count(key[0] - 1) if key[0] else 0), count(key[0])
+    if hi > count(255) or lookup + 20 * count(255) > len(data):
+        return False
+    while lo < hi:
+        mid = (lo + hi) // 2
+        at = bytes(data[lookup + 20 * mid : lookup + 20 * mid + 20])
+        if at == key:
+            return True
+        lo, hi = (mid + 1, hi) if at < key else (lo, mid)
+    return False

@@ -1,0 +1,188 @@
+"""A fetch names the commits new work rests on before it asks for it (refs.boundary): an old parent costs
+neither the server nor the client a walk of the whole graph, and nothing unproven stands as a ref."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import pytest
+
+from agora_testing import forge, git, make_clone, publish_forged_log
+from git_agora.refs import sync
+from git_agora.refs.boundary import in_commit_graph, proven
+from git_agora.refs.store import Repository
+
+
+@pytest.fixture
+def history(tmp_path, remote):
+    """alice's clone `a` of a remote with a setup and three accounts' logs; bob's clone `b` fetched it all."""
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    (a / "model.py").write_text("order = 3\n")
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "-m", "setup")
+    setup = git(a, "rev-parse", "HEAD").strip()
+    entries: dict[str, list[str]] = {}
+    parent = setup
+    for n in range(9):
+        parent = forge(a, f"result {n}\n", [parent])
+        entries.setdefault(f"acct{n % 3}", []).append(parent)
+    for account, chain in entries.items():
+        publish_forged_log(a, account, chain)
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    assert sync.fetch(Repository.discover(b), "origin").new_contributions == 9
+    return a, b, setup
+
+
+def _traced_fetch(b, monkeypatch, trace) -> sync.FetchResult:
+    monkeypatch.setenv("GIT_TRACE_PACKET", str(trace))
+    result = sync.fetch(Repository.discover(b), "origin")
+    monkeypatch.delenv("GIT_TRACE_PACKET")
+    return result
+
+
+def _sent(trace, what: str) -> list[str]:
+    return re.findall(rf"fetch> {what} ([0-9a-f]{{40}})", trace.read_text())
+
+
+def _connected(clone, tip: str) -> bool:
+    return subprocess.run(["git", "rev-list", "--objects", "--quiet", tip], cwd=clone).returncode == 0
+
+
+def test_a_new_accounts_first_entry_on_the_setup_sends_only_the_setup_as_a_have(tmp_path, monkeypatch, history):
+    a, b, setup = history
+    entry = forge(a, "newcomer's first, on the setup\n", [setup])
+    publish_forged_log(a, "newcomer", [entry])
+    result = _traced_fetch(b, monkeypatch, tmp_path / "packets")
+    assert result.new_contributions == 1 and result.updated_logs == ("newcomer",)
+    tip = git(a, "rev-parse", "refs/agora/log/newcomer").strip()
+    assert git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip() == tip
+    assert set(_sent(tmp_path / "packets", "have")) <= {setup}  # not the other logs' tips, newest first
+    assert set(_sent(tmp_path / "packets", "want")) == {tip}  # the moved log only
+    assert git(b, "for-each-ref", sync.BOUNDARY_PREFIX) == ""  # the boundary refs are gone
+    assert _connected(b, tip)
+
+
+def test_boundary_refs_left_by_a_killed_fetch_are_removed_by_the_next(tmp_path, monkeypatch, history):
+    a, b, setup = history
+    base = git(b, "rev-parse", "refs/agora/remotes/origin/log/acct2~1").strip()
+    for sha in (setup, base):
+        git(b, "update-ref", sync.BOUNDARY_PREFIX + sha, sha)
+    publish_forged_log(a, "newcomer", [forge(a, "on the setup\n", [setup])])
+    assert _traced_fetch(b, monkeypatch, tmp_path / "packets").updated_logs == ("newcomer",)
+    assert git(b, "for-each-ref", sync.BOUNDARY_PREFIX) == ""
+
+
+def test_nothing_moved_lists_the_remote_and_fetches_nothing(tmp_path, monkeypatch, history):
+    _, b, _ = history
+    result = _traced_fetch(b, monkeypatch, tmp_path / "packets")
+    assert result.new_contributions == 0 and result.updated_logs == ()
+    assert "command=fetch" not in (tmp_path / "packets").read_text()
+
+
+def test_two_new_entries_in_a_log_are_fetched_as_every_log_is(tmp_path, monkeypatch, history):
+    a, b, setup = history
+    first = forge(a, "one\n", [setup])
+    second = forge(a, "two\n", [first])
+    publish_forged_log(a, "newcomer", [first, second])  # deeper than the probe looks
+    result = _traced_fetch(b, monkeypatch, tmp_path / "packets")
+    assert result.new_contributions == 2
+    tip = git(a, "rev-parse", "refs/agora/log/newcomer").strip()
+    assert git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip() == tip
+    assert _connected(b, tip)
+
+
+def test_a_present_commit_with_a_missing_parent_is_never_taken_as_held(tmp_path, monkeypatch, history):
+    """A commit bob holds without its history (left by a fetch that failed its check) is neither sent as
+    a have nor stood up as a ref: the fetch brings its missing parent and the new log is whole."""
+    a, b, setup = history
+    hidden = forge(a, "hidden parent\n", [setup])
+    orphan = forge(a, "present without its parent\n", [hidden])
+    raw = subprocess.run(["git", "cat-file", "commit", orphan], cwd=a, capture_output=True, check=True).stdout
+    written = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=b, input=raw, capture_output=True, check=True
+    )
+    assert written.stdout.decode().strip() == orphan
+    entry = forge(a, "on the orphan\n", [orphan])
+    publish_forged_log(a, "newcomer", [entry])
+    result = _traced_fetch(b, monkeypatch, tmp_path / "packets")
+    assert result.updated_logs == ("newcomer",)
+    assert orphan not in _sent(tmp_path / "packets", "have")
+    assert _connected(b, git(a, "rev-parse", "refs/agora/log/newcomer").strip())
+
+
+def test_a_log_deleted_on_the_remote_is_still_pruned_and_quarantined(tmp_path, history):
+    a, b, _ = history
+    old = git(b, "rev-parse", "refs/agora/remotes/origin/log/acct1").strip()
+    git(a, "push", "-q", "origin", ":refs/agora/log/acct1")
+    result = sync.fetch(Repository.discover(b), "origin")
+    assert [r.account for r in result.rewritten] == ["acct1"]
+    assert git(b, "for-each-ref", "refs/agora/remotes/origin/log/acct1") == ""
+    assert old in git(b, "for-each-ref", "--format=%(objectname)", "refs/agora/quarantine/")
+
+
+def test_the_commit_graph_proves_what_it_lists_and_nothing_else(tmp_path, history):
+    a, b, setup = history
+    listed = git(b, "rev-parse", "refs/agora/remotes/origin/log/acct0~1").strip()
+    dangling = forge(b, "dangling\n", [setup])
+    common = Repository.discover(b).common_dir
+    for old in [common / "objects/info/commit-graph", *(common / "objects/info/commit-graphs").glob("*")]:
+        old.unlink(missing_ok=True)  # the first fetch wrote one
+    assert in_commit_graph(common / "objects", [listed, dangling]) == set()
+    git(b, "commit-graph", "write", "--reachable")
+    assert in_commit_graph(common / "objects", [listed, setup, dangling, "0" * 40]) == {listed, setup}
+    tip = git(b, "rev-parse", "refs/agora/remotes/origin/log/acct0").strip()
+    git(b, "update-ref", "refs/agora/remotes/origin/log/acct0", setup)  # a split layer on top
+    git(b, "update-ref", "refs/agora/remotes/origin/log/acct0", tip)
+    git(b, "update-ref", "refs/heads/extra", dangling)
+    git(b, "commit-graph", "write", "--reachable", "--split=no-merge")
+    assert (common / "objects/info/commit-graphs/commit-graph-chain").exists()
+    assert in_commit_graph(common / "objects", [listed, dangling]) == {listed, dangling}
+    git(b, "update-ref", "-d", "refs/heads/extra")
+    assert proven(common, [dangling, tip], ref_tips=[tip]) == {dangling, tip}
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "wrong version"])
+def test_a_damaged_commit_graph_proves_nothing(tmp_path, history, damage):
+    _, b, setup = history
+    git(b, "commit-graph", "write", "--reachable")
+    path = Repository.discover(b).common_dir / "objects/info/commit-graph"
+    data = path.read_bytes()
+    path.chmod(0o644)
+    if damage == "garbage":
+        path.write_bytes(b"CGPH\x01\x01\x05\x00" + b"\xff" * 200)
+    elif damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    else:
+        path.write_bytes(data[:4] + b"\x02" + data[5:])
+    assert in_commit_graph(path.parent.parent, [setup]) == set()
+
+
+def test_probed_tips_are_stored_only_when_everything_under_them_is_present(history):
+    """The check that replaces git fetch's: a new tip whose tree names a missing blob is refused and
+    no tracking ref moves; a whole one is stored."""
+    _, b, setup = history
+    repo = Repository.discover(b)
+    missing = subprocess.run(
+        ["git", "mktree", "--missing"],
+        cwd=b,
+        input=f"100644 blob {'1' * 40}\tgone.txt\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    broken = forge(b, "names a missing blob\n", [setup], tree=missing)
+    whole = forge(b, "whole\n", [setup])
+    tracking = {
+        "refs/agora/remotes/origin/log/acct0": git(b, "rev-parse", "refs/agora/remotes/origin/log/acct0").strip()
+    }
+    assert not sync._store_probed(repo, "origin", {"refs/agora/log/newcomer": broken}, tracking, {setup})
+    assert git(b, "for-each-ref", "refs/agora/remotes/origin/log/newcomer") == ""
+    assert sync._store_probed(repo, "origin", {"refs/agora/log/newcomer": whole}, tracking, {setup})
+    assert git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip() == whole
+    moved_meanwhile = {"refs/agora/remotes/origin/log/acct0": setup}  # not what the ref holds
+    assert not sync._store_probed(repo, "origin", {"refs/agora/log/acct0": whole}, moved_meanwhile, {setup})
+    assert (
+        git(b, "rev-parse", "refs/agora/remotes/origin/log/acct0").strip()
+        == tracking["refs/agora/remotes/origin/log/acct0"]
+    )
