@@ -4,14 +4,21 @@ neither the server nor the client a walk of the whole graph, and nothing unprove
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 
 import pytest
 
 from agora_testing import forge, git, make_clone, publish_forged_log
 from git_agora.refs import sync
-from git_agora.refs.boundary import in_commit_graph, proven
+from git_agora.refs.boundary import commit_graph_size, in_commit_graph, proven
 from git_agora.refs.store import Repository
+
+
+@pytest.fixture(autouse=True)
+def probe_at_any_size(monkeypatch):
+    """The probe is for large projects; these small ones take it too."""
+    monkeypatch.setattr(sync, "PROBE_FROM_COMMITS", 0)
 
 
 @pytest.fixture
@@ -186,3 +193,36 @@ def test_probed_tips_are_stored_only_when_everything_under_them_is_present(histo
         git(b, "rev-parse", "refs/agora/remotes/origin/log/acct0").strip()
         == tracking["refs/agora/remotes/origin/log/acct0"]
     )
+
+
+def test_a_small_project_fetches_with_one_git_fetch(monkeypatch, history):
+    a, b, setup = history
+    monkeypatch.undo()  # the default threshold: this project is far below it
+    git(b, "commit-graph", "write", "--reachable")
+    assert 0 < commit_graph_size(b / ".git" / "objects") < sync.PROBE_FROM_COMMITS
+
+    def no_probe(*args, **kwargs):
+        raise AssertionError("a small project was probed")
+
+    monkeypatch.setattr(sync, "_fetch_moved", no_probe)
+    publish_forged_log(a, "newcomer", [forge(a, "first\n", [setup])])
+    assert sync.fetch(Repository.discover(b), "origin").updated_logs == ("newcomer",)
+
+
+def test_commit_graph_size_counts_every_file_of_a_split_chain(history):
+    a, b, setup = history
+    objects = b / ".git" / "objects"
+    (objects / "info" / "commit-graph").unlink(missing_ok=True)  # the fetch wrote one
+    shutil.rmtree(objects / "info" / "commit-graphs", ignore_errors=True)
+    assert commit_graph_size(objects) == 0
+    git(b, "commit-graph", "write", "--reachable")
+    reachable = int(git(b, "rev-list", "--all", "--count").strip())
+    assert commit_graph_size(objects) == reachable
+    (objects / "info" / "commit-graph").unlink()
+    git(b, "commit-graph", "write", "--reachable", "--split")
+    publish_forged_log(a, "newcomer", [forge(a, "first\n", [setup])])
+    git(b, "fetch", "-q", "origin", "+refs/agora/log/*:refs/agora/remotes/origin/log/*")
+    git(b, "commit-graph", "write", "--reachable", "--split=no-merge")
+    chain = (objects / "info" / "commit-graphs" / "commit-graph-chain").read_text().split()
+    assert len(chain) == 2 and not (objects / "info" / "commit-graph").exists()
+    assert commit_graph_size(objects) == int(git(b, "rev-list", "--all", "--count").strip()) == reachable + 2

@@ -116,9 +116,20 @@ def proven(common_dir: Path, shas: Iterable[str], ref_tips: Iterable[str]) -> se
     return found
 
 
-def in_commit_graph(objects: Path, shas: Iterable[str]) -> set[str]:
-    """Those of `shas` listed in the commit-graph files of an object directory (the single file and a
-    split chain); an unreadable or unknown file lists nothing."""
+def commit_graph_size(objects: Path) -> int:
+    """How many commits the commit-graph files of an object directory list (0 without a readable one)."""
+    total = 0
+    for path in _graph_files(objects):
+        try:
+            with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                total += _commit_count(data)
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def _graph_files(objects: Path) -> list[Path]:
+    """The single commit-graph file and the files of a split chain (those that exist or not)."""
     info = objects / "info"
     files = [info / "commit-graph"]
     chain = info / "commit-graphs" / "commit-graph-chain"
@@ -126,9 +137,34 @@ def in_commit_graph(objects: Path, shas: Iterable[str]) -> set[str]:
         files += [info / "commit-graphs" / f"graph-{line.strip()}.graph" for line in chain.read_text().split()]
     except OSError:
         pass
+    return files
+
+
+def _commit_count(data: mmap.mmap) -> int:
+    fanout = _chunks(data).get(b"OIDF")
+    if fanout is None or fanout + 1024 > len(data):
+        return 0
+    return int.from_bytes(data[fanout + 1020 : fanout + 1024], "big")
+
+
+def _chunks(data: mmap.mmap) -> dict[bytes, int]:
+    """The chunk table of a commit-graph file (format version 1, SHA-1); {} for anything else."""
+    if len(data) < 8 or data[:4] != b"CGPH" or data[4] != 1 or data[5] != 1:
+        return {}
+    if 8 + 12 * data[6] + 12 > len(data):
+        return {}
+    return {
+        bytes(data[8 + 12 * i : 12 + 12 * i]): int.from_bytes(data[12 + 12 * i : 20 + 12 * i], "big")
+        for i in range(data[6])
+    }
+
+
+def in_commit_graph(objects: Path, shas: Iterable[str]) -> set[str]:
+    """Those of `shas` listed in the commit-graph files of an object directory (the single file and a
+    split chain); an unreadable or unknown file lists nothing."""
     keys = {bytes.fromhex(s) for s in shas if len(s) == 40}
     found: set[bytes] = set()
-    for path in files:
+    for path in _graph_files(objects):
         found |= _listed(path, keys - found)
     return {key.hex() for key in found}
 
@@ -145,12 +181,7 @@ def _listed(path: Path, keys: set[bytes]) -> set[bytes]:
 
 def _has(data: mmap.mmap, key: bytes) -> bool:
     """Binary search of one commit-graph file (format version 1, SHA-1): the OID fanout and lookup chunks."""
-    if data[:4] != b"CGPH" or data[4] != 1 or data[5] != 1:
-        return False
-    chunks = {
-        bytes(data[8 + 12 * i : 12 + 12 * i]): int.from_bytes(data[12 + 12 * i : 20 + 12 * i], "big")
-        for i in range(data[6])
-    }
+    chunks = _chunks(data)
     fanout, lookup = chunks.get(b"OIDF"), chunks.get(b"OIDL")
     if fanout is None or lookup is None or fanout + 1024 > len(data):
         return False
