@@ -235,14 +235,14 @@ class _Data:
         from .site_rows import Rows
 
         config = project.config
+        stats = agora.stats(project).to_dict()  # first: its working set is gone before the analysis is made
         analysis = agora.analyze(project, limit=10, embed=False)
         frame = analysis.frame
         analysis_dict = analysis.to_dict()
         analysis_dict["views"]["leaders"] = compute_views(frame, 100, ("leaders",))["leaders"].to_dict()
-        stats = agora.stats(project).to_dict()
-        index = load(project, columns=("description",))
+        index = load(project, columns=("valid",))  # for its cross references; descriptions come later
         table = frame.contributions
-        rows = Rows(table, _descriptions(table, index.contributions))  # analyze reads no descriptions
+        rows = Rows(table, None)
         valid = pc.fill_null(table["valid"], False).to_numpy(zero_copy_only=False).astype(bool)
         row_of_node = np.flatnonzero(valid)
         node_of_row = np.full(len(valid), -1, dtype=np.int64)
@@ -452,6 +452,7 @@ def _write_pages(data: _Data, writer: _Writer) -> dict[str, int]:
     contributors = _contributors(data)
     writer.write("contributors.html", pages.contributors(data.info, contributors))
     lineages = _write_lineages(data, writer)
+    data.shared = None  # the lineage parts (made again on demand by the preview server)
     _write_list(data, writer)
     diffs = _write_contributions(data, writer, set(lineages))
     plotted = sum(1 for s in data.ratchet.status if s != "failed")
@@ -695,10 +696,14 @@ def _write_contributions(data: _Data, writer: _Writer, lineages: set[str]) -> in
     import numpy as np
 
     from ..web import pages
+    from .indexing import load
     from .site_rows import csr
 
     frame = data.analysis.frame
     rows = data.rows
+    described = load(data.project, columns=("description",)).contributions  # analyze reads no descriptions
+    rows.descriptions = _descriptions(rows.table, described)  # read now: the lineage pages did without
+    del described
     scored_rows = np.zeros(rows.n, dtype=bool)
     scored_rows[data.row_of_node[frame.scored]] = True
     verdicts = _verdicts(data)

@@ -46,9 +46,6 @@ def find(keys: np.ndarray, order: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return np.where(keys[at] == wanted, order[at], -1).astype(np.int64)
 
 
-KEPT = ("sha", "title", "timestamp", "tags", "primary_metric")
-
-
 class Rows:
     """The table's rows: `lookup` turns shas into row numbers, `chunk` and `pick` into Python values."""
 
@@ -58,8 +55,7 @@ class Rows:
         keys = sha_keys(table["sha"])
         self.order = np.argsort(keys, kind="stable")
         self.sorted = keys[self.order]
-        self.combined: dict[str, pa.Array] = {}
-        accounts = pc.dictionary_encode(_combined(table["account"]))
+        accounts = pc.dictionary_encode(table["account"]).combine_chunks()
         self.account_codes = pc.fill_null(accounts.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
         self.account_names = accounts.dictionary.to_pylist() + [None]  # code -1: no account
         self.descriptions = descriptions  # aligned with the table's rows
@@ -84,22 +80,9 @@ class Rows:
             )
         return out
 
-    def pick(self, name: str, rows: np.ndarray) -> list:
+    def pick(self, name: str, rows: Any) -> list:
         """Python values of one column for some rows (any order)."""
-        if not len(rows):
-            return []
-        column = self.column(name)
-        return column.take(pa.array(np.asarray(rows, dtype=np.int64))).to_pylist()
-
-    def column(self, name: str) -> pa.Array:
-        """One contiguous column (a take from many chunks would concatenate them on every call): the
-        columns read for many rows are combined once and kept."""
-        if name not in self.combined:
-            column = _combined(self.table[name])
-            if name not in KEPT:
-                return column
-            self.combined[name] = column
-        return self.combined[name]
+        return take(self.table[name], np.asarray(rows, dtype=np.int64)).to_pylist()
 
     def account(self, row: int) -> str | None:
         return self.account_names[int(self.account_codes[row])]
@@ -116,10 +99,26 @@ class Rows:
         return dict(zip(rows.tolist(), found, strict=True))
 
 
-def _combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    if isinstance(column, pa.ChunkedArray):
-        return column.combine_chunks() if column.num_chunks else pa.array([], column.type)
-    return column
+def take(column: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
+    """`column[rows]` taken chunk by chunk: a take from a column of many chunks (one per index
+    segment) would first concatenate the whole column, on every call."""
+    if isinstance(column, pa.Array):
+        return column.take(pa.array(rows, pa.int64()))
+    if not len(rows):
+        return pa.array([], column.type)
+    sizes = np.fromiter((len(chunk) for chunk in column.chunks), dtype=np.int64, count=column.num_chunks)
+    starts = np.concatenate(([0], np.cumsum(sizes)))
+    which = np.searchsorted(starts, rows, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(column.num_chunks + 1))
+    parts = []
+    for k in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist():
+        chosen = rows[order[bounds[k] : bounds[k + 1]]] - starts[k]
+        parts.append(column.chunk(k).take(pa.array(chosen, pa.int64())))
+    taken = pa.concat_arrays(parts)
+    back = np.empty(len(rows), dtype=np.int64)
+    back[order] = np.arange(len(rows))
+    return taken.take(pa.array(back, pa.int64()))
 
 
 def csr(source: np.ndarray, target: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
