@@ -420,3 +420,16 @@ def test_site_shows_progress_on_a_terminal_and_nothing_under_json(paper, tmp_pat
     terminal, quiet = shown[str(tmp_path / "a")], shown["--json"]
     assert "site: contribution pages" in terminal and "/s" in terminal, terminal[-2000:]
     assert "site:" not in quiet and json.loads(quiet)["contribution_pages"] == 1703
+
+
+def test_descriptions_follow_the_analysis_rows_whatever_the_index_order():
+    import pyarrow as pa
+
+    from git_agora.ops.site import _descriptions
+
+    table = pa.table({"sha": ["a" * 40, "b" * 40, "c" * 40]})
+    same = pa.table({"sha": ["a" * 40, "b" * 40, "c" * 40], "description": ["A", "B", None]})
+    assert _descriptions(table, same).to_pylist() == ["A", "B", None]
+    other = pa.chunked_array([["c" * 40], ["d" * 40, "a" * 40]])  # another order, one sha missing, one extra
+    index = pa.table({"sha": other, "description": pa.chunked_array([["C"], ["D", "A"]])})
+    assert _descriptions(table, index).to_pylist() == ["A", None, "C"]
