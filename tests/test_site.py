@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -9,8 +10,10 @@ import subprocess
 import threading
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pexpect
 import pytest
 
 import git_agora as agora
@@ -19,7 +22,17 @@ from agora_testing import git, make_clone
 from git_agora.frontier.projection import pca_2d
 from git_agora.refs.diffs import diffs
 from git_agora.web.html import Markup, esc, json_data
-from site_projects import ATTRIBUTE, BREAKOUT, HOSTILE_FILE, IMG, SCRIPT, hostile_project, isolated_env, load_tracegen
+from site_projects import (
+    ATTRIBUTE,
+    BREAKOUT,
+    HOSTILE_FILE,
+    IMG,
+    SCRIPT,
+    hostile_project,
+    isolated_env,
+    load_tracegen,
+    paper_project,
+)
 
 PAGES = ("index.html", "ratchet.html", "clusters.html", "contributors.html", "lineage/index.html")
 
@@ -36,6 +49,32 @@ def hostile(tmp_path_factory):
         site = base / "site"
         report = agora.build_site(agora.open_project(project.clone), site)
     return project, site, report
+
+
+@pytest.fixture(scope="module")
+def paper(tmp_path_factory):
+    base = tmp_path_factory.mktemp("paper")
+    with isolated_env(base / "home"):
+        clone = paper_project(base)
+        agora.build_site(agora.open_project(clone), base / "site")
+    return clone, base / "site"
+
+
+def site_digest(site: Path) -> dict[str, str]:
+    """A digest of every page, by top folder ("." for the top pages; the overview without its build
+    time; the assets, copied as they are, left out)."""
+    groups: dict[str, Any] = {}
+    for path in sorted(p for p in site.rglob("*") if p.is_file()):
+        relative = path.relative_to(site).as_posix()
+        folder = relative.split("/")[0] if "/" in relative else "."
+        if folder == "assets":
+            continue
+        data = path.read_bytes()
+        if relative == "index.html":
+            data = re.sub(rb" on \d{4}-\d\d-\d\d \d\d:\d\d UTC", b"", data)
+        digest = groups.setdefault(folder, hashlib.sha256())
+        digest.update(relative.encode() + b"\0" + hashlib.sha256(data).digest())
+    return {folder: digest.hexdigest() for folder, digest in groups.items()}
 
 
 # --------------------------------------------------------------------------- pure parts
@@ -317,3 +356,80 @@ def test_the_convergence_warning_leads_the_overview_and_the_cluster_map(project,
     for name in ("index.html", "clusters.html"):
         main = (tmp_path / "site" / name).read_text().split("<main>", 1)[1]
         assert main.startswith('<p class="warning" role="alert"><strong>Warning</strong> convergence'), name
+
+
+# --------------------------------------------------------------------------- at scale: same pages, bounded memory
+
+
+GOLDEN = Path(__file__).parent / "data" / "site_paper_digest.json"
+
+
+def test_the_paper_trace_site_is_byte_for_byte_the_one_the_list_based_builder_wrote(paper):
+    """tests/data/site_paper_digest.json was made from the site of the paper trace (seed 0, the hashing
+    model) built by the builder that held every column as Python lists (commit 18bb7a7), before the
+    pages were made from Arrow columns a chunk at a time. A page that changes on purpose changes it:
+    rebuild the digest with `site_digest` and say why in the commit."""
+    _, site = paper
+    assert site_digest(site) == json.loads(GOLDEN.read_text())
+
+
+def test_pages_do_not_depend_on_the_chunk_size(paper, hostile, tmp_path, monkeypatch):
+    from git_agora.ops import site as site_ops
+
+    for clone in (paper[0], hostile[0].clone):
+        with isolated_env(tmp_path / "home"):
+            whole = tmp_path / f"{clone.name}-whole"
+            agora.build_site(agora.open_project(clone), whole)
+            with monkeypatch.context() as small:
+                small.setattr(site_ops, "CHUNK_ROWS", 2)  # chunk edges between parents, children, verdicts
+                small.setattr(site_ops, "LIST_BLOCK", 1)
+                agora.build_site(agora.open_project(clone), tmp_path / clone.name)
+        assert site_digest(tmp_path / clone.name) == site_digest(whole)
+
+
+def test_rows_find_shas_and_never_match_a_malformed_one():
+    import pyarrow as pa
+
+    from git_agora.ops.site_rows import Rows, csr
+
+    shas = ["b" * 40, "a" * 40, "c" * 40, "a" * 40]  # a duplicate: the last row wins, as a dict would
+    table = pa.table(
+        {"sha": shas, "title": ["t1", None, "t3", "t4"], "account": ["x", None, "y", "x"], "parents": [[]] * 4}
+    )
+    rows = Rows(table, None)
+    assert rows.lookup(["a" * 40, "c" * 40, "d" * 40, "a" * 39, "é" * 40, "a" * 41]).tolist() == [3, 2, -1, -1, -1, -1]
+    assert rows.row("b" * 40) == 0 and rows.row("0" * 40) is None
+    assert rows.refs(np.array([3, 1, 1, -1])) == {1: ("a" * 40, None, None), 3: ("a" * 40, "t4", "x")}
+    assert rows.chunk(1, 3, ["sha", "description"]) == {"sha": ["a" * 40, "c" * 40], "description": [None, None]}
+    ptr, kids = csr(np.array([2, 0, 2, 1]), np.array([10, 11, 12, 13]), 4)
+    assert ptr.tolist() == [0, 1, 2, 4, 4] and kids.tolist() == [11, 13, 10, 12]
+    odd = Rows(pa.table({"sha": ["short", "a" * 40], "title": ["s", "a"], "account": ["x", "y"]}), None)
+    assert odd.lookup(["short", "a" * 40]).tolist() == [-1, 1]  # a sha that is not 40 characters never matches
+
+
+def test_site_shows_progress_on_a_terminal_and_nothing_under_json(paper, tmp_path):
+    clone, _ = paper
+    env = {**os.environ, "COLUMNS": "120", "HOME": str(tmp_path)}
+    shown = {}
+    for args in (("site", str(tmp_path / "a")), ("site", str(tmp_path / "b"), "--json")):
+        child = pexpect.spawn("git", ["agora", *args], cwd=str(clone), env=env, encoding="utf-8", timeout=300)
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0, child.before
+        shown[args[-1]] = child.before
+    terminal, quiet = shown[str(tmp_path / "a")], shown["--json"]
+    assert "site: contribution pages" in terminal and "/s" in terminal, terminal[-2000:]
+    assert "site:" not in quiet and json.loads(quiet)["contribution_pages"] == 1703
+
+
+def test_descriptions_follow_the_analysis_rows_whatever_the_index_order():
+    import pyarrow as pa
+
+    from git_agora.ops.site import _descriptions
+
+    table = pa.table({"sha": ["a" * 40, "b" * 40, "c" * 40]})
+    same = pa.table({"sha": ["a" * 40, "b" * 40, "c" * 40], "description": ["A", "B", None]})
+    assert _descriptions(table, same).to_pylist() == ["A", "B", None]
+    other = pa.chunked_array([["c" * 40], ["d" * 40, "a" * 40]])  # another order, one sha missing, one extra
+    index = pa.table({"sha": other, "description": pa.chunked_array([["C"], ["D", "A"]])})
+    assert _descriptions(table, index).to_pylist() == ["A", None, "C"]

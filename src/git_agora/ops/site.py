@@ -41,6 +41,7 @@ DIFF_BYTES = 200_000
 TITLE_CHARS = 160
 MARKER = ".agora-site"
 ASSETS = ("site.css", "site.js")
+WRITERS = 1  # the thread that creates the files (its calls release the GIL: a second core writes)
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -86,7 +87,7 @@ def _build(project: Project, out_dir: Path) -> tuple[SiteReport, _Data]:
         counts = _write_pages(data, writer)
     finally:
         writer.flush()
-    writer.remove_stale()
+    writer.remove_stale(data.rows)
     report = SiteReport(
         directory=out_dir,
         pages=writer.pages,
@@ -121,7 +122,7 @@ class _Writer:
     def __init__(self, directory: Path):
         from concurrent.futures import ThreadPoolExecutor
 
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agora-site-writer")
+        self.pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="agora-site-writer")
         self.pending: deque = deque()
         self.directory = directory
         self.pages = 0
@@ -144,16 +145,18 @@ class _Writer:
     def mkdir(self, relative: str) -> None:
         (self.directory / relative).mkdir(parents=True, exist_ok=True)
 
-    def write(self, relative: str, text: str) -> None:
+    def write(self, relative: str, text: str, track: bool = True) -> None:
+        """`track`: remember the path for `remove_stale` (contribution pages are known by their sha)."""
         data = text.encode("utf-8")
-        self.put(relative, data)
+        self.put(relative, data, track)
         self.pages += 1
         self.total += len(data)
         if len(data) > self.largest[1]:
             self.largest = (relative, len(data))
 
-    def put(self, relative: str, data: bytes) -> None:
-        self.written.add(relative)
+    def put(self, relative: str, data: bytes, track: bool = True) -> None:
+        if track:
+            self.written.add(relative)
         self.pending.append(self.pool.submit(self._store, os.path.join(self.base, relative), data))
         while len(self.pending) > 512:  # bounded: rendering never runs far ahead of the disk
             self.pending.popleft().result()
@@ -177,16 +180,24 @@ class _Writer:
         with open(path, "wb") as handle:
             handle.write(data)
 
-    def remove_stale(self) -> None:
-        """Delete the pages an earlier build wrote that this one did not (only inside the site's folders)."""
-        for folder in ("", "assets", "contributions", "lineage", "c"):
+    def remove_stale(self, rows) -> None:
+        """Delete the pages an earlier build wrote that this one did not (only inside the site's folders);
+        `c/SH/SHA.html` is this build's when SHA is one of `rows` (an `ops.site_rows.Rows`)."""
+        if self.fresh:
+            return  # the folder was empty (`_check_target`): nothing is stale
+        for folder in ("", "assets", "contributions", "lineage"):
             base = self.directory / folder
             if not base.is_dir():
                 continue
-            pattern = "*/*.html" if folder == "c" else "*.html" if folder != "assets" else "*"
-            for path in base.glob(pattern):
+            for path in base.glob("*.html" if folder != "assets" else "*"):
                 if path.is_file() and path.relative_to(self.directory).as_posix() not in self.written:
                     path.unlink()
+        pages = [p for p in (self.directory / "c").glob("*/*.html") if p.is_file()]
+        shas = [p.name[:-5] for p in pages]
+        known = rows.lookup(shas) >= 0
+        for path, sha, keep in zip(pages, shas, known.tolist(), strict=True):
+            if not keep or path.parent.name != sha[:2]:
+                path.unlink()
 
 
 # --------------------------------------------------------------------------- the data
@@ -201,8 +212,7 @@ class _Data:
     analysis: Any  # frontier.analyze.AnalyzeResult
     analysis_dict: dict[str, Any]
     stats: dict[str, Any]
-    columns: dict[str, list]  # every indexed commit, column by column (table order)
-    row_of: dict[str, int]  # sha -> row
+    rows: Any  # ops.site_rows.Rows: every indexed commit (table order), as Arrow columns
     node_of_row: Any  # numpy int64 per row: node of the frame, -1 for a rejected commit
     row_of_node: Any  # numpy int64 per node
     cross_refs: dict[str, list[str]]
@@ -215,28 +225,25 @@ class _Data:
     @classmethod
     def collect(cls, project: Project) -> _Data:
         import numpy as np
+        import pyarrow.compute as pc
 
         import git_agora as agora
 
         from ..frontier.views import compute_views
         from ..web.model import SiteInfo
         from .indexing import load
+        from .site_rows import Rows
 
         config = project.config
+        stats = agora.stats(project).to_dict()  # first: its working set is gone before the analysis is made
         analysis = agora.analyze(project, limit=10, embed=False)
         frame = analysis.frame
         analysis_dict = analysis.to_dict()
         analysis_dict["views"]["leaders"] = compute_views(frame, 100, ("leaders",))["leaders"].to_dict()
-        stats = agora.stats(project).to_dict()
-        index = load(project)
+        index = load(project, columns=("valid",))  # for its cross references; descriptions come later
         table = frame.contributions
-        names = ["sha", "account", "timestamp", "title", "tags", "metrics", "primary_metric"]
-        names += ["metadata", "parents", "code_bearing", "target", "verdict", "valid", "reasons"]
-        columns = {name: table[name].to_pylist() for name in names}
-        described = dict(zip(index.contributions["sha"].to_pylist(), index.contributions["description"].to_pylist()))
-        columns["description"] = [described.get(sha) for sha in columns["sha"]]  # analyze reads no descriptions
-        row_of = {sha: i for i, sha in enumerate(columns["sha"])}
-        valid = np.asarray([bool(v) for v in columns["valid"]], dtype=bool)
+        rows = Rows(table, None)
+        valid = pc.fill_null(table["valid"], False).to_numpy(zero_copy_only=False).astype(bool)
         row_of_node = np.flatnonzero(valid)
         node_of_row = np.full(len(valid), -1, dtype=np.int64)
         node_of_row[row_of_node] = np.arange(len(row_of_node))
@@ -247,9 +254,10 @@ class _Data:
             index.cross_refs["target"].to_pylist(),
         ):
             cross.setdefault(sha, []).append(f"{url}#{target}")
+        del index
         notes: list[str] = []
-        ratchet = _ratchet(frame, columns, row_of_node, notes)
-        clusters = _cluster_map(analysis, columns, row_of_node)
+        ratchet = _ratchet(frame, rows, row_of_node, notes)
+        clusters = _cluster_map(analysis, rows, row_of_node)
         lineage_nodes, rule = _lineage_choice(frame, analysis_dict, notes)
         info = SiteInfo(
             name=config.name or project.repo.worktree.name,
@@ -261,19 +269,22 @@ class _Data:
             lineage_rule=rule,
         )
         return cls(
-            project, info, analysis, analysis_dict, stats, columns, row_of, node_of_row, row_of_node, cross,
+            project, info, analysis, analysis_dict, stats, rows, node_of_row, row_of_node, cross,
             ratchet, clusters, lineage_nodes, notes,
         )  # fmt: skip
 
     # ----------------------------------------------------------------- helpers
 
-    def ref(self, sha: str):
+    def refs(self, shas: list[str]) -> list[Any]:
+        """A link (`web.model.Ref`) to each sha, read in one go."""
         from ..web.model import Ref
 
-        row = self.row_of.get(sha)
-        if row is None:
-            return Ref(sha, None, None, known=False)
-        return Ref(sha, _cut(self.columns["title"][row]), self.columns["account"][row])
+        rows = self.rows.lookup(shas)
+        found = self.rows.refs(rows)
+        return [
+            Ref(sha, None, None, known=False) if row < 0 else Ref(sha, _cut(found[row][1]), found[row][2])
+            for sha, row in zip(shas, rows.tolist(), strict=True)
+        ]
 
     def lineage_shared(self):
         from ..frontier.lineage import shared_parts
@@ -283,8 +294,28 @@ class _Data:
         return self.shared
 
     def first_parent(self, row: int) -> str | None:
-        parents = self.columns["parents"][row] or []
+        parents = self.rows.pick("parents", [row])[0] or []
         return parents[0] if parents else None
+
+
+def _descriptions(table, index_table):
+    """The index's descriptions in the order of `table` (the analysis's rows): the same order in
+    practice, else matched by sha (a sha the index lacks has none)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from .site_rows import find, sha_keys
+
+    described = index_table["description"]
+    if index_table.num_rows == table.num_rows and index_table["sha"].equals(table["sha"]):
+        return described
+    keys = sha_keys(index_table["sha"])
+    order = np.argsort(keys, kind="stable")
+    where = find(keys[order], order, sha_keys(table["sha"]))
+    values = described.combine_chunks() if described.num_chunks else pa.array([], described.type)
+    picked = values.take(pa.array(np.maximum(where, 0)))
+    mask = pa.array(where < 0)
+    return pa.chunked_array([pa.compute.if_else(mask, pa.nulls(len(where), picked.type), picked)])
 
 
 def _cut(text: str | None, limit: int = TITLE_CHARS) -> str:
@@ -292,7 +323,7 @@ def _cut(text: str | None, limit: int = TITLE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
-def _ratchet(frame, columns: dict[str, list], row_of_node, notes: list[str]):
+def _ratchet(frame, rows_: Any, row_of_node, notes: list[str]):
     """Scored results and failed-verified results in time order; new bests (noise-aware) marked."""
     import numpy as np
 
@@ -312,16 +343,13 @@ def _ratchet(frame, columns: dict[str, list], row_of_node, notes: list[str]):
             "results and then the others, each sampled evenly over time)"
         )
     rows = row_of_node[shown]
-    titles = columns["title"]
-    accounts = columns["account"]
-    shas = columns["sha"]
     return RatchetData(
         times=frame.timestamp[shown].tolist(),
         values=frame.metric[shown].tolist(),
         status=frame.status[shown].tolist(),
-        shas=[shas[r] for r in rows],
-        titles=[_cut(titles[r], 100) for r in rows],
-        accounts=[accounts[r] or "" for r in rows],
+        shas=rows_.pick("sha", rows),
+        titles=[_cut(t, 100) for t in rows_.pick("title", rows)],
+        accounts=[a or "" for a in rows_.accounts(rows)],
         new_best=best[shown].tolist(),
         scored_total=total,
         failed_total=int(failed.sum()),
@@ -346,7 +374,7 @@ def _sample(nodes, first, second, size: int):
     return nodes[keep]
 
 
-def _cluster_map(analysis, columns: dict[str, list], row_of_node):
+def _cluster_map(analysis, rows_: Any, row_of_node):
     import numpy as np
 
     from ..frontier.projection import pca_2d
@@ -374,9 +402,9 @@ def _cluster_map(analysis, columns: dict[str, list], row_of_node):
         y=np.round(projection.coordinates[:, 1], 4).tolist(),
         cluster=clustering.labels.tolist(),
         score=frame.score[nodes].tolist(),
-        shas=[columns["sha"][r] for r in rows],
-        titles=[_cut(columns["title"][r], 100) for r in rows],
-        accounts=[columns["account"][r] or "" for r in rows],
+        shas=rows_.pick("sha", rows),
+        titles=[_cut(t, 100) for t in rows_.pick("title", rows)],
+        accounts=[a or "" for a in rows_.accounts(rows)],
         metric=[None if np.isnan(v) else float(v) for v in metric],
         clusters=summary["clusters"],
         summary={k: summary[k] for k in ("count", "top_share", "effective_count", "evenness", "window", "threshold")},
@@ -424,10 +452,11 @@ def _write_pages(data: _Data, writer: _Writer) -> dict[str, int]:
     contributors = _contributors(data)
     writer.write("contributors.html", pages.contributors(data.info, contributors))
     lineages = _write_lineages(data, writer)
+    data.shared = None  # the lineage parts (made again on demand by the preview server)
     _write_list(data, writer)
     diffs = _write_contributions(data, writer, set(lineages))
     plotted = sum(1 for s in data.ratchet.status if s != "failed")
-    return {"contributions": len(data.columns["sha"]), "lineages": len(lineages), "diffs": diffs, "plotted": plotted}
+    return {"contributions": data.rows.n, "lineages": len(lineages), "diffs": diffs, "plotted": plotted}
 
 
 def _contributors(data: _Data) -> list[dict[str, Any]]:
@@ -442,12 +471,15 @@ def _write_lineages(data: _Data, writer: _Writer) -> list[str]:
 
     written = []
     entries = []
-    for node in data.lineage_nodes:
-        view = lineage_view(data, int(node))
-        writer.write(f"lineage/{view.sha}.html", pages.lineage(data.info, view))
-        written.append(view.sha)
-        row = int(data.row_of_node[node])
-        entries.append((view.sha, view.title, data.columns["account"][row], data.columns["primary_metric"][row]))
+    rows = data.row_of_node[data.lineage_nodes] if data.lineage_nodes else []
+    metrics = data.rows.pick("primary_metric", rows)
+    with data.project.feedback.progress("site: lineage pages", len(data.lineage_nodes)) as advance:
+        for i, (node, row, metric) in enumerate(zip(data.lineage_nodes, rows, metrics, strict=True)):
+            view = lineage_view(data, int(node))
+            writer.write(f"lineage/{view.sha}.html", pages.lineage(data.info, view))
+            written.append(view.sha)
+            entries.append((view.sha, view.title, data.rows.account(int(row)), metric))
+            advance(i + 1)
     writer.write("lineage/index.html", pages.lineage_index(data.info, entries))
     return written
 
@@ -460,9 +492,11 @@ def lineage_view(data: _Data, node: int):
     from ..web.model import LineageView
 
     frame = data.analysis.frame
+    rows = data.rows
     shared = data.lineage_shared()
     found = lineage_of(frame.graph, node, direction=frame.direction, tolerance=frame.tolerance, shared=shared)
-    node_of_sha = {sha: int(data.node_of_row[data.row_of[sha]]) for sha in found.ancestry}
+    ancestry_rows = rows.lookup(found.ancestry)
+    node_of_sha = dict(zip(found.ancestry, data.node_of_row[ancestry_rows].tolist(), strict=True))
     milestone = {m.sha for m in found.milestones}
     reproduced = set(found.reproduced)
     order = found.ancestry
@@ -484,18 +518,18 @@ def lineage_view(data: _Data, node: int):
             f"{len(found.ancestry)} ancestors: the graph draws {len(order)} of them (the milestones, the "
             "reproduced and scored ancestors, then the most recent others); the counts above are complete."
         )
-    position = {sha: i for i, sha in enumerate(order)}
-    columns = data.columns
+    drawn = [node_of_sha[sha] for sha in order]
+    drawn_rows = data.row_of_node[np.asarray(drawn, dtype=np.int64)]
+    titles = rows.pick("title", drawn_rows)
+    accounts = rows.accounts(drawn_rows)
     nodes = []
-    for sha in order:
-        n = node_of_sha[sha]
-        row = data.row_of[sha]
+    for sha, n, title, account in zip(order, drawn, titles, accounts, strict=True):
         value = frame.metric[n]
         nodes.append(
             {
                 "sha": sha,
-                "title": _cut(columns["title"][row], 100),
-                "account": columns["account"][row] or "",
+                "title": _cut(title, 100),
+                "account": account or "",
                 "t": int(frame.timestamp[n]),
                 "metric": None if np.isnan(value) else float(value),
                 "scored": bool(frame.scored[n]),
@@ -503,20 +537,19 @@ def lineage_view(data: _Data, node: int):
                 "reproduced": sha in reproduced,
             }
         )
+    position = {n: i for i, n in enumerate(drawn)}  # a node is a sha: one row per valid commit
     ptr, parents = shared.parents
     edges = []
-    for sha in order:
-        n = node_of_sha[sha]
-        child_account = columns["account"][data.row_of[sha]]
+    for i, (n, child_account) in enumerate(zip(drawn, accounts, strict=True)):
         for p in parents[ptr[n] : ptr[n + 1]]:
-            parent_sha = columns["sha"][int(data.row_of_node[p])]
-            if parent_sha in position:
-                cross = columns["account"][int(data.row_of_node[p])] != child_account
-                edges.append((position[sha], position[parent_sha], cross))
-    milestones = tuple((data.ref(m.sha), float(m.value), int(m.timestamp)) for m in found.milestones)
+            if p in position:
+                cross = rows.account(int(data.row_of_node[p])) != child_account
+                edges.append((i, position[p], cross))
+    refs = data.refs([m.sha for m in found.milestones])
+    milestones = tuple((r, float(m.value), int(m.timestamp)) for r, m in zip(refs, found.milestones, strict=True))
     return LineageView(
         sha=found.sha,
-        title=columns["title"][data.row_of[found.sha]] or "",
+        title=rows.pick("title", [rows.row(found.sha)])[0] or "",
         size=found.size,
         accounts=found.accounts,
         edges_total=found.edges,
@@ -532,60 +565,106 @@ def lineage_view(data: _Data, node: int):
 
 
 def _write_list(data: _Data, writer: _Writer) -> None:
+    """The list of contributions, newest first (then by sha, descending), `pages.LIST_PAGE` a page."""
+    import numpy as np
+    import pyarrow.compute as pc
+
     from ..web import pages
     from ..web.model import ListRow
 
-    c = data.columns
+    rows = data.rows
     status = data.analysis.frame.status
-    order = sorted(range(len(c["sha"])), key=lambda r: (c["timestamp"][r] or 0, c["sha"][r]), reverse=True)
-    count = max(1, -(-len(order) // pages.LIST_PAGE))
-    for number in range(1, count + 1):
-        rows = []
-        for r in order[(number - 1) * pages.LIST_PAGE : number * pages.LIST_PAGE]:
-            node = int(data.node_of_row[r])
-            rows.append(
-                ListRow(
-                    c["sha"][r],
-                    c["account"][r],
-                    c["timestamp"][r],
-                    _cut(c["title"][r], 120),
-                    tuple(c["tags"][r] or ()),
-                    c["primary_metric"][r],
-                    None if node < 0 else str(status[node]),
-                )  # fmt: skip
-            )
-        writer.write(
-            f"contributions/{number}.html", pages.contribution_list(data.info, rows, number, count, len(order))
-        )
+    times = pc.fill_null(rows.table["timestamp"], 0).to_numpy(zero_copy_only=False)
+    rank = np.empty(rows.n, dtype=np.int64)
+    rank[rows.order] = np.arange(rows.n)
+    order = np.lexsort((rank, times))[::-1]
+    count = max(1, -(-rows.n // pages.LIST_PAGE))
+    names = ("sha", "timestamp", "tags", "primary_metric")
+    block = pages.LIST_PAGE * LIST_BLOCK
+    with data.project.feedback.progress("site: list pages", count) as advance:
+        for first in range(0, max(rows.n, 1), block):
+            chosen = order[first : first + block]
+            values = {name: rows.pick(name, chosen) for name in names}
+            titles = rows.pick("title", chosen)
+            accounts = rows.accounts(chosen)
+            nodes = data.node_of_row[chosen].tolist()
+            for start in range(0, max(len(chosen), 1), pages.LIST_PAGE):
+                listed = []
+                for i in range(start, min(start + pages.LIST_PAGE, len(chosen))):
+                    node = nodes[i]
+                    listed.append(
+                        ListRow(
+                            values["sha"][i],
+                            accounts[i],
+                            values["timestamp"][i],
+                            _cut(titles[i], 120),
+                            tuple(values["tags"][i] or ()),
+                            values["primary_metric"][i],
+                            None if node < 0 else str(status[node]),
+                        )  # fmt: skip
+                    )
+                number = (first + start) // pages.LIST_PAGE + 1
+                text = pages.contribution_list(data.info, listed, number, count, rows.n)
+                writer.write(f"contributions/{number}.html", text)
+                advance(number)
 
 
-def _verdicts(data: _Data):
-    """The usable verdicts (`evidence.current_verdicts`) as VerdictInfo, by target row and by verification row."""
+@dataclass
+class _Verdicts:
+    """The usable verdicts (`evidence.current_verdicts`), one entry each; `by_target` gives a target row's
+    verdicts newest first (CSR offsets into `order`), `by_verification` a verification row's verdict."""
+
+    row: Any  # numpy int64: the verification's row
+    target: Any  # numpy int64: the target's row
+    verdict: list[str]
+    timestamp: list[int]
+    current: list[bool]
+    claimed: list[float | None]
+    reproduced: list[float | None]
+    ptr: Any  # numpy int64 per row + 1
+    order: Any  # numpy int64: verdict numbers grouped by target row, newest first
+    by_verification: dict[int, int]
+
+    def of_target(self, row: int) -> list[int]:
+        return self.order[self.ptr[row] : self.ptr[row + 1]].tolist()
+
+    def info(self, i: int, refs: dict[int, Any]):
+        from ..web.model import VerdictInfo
+
+        return VerdictInfo(
+            refs[int(self.row[i])], refs[int(self.target[i])], self.verdict[i], self.timestamp[i], self.current[i],
+            self.claimed[i], self.reproduced[i],
+        )  # fmt: skip
+
+
+def _verdicts(data: _Data) -> _Verdicts:
+    import numpy as np
+
     from ..frontier.evidence import current_verdicts
-    from ..web.model import VerdictInfo
 
     frame = data.analysis.frame
-    verdicts = current_verdicts(frame.graph)
+    rows = data.rows
+    found = current_verdicts(frame.graph)
+    row = data.row_of_node[np.asarray(found.node, dtype=np.int64)]
+    target = data.row_of_node[np.asarray(found.target, dtype=np.int64)]
     metric = data.info.metric
-    c = data.columns
-    by_target: dict[int, list] = {}
-    by_verification: dict[int, Any] = {}
-    for node, target, verdict, current in zip(
-        verdicts.node.tolist(), verdicts.target.tolist(), verdicts.verdict.tolist(), verdicts.current.tolist()
-    ):
-        row, target_row = int(data.row_of_node[node]), int(data.row_of_node[target])
-        meta = _meta(c["metadata"][row])
-        claimed = _value(meta.get("claimed"), metric, c["primary_metric"][target_row])
-        reproduced = _value(meta.get("reproduced"), metric, c["primary_metric"][row])
-        info = VerdictInfo(
-            data.ref(c["sha"][row]), data.ref(c["sha"][target_row]), verdict, c["timestamp"][row] or 0,
-            bool(current), claimed, reproduced,
-        )  # fmt: skip
-        by_target.setdefault(target_row, []).append(info)
-        by_verification[row] = info
-    for infos in by_target.values():
-        infos.sort(key=lambda v: v.timestamp, reverse=True)
-    return by_target, by_verification
+    claimed_fallback = rows.pick("primary_metric", target)
+    own = rows.pick("primary_metric", row)
+    claimed, reproduced = [], []
+    for text, fallback, value in zip(rows.pick("metadata", row), claimed_fallback, own, strict=True):
+        meta = _meta(text)
+        claimed.append(_value(meta.get("claimed"), metric, fallback))
+        reproduced.append(_value(meta.get("reproduced"), metric, value))
+    timestamp = [t or 0 for t in rows.pick("timestamp", row)]
+    times = np.asarray(timestamp, dtype=np.int64)
+    order = np.lexsort((np.arange(len(row)), -times, target)) if len(row) else np.zeros(0, np.int64)
+    ptr = np.zeros(rows.n + 1, np.int64)
+    if len(row):
+        np.cumsum(np.bincount(target, minlength=rows.n), out=ptr[1:])
+    return _Verdicts(
+        row, target, list(found.verdict.tolist()), timestamp, [bool(c) for c in found.current.tolist()], claimed,
+        reproduced, ptr, order, dict(zip(row.tolist(), range(len(row)))),
+    )  # fmt: skip
 
 
 def _meta(text: str | None) -> dict[str, Any]:
@@ -602,112 +681,208 @@ def _value(values: Any, metric: str | None, fallback: float | None) -> float | N
     return fallback
 
 
-def _write_contributions(data: _Data, writer: _Writer, lineages: set[str]) -> int:
-    """One page per indexed commit; patches for scored results, file lists for other code-bearing ones."""
-    from ..refs.diffs import diffs
-    from ..web import pages
+LIST_BLOCK = 50  # list pages made from one read of their rows
+CHUNK_ROWS = 20_000  # contribution pages are made this many rows at a time: memory stays flat with size
+_PAGE_COLUMNS = (
+    "sha", "account", "timestamp", "title", "description", "tags", "metrics", "metadata", "parents",
+    "code_bearing", "target", "verdict", "reasons",
+)  # fmt: skip
 
-    c = data.columns
+
+def _write_contributions(data: _Data, writer: _Writer, lineages: set[str]) -> int:
+    """One page per indexed commit; patches for scored results, file lists for other code-bearing ones.
+    Rows are turned into Python values `CHUNK_ROWS` at a time; the diffs of a chunk stream from git
+    in row order while its pages are made."""
+    import numpy as np
+
+    from ..web import pages
+    from .indexing import load
+    from .site_rows import csr
+
     frame = data.analysis.frame
-    n_rows = len(c["sha"])
-    scored_rows = set(data.row_of_node[frame.scored].tolist())
-    code_rows = [r for r in range(n_rows) if c["code_bearing"][r]]
-    cwd = data.project.repo.git.cwd
-    patched = {
-        d.sha: d
-        for d in diffs(
-            cwd, [(c["sha"][r], data.first_parent(r)) for r in code_rows if r in scored_rows], max_bytes=DIFF_BYTES
-        )
-    }
-    listed = {
-        d.sha: d
-        for d in diffs(
-            cwd, [(c["sha"][r], data.first_parent(r)) for r in code_rows if r not in scored_rows], patch=False
-        )
-    }
-    by_target, by_verification = _verdicts(data)
+    rows = data.rows
+    described = load(data.project, columns=("description",)).contributions  # analyze reads no descriptions
+    rows.descriptions = _descriptions(rows.table, described)  # read now: the lineage pages did without
+    del described
+    scored_rows = np.zeros(rows.n, dtype=bool)
+    scored_rows[data.row_of_node[frame.scored]] = True
+    verdicts = _verdicts(data)
     best = _new_best_rows(data)
-    children_ptr, children = frame.graph.children_lists()
-    for prefix in {sha[:2] for sha in c["sha"]}:
-        writer.mkdir(f"c/{prefix}")
-    for row in range(n_rows):
-        sha = c["sha"][row]
-        view = _contribution_view(
-            data, row, patched.get(sha) or listed.get(sha), by_target, by_verification, best, children_ptr, children
-        )
-        view.lineage = sha in lineages
-        writer.write(f"c/{sha[:2]}/{sha}.html", pages.contribution(data.info, view))
-    return len(patched)
+    children_ptr, children = csr(frame.graph.parent, frame.graph.child, frame.graph.n)
+    made: set[str] = set()
+    patched = 0
+    with data.project.feedback.progress("site: contribution pages", rows.n) as advance:
+        for start in range(0, rows.n, CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, rows.n)
+            c = rows.chunk(start, stop, _PAGE_COLUMNS)
+            for prefix in sorted({sha[:2] for sha in c["sha"]} - made):
+                writer.mkdir(f"c/{prefix}")
+                made.add(prefix)
+            chunk = _Chunk(data, start, stop, c, verdicts, children_ptr, children)
+            with _ChunkDiffs(data, start, c, scored_rows) as diffs:
+                for i in range(stop - start):
+                    view = chunk.view(i, diffs.take(c["sha"][i]), best)
+                    view.lineage = view.sha in lineages
+                    writer.write(f"c/{view.sha[:2]}/{view.sha}.html", pages.contribution(data.info, view), track=False)
+                    if i % 500 == 499:
+                        advance(start + i + 1)
+                patched += diffs.patched
+            advance(stop)
+    return patched
 
 
 def _new_best_rows(data: _Data) -> set[int]:
     ratchet = data.ratchet
-    return {data.row_of[sha] for sha, b in zip(ratchet.shas, ratchet.new_best) if b}
+    shas = [sha for sha, b in zip(ratchet.shas, ratchet.new_best, strict=True) if b]
+    return set(data.rows.lookup(shas).tolist())
 
 
-def _contribution_view(data: _Data, row: int, diff, by_target, by_verification, best, children_ptr, children):
-    from ..web.model import ContributionView, Evidence
+class _ChunkDiffs:
+    """The diffs of a chunk's code-bearing rows, read from two `git diff-tree` streams (patches of
+    scored results, file lists of the others) as the pages ask for them, in row order."""
 
-    c = data.columns
-    frame = data.analysis.frame
-    node = int(data.node_of_row[row])
-    evidence = None
-    kids: list[Any] = []
-    total_kids = 0
-    if node >= 0:
-        evidence = Evidence(
-            float(frame.score[node]), int(frame.children[node]), int(frame.follow_ons[node]), str(frame.status[node]),
-            int(frame.confirmations[node]), int(frame.failures[node]),
-        )  # fmt: skip
-        kid_nodes = children[children_ptr[node] : children_ptr[node + 1]]
-        total_kids = len(kid_nodes)
-        kids = [data.ref(c["sha"][int(data.row_of_node[k])]) for k in kid_nodes[-CHILDREN_SHOWN:][::-1]]
-    parents = c["parents"][row] or []
-    files = None if diff is None else tuple((f.word, f.path) for f in diff.files)
-    return ContributionView(
-        sha=c["sha"][row],
-        account=c["account"][row],
-        timestamp=c["timestamp"][row],
-        title=c["title"][row] or "",
-        description=c["description"][row] or "",
-        tags=tuple(c["tags"][row] or ()),
-        metrics=tuple(c["metrics"][row] or ()),
-        trailers=_trailers(data, row),
-        valid=node >= 0,
-        reasons=tuple(c["reasons"][row] or ()),
-        parents=tuple(data.ref(p) for p in parents),
-        children=tuple(kids),
-        children_total=total_kids,
-        evidence=evidence,
-        scored=node >= 0 and bool(frame.scored[node]),
-        new_best=row in best,
-        verdicts=tuple(by_target.get(row, ())),
-        verifies=by_verification.get(row),
-        code_bearing=bool(c["code_bearing"][row]),
-        first_parent=parents[0] if parents else None,
-        files=files,
-        diff=None if diff is None else diff.patch,
-        diff_left_out=0 if diff is None else diff.truncated,
-        cross_refs=tuple(data.cross_refs.get(c["sha"][row], ())),
-    )
+    def __init__(self, data: _Data, start: int, c: dict[str, list], scored_rows):
+        from ..refs.diffs import diffs
+
+        cwd = data.project.repo.git.cwd
+        code = [i for i, bearing in enumerate(c["code_bearing"]) if bearing]
+        pairs = [(c["sha"][i], _first(c["parents"][i]), bool(scored_rows[start + i])) for i in code]
+        self.streams: list[Any] = [  # generators: closed (git waited for) on exit
+            diffs(cwd, [(s, p) for s, p, scored in pairs if scored], max_bytes=DIFF_BYTES),
+            diffs(cwd, [(s, p) for s, p, scored in pairs if not scored], patch=False),
+        ]
+        self.next = [next(stream, None) for stream in self.streams]
+        self.patched = 0
+
+    def take(self, sha: str):
+        for k, ahead in enumerate(self.next):
+            if ahead is not None and ahead.sha == sha:
+                self.next[k] = next(self.streams[k], None)
+                self.patched += k == 0
+                return ahead
+        return None
+
+    def __enter__(self) -> _ChunkDiffs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for stream in self.streams:
+            stream.close()
 
 
-def _trailers(data: _Data, row: int) -> tuple[str, ...]:
+def _first(parents: list[str] | None) -> str | None:
+    return parents[0] if parents else None
+
+
+class _Chunk:
+    """The rows start..stop of the table as Python values, with the titles and accounts of every row
+    their pages link to (parents, children, verdicts) read in one go."""
+
+    def __init__(self, data: _Data, start: int, stop: int, c: dict[str, list], verdicts: _Verdicts, ptr, kids):
+        import numpy as np
+
+        self.data, self.start, self.c, self.verdicts = data, start, c, verdicts
+        frame = data.analysis.frame
+        self.nodes = data.node_of_row[start:stop].tolist()
+        flat = [p for parents in c["parents"] for p in parents or ()]
+        self.parent_rows = dict(zip(flat, data.rows.lookup(flat).tolist(), strict=True))
+        self.kids: dict[int, tuple[int, list[int]]] = {}
+        linked = [np.asarray(list(self.parent_rows.values()), dtype=np.int64)]
+        for node in self.nodes:
+            if node >= 0:
+                shown = kids[ptr[node] : ptr[node + 1]]
+                rows_ = data.row_of_node[shown[-CHILDREN_SHOWN:][::-1]]
+                self.kids[node] = (len(shown), rows_.tolist())
+                linked.append(rows_)
+        self.verdicts_of: dict[int, list[int]] = {}
+        self.verifies: dict[int, int] = {}
+        for i in range(stop - start):
+            row = start + i
+            mine = verdicts.of_target(row) if verdicts.ptr[row + 1] > verdicts.ptr[row] else []
+            if mine:
+                self.verdicts_of[i] = mine
+            if row in verdicts.by_verification:
+                self.verifies[i] = verdicts.by_verification[row]
+        used = [v for vs in self.verdicts_of.values() for v in vs] + list(self.verifies.values())
+        if used:
+            at = np.asarray(used, dtype=np.int64)
+            linked += [verdicts.row[at], verdicts.target[at]]
+        from ..web.model import Ref
+
+        found = data.rows.refs(np.concatenate(linked))
+        self.refs = {row: Ref(sha, _cut(t), a) for row, (sha, t, a) in found.items()}
+        self.infos = {v: verdicts.info(v, self.refs) for v in set(used)}
+        self.frame = frame
+
+    def ref(self, sha: str, row: int):
+        from ..web.model import Ref
+
+        return Ref(sha, None, None, known=False) if row < 0 else self.refs[row]
+
+    def view(self, i: int, diff, best: set[int]):
+        from ..web.model import ContributionView, Evidence
+
+        c, frame = self.c, self.frame
+        node = self.nodes[i]
+        row = self.start + i
+        evidence = None
+        kids: list[Any] = []
+        total_kids = 0
+        if node >= 0:
+            evidence = Evidence(
+                float(frame.score[node]), int(frame.children[node]), int(frame.follow_ons[node]),
+                str(frame.status[node]), int(frame.confirmations[node]), int(frame.failures[node]),
+            )  # fmt: skip
+            total_kids, kid_rows = self.kids[node]
+            kids = [self.refs[r] for r in kid_rows]
+        parents = c["parents"][i] or []
+        files = None if diff is None else tuple((f.word, f.path) for f in diff.files)
+        sha = c["sha"][i]
+        cross = tuple(self.data.cross_refs.get(sha, ()))
+        verifies = self.verifies.get(i)
+        return ContributionView(
+            sha=sha,
+            account=c["account"][i],
+            timestamp=c["timestamp"][i],
+            title=c["title"][i] or "",
+            description=c["description"][i] or "",
+            tags=tuple(c["tags"][i] or ()),
+            metrics=tuple(c["metrics"][i] or ()),
+            trailers=_trailers(c, i, cross),
+            valid=node >= 0,
+            reasons=tuple(c["reasons"][i] or ()),
+            parents=tuple(self.ref(p, self.parent_rows[p]) for p in parents),
+            children=tuple(kids),
+            children_total=total_kids,
+            evidence=evidence,
+            scored=node >= 0 and bool(frame.scored[node]),
+            new_best=row in best,
+            verdicts=tuple(self.infos[v] for v in self.verdicts_of.get(i, ())),
+            verifies=None if verifies is None else self.infos[verifies],
+            code_bearing=bool(c["code_bearing"][i]),
+            first_parent=parents[0] if parents else None,
+            files=files,
+            diff=None if diff is None else diff.patch,
+            diff_left_out=0 if diff is None else diff.truncated,
+            cross_refs=cross,
+        )
+
+
+def _trailers(c: dict[str, list], i: int, cross: tuple[str, ...]) -> tuple[str, ...]:
     """The commit's Agora trailers, as `Contribution.trailers` writes them, from the indexed fields."""
     from ..contribution import Contribution, Verdict
 
-    c = data.columns
     try:
-        verdict = Verdict(c["verdict"][row]) if c["verdict"][row] else None
+        verdict = Verdict(c["verdict"][i]) if c["verdict"][i] else None
         contribution = Contribution(
-            account=c["account"][row] or "",
-            tags=tuple(c["tags"][row] or ()),
-            description=c["description"][row] or "",
-            metrics=dict(c["metrics"][row] or ()),
-            metadata=_meta(c["metadata"][row]),
-            target=c["target"][row],
+            account=c["account"][i] or "",
+            tags=tuple(c["tags"][i] or ()),
+            description=c["description"][i] or "",
+            metrics=dict(c["metrics"][i] or ()),
+            metadata=_meta(c["metadata"][i]),
+            target=c["target"][i],
             verdict=verdict,
-            cross_refs=tuple(data.cross_refs.get(c["sha"][row], ())),
+            cross_refs=cross,
         )
         return tuple(contribution.trailers())
     except (ValueError, TypeError):
@@ -795,7 +970,7 @@ def _diff_page(data: _Data, sha: str) -> str | None:
     from ..refs.diffs import diff_one
     from ..web import pages
 
-    row = data.row_of.get(sha)
+    row = data.rows.row(sha)
     if row is None:
         return None
     parent = data.first_parent(row)
@@ -810,7 +985,7 @@ def _diff_page(data: _Data, sha: str) -> str | None:
 def _lineage_page(data: _Data, sha: str) -> str | None:
     from ..web import pages
 
-    row = data.row_of.get(sha)
+    row = data.rows.row(sha)
     node = -1 if row is None else int(data.node_of_row[row])
     if node < 0:
         return None
