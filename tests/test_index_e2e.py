@@ -157,6 +157,6 @@ def test_an_index_of_the_old_format_is_rebuilt_once(project):
     (index_dir / "contributions.parquet").write_bytes(b"PAR1 old")
     r = agora(project, "log", "--json")
     assert "an insight" in [row["title"] for row in r.json()]
-    assert r.stderr.strip() == "git agora: note: the index format changed (2 -> 3); rebuilt it from Git"
+    assert r.stderr.strip() == "git agora: note: the index format changed (2 -> 4); rebuilt it from Git"
     assert not (index_dir / "state.json").exists() and not (index_dir / "contributions.parquet").exists()
     assert agora(project, "log").stderr == ""

@@ -89,7 +89,7 @@ def test_the_logical_table_is_canonical_and_keeps_the_newest_version():
 
 
 def test_a_damaged_manifest_is_noticed():
-    manifest = segments.Manifest(3, {"refs/agora/log/a": "1" * 40}, {"root": None})
+    manifest = segments.Manifest(4, {"refs/agora/log/a": "1" * 40}, {"root": None})
     text = manifest.to_json()
     assert segments.Manifest.from_json(text) == manifest
     with pytest.raises(segments.Damaged):
