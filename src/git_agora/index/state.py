@@ -63,4 +63,4 @@ def current(state: dict | None, tips: Mapping[str, str], now: float, format_vers
 def is_current(repo: Repository) -> bool:
     """Do the stored tips equal the refs under refs/agora/ now? (One for-each-ref, no pyarrow; an index of
     another format has no digest, or is rebuilt or refused by the update that reads it.)"""
-    return current(read_state(index_dir(repo)), repo.git.for_each_ref(ROOT), time.time())
+    return current(read_state(index_dir(repo)), repo.refs_under(ROOT), time.time())

@@ -93,7 +93,7 @@ def locked(directory: Path, exclusive: bool) -> Iterator[None]:
 
 
 def current_tips(repo: Repository) -> dict[str, str]:
-    return repo.git.for_each_ref(ROOT)
+    return repo.refs_under(ROOT)
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ def refresh(project: Project, rebuild: bool = False):
 
     directory = index_dir(project.repo)
     seen = read_state(directory)
-    refs = project.repo.git.for_each_ref(ROOT)
+    refs = project.repo.refs_under(ROOT)
     if not rebuild and _current(seen, refs):
         confirm_setup(project, seen)
         return UpdateReport(0, False)
@@ -85,7 +85,7 @@ def refresh(project: Project, rebuild: bool = False):
     for rewritten in kept:
         project.feedback.notice(rewritten.describe())
     if kept:
-        refs = project.repo.git.for_each_ref(ROOT)  # the quarantine moved refs
+        refs = project.repo.refs_under(ROOT)  # the quarantine moved refs
     with on_demand(project.feedback, "indexing commits") as advance:
         rules = _rules(project, refs)
         report = update(project.repo, rules, rebuild=rebuild, progress=advance, tips=refs, seen=seen)
@@ -216,4 +216,4 @@ def _trusted_keys(project: Project, refs: dict[str, str] | None = None) -> dict[
     refs under refs/agora/ when the caller has just read them."""
     from ..trust import trusted_keys
 
-    return trusted_keys(project.repo, refs if refs is not None else project.repo.git.for_each_ref(ROOT))
+    return trusted_keys(project.repo, refs if refs is not None else project.repo.refs_under(ROOT))
