@@ -4,10 +4,12 @@ whatever arrives late, out of order or dated in the future, with a crash injecte
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,11 +17,13 @@ import pytest
 
 from agora_testing import agora, forge, git
 from git_agora.contribution import Contribution
-from git_agora.index import segments, store
+from git_agora.index import segments, state, store
 from git_agora.index.schema import CONTRIBUTIONS
 from git_agora.index.state import index_dir
 from git_agora.ops.indexing import _rules
 from git_agora.project import Project
+from git_agora.refs.git import Git
+from git_agora.refs.quarantine import quarantine_rewritten_logs
 
 # --- the compaction policy ------------------------------------------------------------------------
 
@@ -89,11 +93,62 @@ def test_the_logical_table_is_canonical_and_keeps_the_newest_version():
 
 
 def test_a_damaged_manifest_is_noticed():
-    manifest = segments.Manifest(3, {"refs/agora/log/a": "1" * 40}, {"root": None})
+    manifest = segments.Manifest(4, {"refs/agora/log/a": "1" * 40}, {"root": None})
     text = manifest.to_json()
     assert segments.Manifest.from_json(text) == manifest
     with pytest.raises(segments.Damaged):
         segments.Manifest.from_json(text.replace("1111", "1112"))
+
+
+def many(n: int, moved: int = 0) -> tuple[dict[str, str], dict[str, tuple[int, int, str]]]:
+    """Tips and accounts of n accounts; the first `moved` of them one entry further."""
+    tips = {f"refs/agora/log/a{i}": f"{i + (i < moved):040x}" for i in range(n)}
+    accounts = {f"a{i}": (10 + (i < moved), 100 + i, f"{i:040x}") for i in range(n)}
+    return tips, accounts
+
+
+def test_the_manifest_stays_small_and_carries_only_what_changed_since_its_side_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(segments, "INLINE", 8)
+    tips, accounts = many(100)
+    first = segments.commit(tmp_path, segments.Manifest(4, tips, {"root": None}, accounts=accounts))
+    assert first.tables is not None and first.next_id == 2  # more changed than INLINE: a side file
+    small = (tmp_path / "manifest.json").read_text()
+    assert len(small) < 1000 and segments.read_manifest(tmp_path) == first
+
+    tips, accounts = many(100, moved=3)
+    del tips["refs/agora/log/a99"]  # a log deleted: recorded as gone
+    second = segments.commit(tmp_path, replace(first, tips=tips, accounts=accounts))
+    assert second.tables == first.tables  # 7 changes: carried in the manifest, the side file kept
+    body = json.loads((tmp_path / "manifest.json").read_text())
+    assert body["tips"] == {**{f"refs/agora/log/a{i}": f"{i + 1:040x}" for i in range(3)}, "refs/agora/log/a99": None}
+    assert len(body["accounts"]) == 3
+    segments._TABLES_CACHE.clear()  # as a new process reads it
+    assert segments.read_manifest(tmp_path) == second
+    assert state.current(body, tips, 0) and not state.current(body, many(100)[0], 0)
+
+    tips, accounts = many(100, moved=10)
+    third = segments.commit(tmp_path, replace(second, tips=tips, accounts=accounts))
+    assert third.tables != first.tables  # past INLINE: a new side file, the old one collected
+    assert {p.name for p in (tmp_path / "segments").iterdir()} == {third.tables.name}
+    assert segments.read_manifest(tmp_path) == third
+
+
+def test_a_damaged_side_file_is_noticed(tmp_path, monkeypatch):
+    monkeypatch.setattr(segments, "INLINE", 0)
+    tips, accounts = many(5)
+    written = segments.commit(tmp_path, segments.Manifest(4, tips, {"root": None}, accounts=accounts))
+    assert written.tables is not None
+    side = tmp_path / "segments" / written.tables.name
+    text = side.read_text()
+    side.write_text(text.replace('"a1"', '"b1"'))  # same size, another account
+    segments._TABLES_CACHE.clear()
+    with pytest.raises(segments.Damaged):
+        segments.read_manifest(tmp_path)
+    side.unlink()
+    with pytest.raises(segments.Damaged):
+        segments.read_manifest(tmp_path)
+    with pytest.raises(segments.Damaged):  # a manifest naming a side file is no manifest without it
+        segments.Manifest.from_json((tmp_path / "manifest.json").read_text())
 
 
 # --- updates against a rebuild --------------------------------------------------------------------
@@ -251,6 +306,52 @@ def test_check_names_the_rows_that_differ(forged):
     assert differences == [f"contributions: {sha} log_seq: 7 in the index, 0 in a rebuild"]
 
 
+def test_the_refs_read_before_the_lock_stand_unless_another_update_came_between(forged, monkeypatch):
+    clone, t0 = forged.clone, forged.t0
+    now = t0 + 1000
+    update(clone, now)
+    project, rules = index_state(clone, now)
+    directory = index_dir(project.repo)
+    seen = state.read_state(directory)
+    forged.list("mallory", forged.contribution("mallory", t0 + 10))
+    read_first = store.current_tips(project.repo)  # this update's view: one new row
+
+    forged.list("mallory", forged.contribution("mallory", t0 + 20))
+    update(clone, now)  # another update indexes two meanwhile
+    assert store.update_index(project.repo, rules, now=now, tips=read_first, seen=seen).new_rows == 0
+    assert manifest_of(clone).tips == store.current_tips(project.repo)  # not taken back to `read_first`
+
+    seen = state.read_state(directory)
+    forged.list("mallory", forged.contribution("mallory", t0 + 30))
+    tips = store.current_tips(project.repo)
+    forged.list("mallory", forged.contribution("mallory", t0 + 40))  # after this update read the refs
+
+    def refused(repo):
+        raise AssertionError("the refs were read again")
+
+    monkeypatch.setattr(store, "current_tips", refused)
+    assert store.update_index(project.repo, rules, now=now, tips=tips, seen=seen).new_rows == 1
+    assert manifest_of(clone).tips == tips
+    monkeypatch.undo()
+    assert update(clone, now).new_rows == 1
+    assert check(clone, now) == []
+
+
+def test_a_remote_log_moved_forward_is_told_in_process_and_a_rewound_one_is_quarantined(forged, monkeypatch):
+    clone, t0 = forged.clone, forged.t0
+    forged.list("mallory", *(forged.contribution("mallory", t0 + i) for i in range(20)))
+    chain = git(clone, "rev-list", "--first-parent", "refs/agora/log/mallory").split()  # newest first
+    repo = Project.open(clone).repo
+    ref = "refs/agora/remotes/origin/log/mallory"
+    asked: list[str] = []
+    original = Git.is_ancestor
+    monkeypatch.setattr(Git, "is_ancestor", lambda self, a, d: asked.append(a) or original(self, a, d))
+    assert quarantine_rewritten_logs(repo, {ref: chain[1]}, {ref: chain[0]}) == [] and asked == []
+    assert quarantine_rewritten_logs(repo, {ref: chain[19]}, {ref: chain[0]}) == [] and asked == [chain[19]]
+    [kept] = quarantine_rewritten_logs(repo, {ref: chain[0]}, {ref: chain[5]})
+    assert kept.old_tip == chain[0] and repo.ref(kept.quarantine_ref) == chain[0]
+
+
 # --- crashes at every step ------------------------------------------------------------------------
 
 STEPS = ("_mkdir", "_write_parquet", "_fsync", "_replace", "_sync_dir", "_unlink")
@@ -285,7 +386,9 @@ def count_steps(monkeypatch, fail_at: int | None, calls: list[str]) -> None:
         monkeypatch.setattr(segments, name, step)
 
 
-def test_a_failure_at_any_write_step_leaves_the_old_or_the_new_index(forged, monkeypatch, tmp_path):
+@pytest.mark.parametrize("inline", [segments.INLINE, 0], ids=["tables-inline", "tables-written"])
+def test_a_failure_at_any_write_step_leaves_the_old_or_the_new_index(forged, monkeypatch, tmp_path, inline):
+    monkeypatch.setattr(segments, "INLINE", inline)  # 0: every update writes a new side file of tables
     clone, now, before, after = prepared(forged)
     directory = index_dir(Project.open(clone).repo)
     snapshot = tmp_path / "snapshot"
@@ -295,7 +398,8 @@ def test_a_failure_at_any_write_step_leaves_the_old_or_the_new_index(forged, mon
         count_steps(m, None, calls)
         update(clone, now)
     steps = len(calls)
-    assert calls.count("_write_parquet") == 2 and calls.count("_unlink") == 4  # the update compacted
+    assert calls.count("_write_parquet") == 2  # the update compacted
+    assert calls.count("_unlink") == 4 + (inline == 0)  # the old side file too
     for fail_at in range(1, steps + 1):
         shutil.rmtree(directory)
         shutil.copytree(snapshot, directory)
@@ -310,7 +414,7 @@ def test_a_failure_at_any_write_step_leaves_the_old_or_the_new_index(forged, mon
         assert len(shas) == len(set(shas)) and set(shas) in (before, after), f"step {fail_at}: {calls[-1]}"
         update(clone, now)
         assert check(clone, now) == [], f"step {fail_at}: {calls[-1]}"
-        named = {f.name for s in manifest_of(clone).segments for f in (s.data, s.refs) if f}
+        named = segments.named_files(manifest_of(clone))
         present = {p.name for p in (directory / "segments").iterdir()}
         assert named <= present  # what a failed delete leaves, the next writing update collects
         assert present == named or calls[-1] == "_unlink", f"step {fail_at}: {calls[-1]}"
@@ -320,6 +424,7 @@ KILLER = """
 import os, sys
 from git_agora.index import segments
 target, calls = int(sys.argv[1]), [0]
+segments.INLINE = int(sys.argv[2])
 for name in {steps!r}:
     def step(*args, _original=getattr(segments, name), **kwargs):
         calls[0] += 1
@@ -332,7 +437,9 @@ main(["index"])
 """
 
 
-def test_a_kill_at_any_write_step_never_duplicates_or_loses_a_contribution(forged, tmp_path):
+@pytest.mark.parametrize("inline", [segments.INLINE, 0], ids=["tables-inline", "tables-written"])
+def test_a_kill_at_any_write_step_never_duplicates_or_loses_a_contribution(forged, tmp_path, monkeypatch, inline):
+    monkeypatch.setattr(segments, "INLINE", inline)
     clone, now, before, after = prepared(forged)
     directory = index_dir(Project.open(clone).repo)
     snapshot = tmp_path / "snapshot"
@@ -342,7 +449,9 @@ def test_a_kill_at_any_write_step_never_duplicates_or_loses_a_contribution(forge
     for target in range(1, 40):
         shutil.rmtree(directory)
         shutil.copytree(snapshot, directory)
-        proc = subprocess.run([sys.executable, "-c", script, str(target)], cwd=clone, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", script, str(target), str(inline)], cwd=clone, capture_output=True, text=True
+        )
         if proc.returncode == 0:
             break
         assert proc.returncode == 9, proc.stderr
@@ -352,4 +461,5 @@ def test_a_kill_at_any_write_step_never_duplicates_or_loses_a_contribution(forge
         agora(clone, "index", "--check")
         shas = logical(clone).column("sha").to_pylist()
         assert len(shas) == len(set(shas)) and set(shas) == after
-    assert killed == 16  # every step of the update, compaction included, was killed once
+    # every step of the update, compaction included, was killed once; a new side file adds four
+    assert killed == 16 + 4 * (inline == 0)

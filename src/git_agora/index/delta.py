@@ -99,10 +99,11 @@ def place_log_seq(
     so the rows from that key on are offset by the stored rows left out; other stored rows keep theirs."""
     index = worked.schema.get_field_index("log_seq")
     if stored.num_rows == 0:  # every new row sorts after its account's stored ones
-        if not accounts:
+        present = [a for a in pc.unique(worked.column("account")).to_pylist() if a in accounts]
+        if not present:  # (the working set's accounts only: `accounts` holds every account of the index)
             return worked
-        names = pa.array(list(accounts), pa.string())
-        counts = pa.array([n for n, _, _ in accounts.values()], pa.int64())
+        names = pa.array(present, pa.string())
+        counts = pa.array([accounts[a][0] for a in present], pa.int64())
         add = pc.fill_null(pc.take(counts, pc.index_in(worked.column("account"), value_set=names)), 0)
         return worked.set_column(index, "log_seq", pc.add(worked.column("log_seq"), add))
     kept = dict(zip(stored.column("sha").to_pylist(), stored.column("log_seq").to_pylist()))

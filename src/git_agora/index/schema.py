@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4  # 4: the tips and per-account counts in a side file the manifest names
 
 CONTRIBUTIONS = pa.schema(
     [

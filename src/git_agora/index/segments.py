@@ -1,11 +1,14 @@
 """The stored index: immutable Parquet segments and one small manifest that names them.
 
 `.git/agora/index/manifest.json` is the only file ever replaced. It lists the segments (with their
-sizes, CRC-32 checksums and key ranges), the ref tips they cover, the format version, per-account
-counts and the few rows later updates may have to revisit. `segments/<id>.parquet` holds rows in
+sizes, CRC-32 checksums and key ranges), the format version, a digest of the ref tips they cover and
+the few rows later updates may have to revisit. The ref tips and the per-account counts, which grow
+with the accounts, live in an immutable side file `segments/<id>.tables.json` that the manifest names
+with its size and CRC-32; the manifest carries only what changed since that file was written, and a
+new one is written once more than INLINE entries changed. `segments/<id>.parquet` holds rows in
 canonical order (timestamp, sha); `<id>.refs.parquet` the cross-project references of its new rows.
 
-A segment is written, fsynced and renamed into place before a manifest names it, and deleted only
+A segment or side file is written, fsynced and renamed into place before a manifest names it, and deleted only
 after a manifest that no longer names it is durable: a crash at any point leaves the old manifest or
 the new one, each naming complete files. A segment may carry newer versions of rows an older segment
 holds (`replaces` counts them); the logical table keeps the newest version of each sha.
@@ -24,7 +27,7 @@ import errno
 import json
 import os
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -35,6 +38,7 @@ import pyarrow.parquet as pq
 from ..errors import AgoraError
 from ..locks import READ_ONLY_ERRORS
 from .schema import CONTRIBUTIONS, CROSS_REFS, FORMAT_VERSION
+from .state import checksum, intact, tips_digest
 
 MANIFEST = "manifest.json"
 SEGMENTS = "segments"
@@ -44,6 +48,8 @@ FANOUT = 4
 MAX_SEGMENTS = 32
 ROW_GROUP = 8192  # rows: a lookup by key reads one row group of the columns it needs
 DICTIONARY_COLUMNS = ("account", "tags", "verdict", "url")  # few distinct values; shas and texts are unique
+TABLES_SUFFIX = ".tables.json"  # the side file of tips and accounts (`Tables`)
+INLINE = 64  # tips and accounts changed since the side file that the manifest carries before a new one
 
 Key = tuple[int, str]  # (timestamp, sha): the canonical order
 
@@ -102,6 +108,15 @@ class Watch:
 
 
 @dataclass(frozen=True)
+class Tables:
+    """The ref tips indexed and the rows and last key of each account: they grow with the accounts, so
+    the manifest names a side file holding them and carries only what changed since it was written."""
+
+    tips: Mapping[str, str] = field(default_factory=dict)
+    accounts: Mapping[str, tuple[int, int, str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Manifest:
     format_version: int
     tips: dict[str, str]
@@ -110,20 +125,24 @@ class Manifest:
     next_id: int = 1
     accounts: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # account -> (rows, last key)
     watch: Watch = field(default_factory=Watch)
+    tables: FileRef | None = None  # the side file holding most of the tips and accounts (`Tables`)
 
     @property
     def pending_until(self) -> int | None:
         return min(self.watch.pending.values()) if self.watch.pending else None
 
-    def to_json(self) -> str:
+    def to_json(self, base: Tables = Tables()) -> str:
+        """The manifest; `base`: the content of the side file `tables` (what it holds is not repeated)."""
         body = {
             "format_version": self.format_version,
-            "tips": self.tips,
-            "pending_until": self.pending_until,  # read by state.is_current without this module
+            "tips_digest": tips_digest(self.tips),  # read by state.is_current without this module
+            "pending_until": self.pending_until,
             "rules": self.rules,
             "next_id": self.next_id,
             "segments": [_segment_json(s) for s in self.segments],
-            "accounts": {a: list(v) for a, v in sorted(self.accounts.items())},
+            "tables": [self.tables.name, self.tables.size, self.tables.crc32] if self.tables else None,
+            "tips": _changed(base.tips, self.tips, lambda sha: sha),
+            "accounts": _changed(base.accounts, self.accounts, list),
             "watch": {
                 "pending": dict(sorted(self.watch.pending.items())),
                 "not_listed": {k: list(v) for k, v in sorted(self.watch.not_listed.items())},
@@ -131,39 +150,58 @@ class Manifest:
                 "setups": dict(sorted(self.watch.setups.items())),
             },
         }
-        return json.dumps({**body, "checksum": _checksum(body)}, sort_keys=True, separators=(",", ":")) + "\n"
+        return json.dumps({**body, "checksum": checksum(body)}, sort_keys=True, separators=(",", ":")) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> Manifest:
+    def from_json(cls, text: str, read_tables: Callable[[FileRef], Tables] | None = None) -> Manifest:
+        """The manifest in `text`; `read_tables` reads the side file it names (none named: not called)."""
         try:
             data = json.loads(text)
             version = data.get("format_version")
             if isinstance(version, int) and version != FORMAT_VERSION:
                 raise OtherFormat(version)
-            body = {k: v for k, v in data.items() if k != "checksum"}
-            if data.get("checksum") != _checksum(body):
+            if not intact(data):
                 raise Damaged("the manifest does not match its checksum")
+            tables = FileRef(*data["tables"]) if data["tables"] else None
+            if tables is not None and read_tables is None:
+                raise Damaged("the manifest names a side file that cannot be read here")
+            base = read_tables(tables) if tables is not None and read_tables is not None else Tables()
             w = data["watch"]
-            return cls(
+            manifest = cls(
                 format_version=data["format_version"],
-                tips=data["tips"],
+                tips=_applied(base.tips, data["tips"], str),
                 rules=data["rules"],
                 segments=tuple(_segment_from(s) for s in data["segments"]),
                 next_id=data["next_id"],
-                accounts={a: (v[0], v[1], v[2]) for a, v in data["accounts"].items()},
+                accounts=_applied(base.accounts, data["accounts"], lambda v: (v[0], v[1], v[2])),
                 watch=Watch(
                     pending=dict(w["pending"]),
                     not_listed={k: (v[0], v[1]) for k, v in w["not_listed"].items()},
                     waiting={k: (v[0], v[1]) for k, v in w["waiting"].items()},
                     setups=dict(w["setups"]),
                 ),
+                tables=tables,
             )
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
             raise Damaged(f"the manifest is unreadable ({type(exc).__name__})") from None
+        return manifest
 
 
-def _checksum(body: dict) -> int:
-    return zlib.crc32(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+def _changed(base: Mapping, now: Mapping, encode: Callable) -> dict:
+    """What `now` changes in `base`: new or changed values, and None for a key gone."""
+    found = {k: encode(v) for k, v in now.items() if base.get(k) != v}
+    found.update({k: None for k in base if k not in now})
+    return dict(sorted(found.items()))
+
+
+def _applied(base: Mapping, changes: dict, decode: Callable) -> dict:
+    merged = dict(base)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = decode(value)
+    return merged
 
 
 def _segment_json(s: Segment) -> dict:
@@ -309,7 +347,69 @@ def read_manifest(directory: Path) -> Manifest | None:
         return None
     except UnicodeDecodeError:
         raise Damaged("the manifest is unreadable") from None
-    return Manifest.from_json(text)
+    return Manifest.from_json(text, lambda ref: read_tables(directory, ref))
+
+
+_TABLES_CACHE: dict[tuple[str, FileRef], Tables] = {}  # side files never change: read once per process
+
+
+def read_tables(directory: Path, ref: FileRef) -> Tables:
+    """A side file of tips and accounts, checked against its size and CRC-32."""
+    path = segment_dir(directory) / ref.name
+    key = (str(path), ref)
+    if key in _TABLES_CACHE:
+        return _TABLES_CACHE[key]
+    try:
+        data = path.read_bytes()
+        if len(data) != ref.size or zlib.crc32(data) != ref.crc32:
+            raise Damaged(f"{path} does not match its checksum")
+        body = json.loads(data)
+        tables = Tables(
+            tips={ref: str(sha) for ref, sha in body["tips"].items()},
+            accounts={a: (v[0], v[1], v[2]) for a, v in body["accounts"].items()},
+        )
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        raise Damaged(f"{path}: {type(exc).__name__}") from None
+    _TABLES_CACHE.clear()  # one index at a time is the common case; a few at once stay correct
+    _TABLES_CACHE[key] = tables
+    return tables
+
+
+def _folded(directory: Path, manifest: Manifest) -> tuple[Manifest, Tables]:
+    """The manifest to write and the content of the side file it names: the same side file while what
+    changed since it was written stays under INLINE entries (tips and accounts), else a new one."""
+    base = read_tables(directory, manifest.tables) if manifest.tables is not None else Tables()
+    changed = sum(base.tips.get(k) != v for k, v in manifest.tips.items()) + len(set(base.tips) - set(manifest.tips))
+    changed += sum(base.accounts.get(k) != v for k, v in manifest.accounts.items())
+    changed += len(set(base.accounts) - set(manifest.accounts))
+    if changed <= INLINE:
+        return manifest, base
+    folder = segment_dir(directory)
+    try:
+        _mkdir(folder)
+    except OSError as exc:
+        raise WriteFailed(exc, folder) from None
+    body = {"tips": manifest.tips, "accounts": {a: list(v) for a, v in manifest.accounts.items()}}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    ref = _write_bytes(folder, f"{manifest.next_id:08d}{TABLES_SUFFIX}", text)
+    tables = Tables(dict(manifest.tips), dict(manifest.accounts))
+    _TABLES_CACHE.clear()
+    _TABLES_CACHE[(str(folder / ref.name), ref)] = tables
+    return replace(manifest, tables=ref, next_id=manifest.next_id + 1), tables
+
+
+def _write_bytes(folder: Path, name: str, data: bytes) -> FileRef:
+    path, tmp = folder / name, folder / f".{name}.{os.getpid()}"
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            _fsync(handle.fileno())
+        _replace(tmp, path)
+    except OSError as exc:
+        discard(tmp)
+        raise WriteFailed(exc, tmp) from None
+    return FileRef(name, len(data), zlib.crc32(data))
 
 
 def write_segment(directory: Path, id: int, table: pa.Table, refs: pa.Table, replaces: int) -> Segment:
@@ -355,15 +455,17 @@ def _write_parquet(table: pa.Table, path: Path, statistics: list[str] | None) ->
     )
 
 
-def commit(directory: Path, manifest: Manifest) -> None:
-    """Make the new segments durable, then atomically replace the manifest, then drop unnamed files."""
+def commit(directory: Path, manifest: Manifest) -> Manifest:
+    """Make the new segments (and side file, `_folded`) durable, then atomically replace the manifest,
+    then drop unnamed files. Returns the manifest as written."""
+    manifest, base = _folded(directory, manifest)
     folder = segment_dir(directory)
     path, tmp = directory / MANIFEST, directory / f".{MANIFEST}.{os.getpid()}"
     try:
         if folder.exists():
             _sync_dir(folder)
         with open(tmp, "w") as handle:
-            handle.write(manifest.to_json())
+            handle.write(manifest.to_json(base))
             handle.flush()
             _fsync(handle.fileno())
         _replace(tmp, path)
@@ -372,13 +474,20 @@ def commit(directory: Path, manifest: Manifest) -> None:
         discard(tmp)
         raise WriteFailed(exc, tmp) from None
     collect_garbage(directory, manifest)
+    return manifest
+
+
+def named_files(manifest: Manifest) -> set[str]:
+    """The files under segments/ this manifest names."""
+    named = {f.name for s in manifest.segments for f in (s.data, s.refs) if f is not None}
+    return named | ({manifest.tables.name} if manifest.tables is not None else set())
 
 
 def collect_garbage(directory: Path, manifest: Manifest) -> None:
     """Delete segment files the manifest does not name (merged ones, or a crashed update's). Callers
     hold the exclusive lock, so no reader is between reading the manifest and opening its files."""
     folder = segment_dir(directory)
-    named = {f.name for s in manifest.segments for f in (s.data, s.refs) if f is not None}
+    named = named_files(manifest)
     try:
         entries = list(folder.iterdir())
     except OSError:
@@ -482,6 +591,21 @@ def find_rows(
     return pa.concat_tables(found) if found else schema.empty_table()
 
 
+_FOOTERS: dict[tuple[str, FileRef], pq.FileMetaData] = {}  # segments never change: footers parsed once
+
+
+def _parquet_file(path: Path, ref: FileRef) -> pq.ParquetFile:
+    """A segment file opened for reads checked by page checksums, its footer parsed once per process
+    (1 ms for a segment of a million rows, paid by each lookup otherwise)."""
+    key = (str(path), ref)
+    f = pq.ParquetFile(path, metadata=_FOOTERS.get(key), page_checksum_verification=True, pre_buffer=False)
+    if key not in _FOOTERS:
+        if len(_FOOTERS) >= 4 * MAX_SEGMENTS:
+            _FOOTERS.clear()
+        _FOOTERS[key] = f.metadata
+    return f
+
+
 def rows_after(directory: Path, segments: Sequence[Segment], after: Key, columns: Sequence[str]) -> pa.Table:
     """Every stored version of the rows with a key above `after` (row groups by timestamp)."""
     found = []
@@ -504,7 +628,7 @@ def _read_groups(
     needed = list(dict.fromkeys([*columns, "sha", "timestamp"]))
     try:
         _check_size(path, segment.data)
-        f = pq.ParquetFile(path, page_checksum_verification=True, pre_buffer=False)
+        f = _parquet_file(path, segment.data)
         meta = f.metadata
         ts_col = f.schema_arrow.get_field_index("timestamp")
         groups = []

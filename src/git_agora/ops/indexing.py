@@ -67,25 +67,41 @@ LOG_COLUMNS = (
 
 
 def refresh(project: Project, rebuild: bool = False):
-    """Bring the index up to date with the refs (quarantining rewritten remote logs first)."""
+    """Bring the index up to date with the refs (quarantining rewritten remote logs first). The refs are
+    read once, after the manifest (`store.update_index` says why)."""
     from ..feedback import on_demand
     from ..index.state import index_dir, read_state
+    from ..index.store import UpdateReport, stored_tips
     from ..index.store import update_index as update
 
-    state = read_state(index_dir(project.repo)) or {}
-    refs = project.repo.git.for_each_ref(ROOT)
-    kept = quarantine_rewritten_logs(project.repo, state.get("tips", {}), refs)
+    directory = index_dir(project.repo)
+    seen = read_state(directory)
+    refs = project.repo.refs_under(ROOT)
+    if not rebuild and _current(seen, refs):
+        confirm_setup(project, seen)
+        return UpdateReport(0, False)
+    kept = quarantine_rewritten_logs(project.repo, stored_tips(directory, seen), refs)
     record_tampering(project.repo, kept)
     for rewritten in kept:
         project.feedback.notice(rewritten.describe())
     if kept:
-        refs = project.repo.git.for_each_ref(ROOT)  # the quarantine moved refs
+        refs = project.repo.refs_under(ROOT)  # the quarantine moved refs
     with on_demand(project.feedback, "indexing commits") as advance:
-        report = update(project.repo, _rules(project, refs), rebuild=rebuild, progress=advance, tips=refs)
+        rules = _rules(project, refs)
+        report = update(project.repo, rules, rebuild=rebuild, progress=advance, tips=refs, seen=seen)
     for warning in report.warnings:
         project.feedback.notice(warning)
     confirm_setup(project)
     return report
+
+
+def _current(state: dict | None, refs: dict[str, str]) -> bool:
+    import time
+
+    from ..index.schema import FORMAT_VERSION
+    from ..index.state import current
+
+    return current(state, refs, time.time(), FORMAT_VERSION)
 
 
 def use_setup(project: Project) -> None:
@@ -95,18 +111,19 @@ def use_setup(project: Project) -> None:
         _ = project.setup  # the error that says there is no project here
 
 
-def confirm_setup(project: Project) -> None:
+def confirm_setup(project: Project, state: dict | None = None) -> None:
     """Pin the setup once the index, which has read every commit, names every root setup; several,
-    none pinned: `CompetingSetups`."""
-    from ..index.segments import read_manifest
-    from ..index.state import index_dir
+    none pinned: `CompetingSetups`. `state`: the manifest as just read (`state.read_state`)."""
+    from ..index.schema import FORMAT_VERSION
+    from ..index.state import index_dir, intact, read_state
 
     if project.pinned_setup:
         return
-    manifest = read_manifest(index_dir(project.repo))
-    if manifest is None:
+    state = state if state is not None else read_state(index_dir(project.repo))
+    if state is None or state.get("format_version") != FORMAT_VERSION or not intact(state):
         return
-    roots = [s for s in manifest.watch.setups if (c := project.repo.contribution(s)) is not None and not c.parents]
+    setups = state.get("watch", {}).get("setups", {})
+    roots = [s for s in setups if (c := project.repo.contribution(s)) is not None and not c.parents]
     project.pin_setup(roots)
 
 
@@ -199,4 +216,4 @@ def _trusted_keys(project: Project, refs: dict[str, str] | None = None) -> dict[
     refs under refs/agora/ when the caller has just read them."""
     from ..trust import trusted_keys
 
-    return trusted_keys(project.repo, refs if refs is not None else project.repo.git.for_each_ref(ROOT))
+    return trusted_keys(project.repo, refs if refs is not None else project.repo.refs_under(ROOT))

@@ -37,7 +37,7 @@ def quarantine_rewritten_logs(
         new_tip = new_tips.get(ref)
         if not ref.startswith(REMOTES_PREFIX) or "/log/" not in ref or new_tip == old_tip:
             continue
-        if repo.commit_info(old_tip) is None or (new_tip is not None and repo.git.is_ancestor(old_tip, new_tip)):
+        if repo.commit_info(old_tip) is None or (new_tip is not None and _moved_forward(repo, old_tip, new_tip)):
             continue
         remote, _, account = ref[len(REMOTES_PREFIX) :].partition("/log/")
         quarantine = LogRef(account).quarantine(remote, old_tip)
@@ -45,3 +45,21 @@ def quarantine_rewritten_logs(
             repo.set_ref(quarantine, old_tip)
             kept.append(RewrittenLog(remote, account, old_tip, new_tip, quarantine))
     return kept
+
+
+FIRST_PARENT_STEPS = 16  # a log that moved forward by a few entries is told in-process
+
+
+def _moved_forward(repo: Repository, old_tip: str, new_tip: str) -> bool:
+    """Does `new_tip` contain `old_tip`? A few steps down the first-parent chain of `new_tip` (how a log
+    grows) answer most cases without a git process; `git merge-base --is-ancestor` the rest (it can walk
+    much of a large project's history)."""
+    sha: str | None = new_tip
+    for _ in range(FIRST_PARENT_STEPS):
+        if sha == old_tip:
+            return True
+        info = repo.commit_info(sha) if sha is not None else None
+        if info is None or not info.parents:
+            break
+        sha = info.parents[0]
+    return repo.git.is_ancestor(old_tip, new_tip)

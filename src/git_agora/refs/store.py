@@ -169,6 +169,14 @@ class Repository:
 
     # --- refs --------------------------------------------------------------------------------
 
+    def refs_under(self, prefix: str) -> dict[str, str]:
+        """Ref name -> sha for every ref under `prefix` (ending in "/"), as `git for-each-ref` lists them:
+        read from the ref files where that is plain (`git.read_refs`), else by git."""
+        from .git import read_refs
+
+        found = read_refs(self.common_dir, prefix)
+        return found if found is not None else self.git.for_each_ref(prefix)
+
     def ref(self, name: str) -> str | None:
         try:
             return self.dulwich.refs[name.encode()].decode()
