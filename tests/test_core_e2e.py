@@ -322,3 +322,17 @@ def test_publishing_imports_nothing_heavy(tmp_path, project):
     push = agora(project, "push", "-m", "order 5", "--tag", "result", "--metric", "bpc=2.4", env=timed)
     for run in (post, push):
         assert "import time:" in run.stderr and not heavy.findall(run.stderr)
+
+
+def test_a_fetch_that_brings_nothing_imports_nothing_heavy(project):
+    """An agent polling `git agora fetch` pays no pyarrow or numpy when nothing is new (the index's
+    manifest says it is current); a fetch that brings something does index it."""
+    heavy = re.compile(r"\| (pyarrow|numpy|torch|sklearn|pandas)$", re.M)
+    timed = {"PYTHONPROFILEIMPORTTIME": "1"}
+    agora(project, "fetch")
+    idle = agora(project, "fetch", env=timed)
+    assert "import time:" in idle.stderr and not heavy.findall(idle.stderr)
+    agora(project, "post", "-m", "something new", "--tag", "insight")
+    git(project, "update-ref", "-d", "refs/agora/remotes/origin/log/" + git(project, "config", "agora.account").strip())
+    busy = agora(project, "fetch", env=timed)
+    assert heavy.findall(busy.stderr)  # the new entry is indexed, which needs pyarrow

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-FORMAT_VERSION = 4  # 4: the tips and per-account counts in a side file the manifest names
+from .state import FORMAT_VERSION  # noqa: F401 - defined where reading it needs no pyarrow
 
 CONTRIBUTIONS = pa.schema(
     [

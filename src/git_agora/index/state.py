@@ -18,6 +18,8 @@ from ..contribution import LIMITS
 from ..refs.names import ROOT
 from ..refs.store import Repository
 
+FORMAT_VERSION = 4  # on disk; 4: the tips and per-account counts in a side file the manifest names
+
 STATE_FILE = "manifest.json"  # written by index.segments
 
 

@@ -98,8 +98,7 @@ def refresh(project: Project, rebuild: bool = False):
 def _current(state: dict | None, refs: dict[str, str]) -> bool:
     import time
 
-    from ..index.schema import FORMAT_VERSION
-    from ..index.state import current
+    from ..index.state import FORMAT_VERSION, current
 
     return current(state, refs, time.time(), FORMAT_VERSION)
 
@@ -114,8 +113,7 @@ def use_setup(project: Project) -> None:
 def confirm_setup(project: Project, state: dict | None = None) -> None:
     """Pin the setup once the index, which has read every commit, names every root setup; several,
     none pinned: `CompetingSetups`. `state`: the manifest as just read (`state.read_state`)."""
-    from ..index.schema import FORMAT_VERSION
-    from ..index.state import index_dir, intact, read_state
+    from ..index.state import FORMAT_VERSION, index_dir, intact, read_state
 
     if project.pinned_setup:
         return
