@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from agora_testing import agora, forge, git
@@ -272,6 +273,13 @@ def test_updates_equal_a_rebuild_through_late_out_of_order_and_future_rows(forge
     update(clone, now)
     assert carried not in manifest_of(clone).watch.not_listed
     assert check(clone, now) == []
+
+    whole = logical(clone)  # a few rows read row group by row group are the same rows, newest versions
+    some = [early, carried, future, whole.column("sha")[0].as_py(), "0" * 40]
+    columns = ["sha", "timestamp", "log_seq", "title", "valid"]
+    rows = store.read_rows(Project.open(clone).repo, ["log_seq", "title", "valid"], some).select(columns)
+    expected = whole.filter(pc.is_in(whole.column("sha"), value_set=pa.array(some))).select(columns)
+    assert rows.num_rows == 4 and rows.equals(expected)
 
     later = now + 5 * DAY  # the clock passes the future row: it stops being pending
     update(clone, later)

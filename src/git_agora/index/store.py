@@ -543,13 +543,31 @@ def _by_sha(directory: Path, found: Sequence[Segment], shas: set[str]) -> pa.Tab
 # --- reading --------------------------------------------------------------------------------------
 
 
-def _read(directory: Path, columns: Sequence[str] | None) -> tuple[Manifest, pa.Table, pa.Table]:
-    """The manifest and the logical tables (`columns` of contributions only, plus sha and timestamp)."""
+def read_rows(repo: Repository, columns: Sequence[str], shas: Iterable[str]) -> pa.Table:
+    """`columns` (plus sha and timestamp) of the stored contributions whose sha is among `shas`, each
+    row group filtered as it is read: a few thousand descriptions of a million-row index cost one row
+    group of the column, not the whole column. Only what is stored: the caller has brought the index
+    up to date (a sha it lacks is simply absent)."""
+    wanted = pa.array(sorted(set(shas)), pa.string())
+
+    def keep(table: pa.Table) -> pa.Table:
+        return table.filter(pc.is_in(table.column("sha"), value_set=wanted))
+
+    directory = index_dir(repo)
+    with locked(directory, exclusive=False):
+        return _read(directory, columns, keep)[1]
+
+
+def _read(
+    directory: Path, columns: Sequence[str] | None, keep: segments.RowFilter | None = None
+) -> tuple[Manifest, pa.Table, pa.Table]:
+    """The manifest and the logical tables (`columns` of contributions only, plus sha and timestamp;
+    the rows `keep` keeps, when given)."""
     manifest = segments.read_manifest(directory)
     if manifest is None:
         raise Damaged("there is no index yet")
     names = None if columns is None else [c for c in CONTRIBUTIONS.names if c in {*columns, "sha", "timestamp"}]
-    tables = [segments.read_segment(directory, s, names) for s in manifest.segments]
+    tables = [segments.read_segment(directory, s, names, keep) for s in manifest.segments]
     if tables:
         contributions = segments.logical(tables, manifest.segments)
     else:

@@ -35,7 +35,7 @@ def analyze(
     from ..frontier.needs import vectors_needed
     from ..index.followons_cache import cached_counter
     from .embedding import project_model, update_embeddings
-    from .indexing import load
+    from .indexing import load, load_rows
 
     index = load(project, ANALYZE_COLUMNS)  # descriptions only if something must be embedded
     try:
@@ -49,7 +49,7 @@ def analyze(
     if embed:
         needed = frame.table["sha"].take(vectors_needed(frame, config.clusters, config.ucb))
         report = update_embeddings(
-            project, index.contributions, model, needed, budget, lambda: load(project, TEXT_COLUMNS).contributions
+            project, index.contributions, model, needed, budget, lambda shas: load_rows(project, TEXT_COLUMNS, shas)
         )
         embeddings, model_id = report.cache, report.model
     else:
@@ -98,7 +98,7 @@ def search(project: Project, query: str, limit: int = 10, model: str | None = No
         contributions,
         wanted,
         budget=budget,
-        described=lambda: load(project, KEYWORD_COLUMNS).contributions,
+        described=lambda shas: load(project, KEYWORD_COLUMNS).contributions,  # keywords need them all
         remind=False,
     )
     embeddings, model_id_ = report.cache, report.model

@@ -10,7 +10,7 @@ left and that `git agora index --embed` embeds the rest.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -66,13 +66,14 @@ def update_embeddings(
     model: str | None = None,
     needed=(),
     budget=None,
-    described: Callable[[], Any] | None = None,
+    described: Callable[[Sequence[str]], Any] | None = None,
     remind: bool = True,
 ) -> EmbedReport:
     """Embed the ``needed`` shas that lack a vector of ``model`` (None: the default; 'hashing': the
     lexical fallback), then others newest first within ``budget`` (None: `EmbedBudget` from the
-    environment), and cache them. ``contributions`` may leave out the descriptions when ``described()``
-    gives the table with them (called only when something is embedded). ``remind``: a notice says how
+    environment), and cache them. ``contributions`` may leave out the descriptions when
+    ``described(shas)`` gives a table with them, at least for those shas (called only when something
+    is embedded). ``remind``: a notice says how
     many remain and how to embed them."""
     budget = budget if budget is not None else budget_from_env()
     report = _embed(project, contributions, model, needed, budget, described, everything=False)
@@ -82,6 +83,10 @@ def update_embeddings(
     return report
 
 
+LATER_TEXTS = 20_000
+"""At most this many older descriptions are read for a run that must read them apart (a time budget
+of seconds reaches a few hundred; MiniLM on 2 cores embeds about 150 a second): their column is read
+for those rows only, not for a million."""
 EMBED_COLUMNS = ("sha", "timestamp", "log_seq", "valid", "title", "description")
 """What embedding reads: the plan's keys and the texts (not the whole index: a million rows)."""
 
@@ -125,7 +130,8 @@ def _embed(project: Project, contributions, model, needed, budget, described, ev
     if backend.model != wanted:  # a fallback encoder: its own vectors, its own plan
         plan = plan_embedding(contributions, _cached_shas(cache, backend.model), needed, everything)
     if "description" not in contributions.column_names and described is not None:
-        contributions = described()
+        plan = replace(plan, later=plan.later[:LATER_TEXTS])  # the rest waits for a later run
+        contributions = described([*plan.first, *_later(plan, budget)])
     store = _Store(project)
     texts = _texts(contributions, plan, budget)
     encoded = encode_plan(plan, texts, backend, budget, project.feedback.progress, store=store.append)
@@ -177,8 +183,12 @@ def _texts(contributions, plan, budget) -> Mapping[str, str]:
     """The texts of what the run may encode (``later`` only as far as a row budget reaches)."""
     from ..frontier.embeddings import TextsOf
 
-    later = () if budget.none else (plan.later if budget.rows is None else plan.later[: budget.rows])
-    return TextsOf(contributions, [*plan.first, *later])
+    return TextsOf(contributions, [*plan.first, *_later(plan, budget)])
+
+
+def _later(plan, budget) -> tuple[str, ...]:
+    """What of ``plan.later`` a run may reach: none without a budget, a row budget's count, else all."""
+    return () if budget.none else (plan.later if budget.rows is None else plan.later[: budget.rows])
 
 
 def _cached_shas(cache, model: str):

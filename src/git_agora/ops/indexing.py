@@ -146,6 +146,23 @@ def load(project: Project, columns: Sequence[str] | None = None):
     return index
 
 
+def load_rows(project: Project, columns: Sequence[str], shas: Sequence[str]):
+    """`columns` (plus sha and timestamp) of the contributions among `shas`, read row group by row
+    group, after `load` brought the index up to date. On a read-only index whose new rows live only
+    in `load`'s temporary copy, some are not stored: then the whole columns are read and filtered."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ..index.store import read_rows
+
+    wanted = set(shas)
+    table = read_rows(project.repo, columns, wanted)
+    if table.num_rows >= len(wanted):
+        return table
+    whole = load(project, columns).contributions
+    return whole.filter(pc.is_in(whole["sha"], value_set=pa.array(sorted(wanted), pa.string())))
+
+
 def refresh_if_stale(project: Project) -> None:
     """After a fetch: update only when the tips moved (a no-op fetch never imports pyarrow)."""
     from ..index.state import is_current
