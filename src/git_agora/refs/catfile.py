@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+BATCH = 1024  # shas asked at once: 41 KiB of questions, under a pipe's 64 KiB
+
 
 class CatFile:
     """One `git cat-file --batch` process, asked one object at a time (a context manager)."""
@@ -28,9 +30,22 @@ class CatFile:
 
     def commit(self, sha: str) -> bytes | None:
         """The raw commit, or None when it is missing or not a commit."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(sha.encode() + b"\n")
-        self.proc.stdin.flush()
+        return self.commits([sha])[0]
+
+    def commits(self, shas: list[str]) -> list[bytes | None]:
+        """`commit` of each sha, asked for together: one round trip per `BATCH` shas instead of one per
+        sha (the questions fit in the pipe, so git can answer while they are still being written)."""
+        assert self.proc.stdin is not None
+        found: list[bytes | None] = []
+        for start in range(0, len(shas), BATCH):
+            part = shas[start : start + BATCH]
+            self.proc.stdin.write(b"".join(sha.encode() + b"\n" for sha in part))
+            self.proc.stdin.flush()
+            found += [self._answer() for _ in part]
+        return found
+
+    def _answer(self) -> bytes | None:
+        assert self.proc.stdout is not None
         header = self.proc.stdout.readline().split()
         if len(header) != 3:  # "<sha> missing" / "ambiguous"
             return None
