@@ -118,4 +118,22 @@ def random_table(n: int, seed: int = 0, accounts: int = 20, merge_share: float =
     return table(rows)
 
 
+def descendants_by_walk(graph, qualifying) -> list[int]:
+    """Per node: a depth-first walk over child edges, counting the distinct qualifying nodes it meets
+    (the reference the follow-on counts are checked against)."""
+    kids: dict[int, list[int]] = {}
+    for c, p in zip(graph.child.tolist(), graph.parent.tolist()):
+        kids.setdefault(p, []).append(c)
+    counts = []
+    for u in range(graph.n):
+        seen, stack = set(), [u]
+        while stack:
+            for c in kids.get(stack.pop(), []):
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        counts.append(sum(bool(qualifying[c]) for c in seen))
+    return counts
+
+
 sys.modules["frontier_tables"] = sys.modules[__name__]

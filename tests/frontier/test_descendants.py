@@ -6,7 +6,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from frontier_tables import node, random_table, table, verify
+from frontier_tables import descendants_by_walk, node, random_table, table, verify
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,23 +14,6 @@ from git_agora.frontier import descendants
 from git_agora.frontier.descendants import MAX_BLOCK, MIN_BLOCK, block_size, count_descendants, set_width
 from git_agora.frontier.evidence import current_verdicts, follow_on_work
 from git_agora.frontier.graph import build_graph, topological_order
-
-
-def reference(graph, qualifying) -> list[int]:
-    """Per node: a depth-first walk over child edges, counting the distinct qualifying nodes it meets."""
-    kids: dict[int, list[int]] = {}
-    for c, p in zip(graph.child.tolist(), graph.parent.tolist()):
-        kids.setdefault(p, []).append(c)
-    counts = []
-    for u in range(graph.n):
-        seen, stack = set(), [u]
-        while stack:
-            for c in kids.get(stack.pop(), []):
-                if c not in seen:
-                    seen.add(c)
-                    stack.append(c)
-        counts.append(sum(bool(qualifying[c]) for c in seen))
-    return counts
 
 
 @st.composite
@@ -62,16 +45,16 @@ def dags(draw):
 def test_blocks_count_what_a_walk_from_each_node_counts(rows, block, data):
     graph = build_graph(table(rows))
     qualifying = follow_on_work(graph, current_verdicts(graph))
-    assert count_descendants(graph, qualifying, block).tolist() == reference(graph, qualifying)
+    assert count_descendants(graph, qualifying, block).tolist() == descendants_by_walk(graph, qualifying)
     mask = np.array(data.draw(st.lists(st.booleans(), min_size=graph.n, max_size=graph.n)), dtype=bool)
-    assert count_descendants(graph, mask, block).tolist() == reference(graph, mask)
+    assert count_descendants(graph, mask, block).tolist() == descendants_by_walk(graph, mask)
 
 
 @pytest.mark.parametrize("block", [None, 64, 1000])
 def test_a_larger_random_graph_with_many_merges(block):
     graph = build_graph(random_table(1500, seed=7, merge_share=0.4))
     qualifying = follow_on_work(graph, current_verdicts(graph))
-    assert count_descendants(graph, qualifying, block).tolist() == reference(graph, qualifying)
+    assert count_descendants(graph, qualifying, block).tolist() == descendants_by_walk(graph, qualifying)
 
 
 def test_no_nodes_no_edges_no_qualifying():
@@ -112,7 +95,7 @@ def test_lines_of_history_are_walked_as_chains(shape):
     graph = build_graph(table(rows))
     qualifying = np.arange(graph.n) % 3 != 1
     for block in (None, 50, 1):
-        assert count_descendants(graph, qualifying, block).tolist() == reference(graph, qualifying)
+        assert count_descendants(graph, qualifying, block).tolist() == descendants_by_walk(graph, qualifying)
 
 
 def test_block_size_keeps_the_pending_sets_within_the_budget():

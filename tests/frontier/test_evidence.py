@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from frontier_tables import node, random_table, sha, table, verify
+from frontier_tables import descendants_by_walk, node, random_table, sha, table, verify
 
 from git_agora.frontier.evidence import EVIDENCE, count_descendants, evidence
 from git_agora.frontier.graph import build_graph
@@ -154,26 +154,10 @@ def test_descendants_with_clock_skew_use_graph_order():
     assert (out["R"]["descendants"], out["A"]["descendants"]) == (2, 1)
 
 
-def brute_force_descendants(graph, qualifying) -> list[int]:
-    kids: dict[int, list[int]] = {}
-    for c, p in zip(graph.child.tolist(), graph.parent.tolist()):
-        kids.setdefault(p, []).append(c)
-    counts = []
-    for u in range(graph.n):
-        seen, stack = set(), [u]
-        while stack:
-            for c in kids.get(stack.pop(), []):
-                if c not in seen:
-                    seen.add(c)
-                    stack.append(c)
-        counts.append(sum(bool(qualifying[c]) for c in seen))
-    return counts
-
-
 def test_descendants_match_brute_force_on_a_random_graph():
     graph = build_graph(random_table(400, seed=3, merge_share=0.3))
     qualifying = (graph.account % 3) != 0
-    assert count_descendants(graph, qualifying).tolist() == brute_force_descendants(graph, qualifying)
+    assert count_descendants(graph, qualifying).tolist() == descendants_by_walk(graph, qualifying)
 
 
 def test_large_random_graph_runs():

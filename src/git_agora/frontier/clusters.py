@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .frame import Frame
+from .graph import pointer_roots
 
 VectorSource = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -68,11 +69,11 @@ def single_link(vectors: np.ndarray, threshold: float = 0.90, block: int = 1024)
         near[:, : stop - start] &= np.triu(np.ones((stop - start, stop - start), dtype=bool), k=1)
         degree[start:stop] += near.sum(axis=1)
         degree[start:] += near.sum(axis=0)
-        parent = _roots(parent)
+        parent = pointer_roots(parent)
         near &= parent[start:stop, None] != parent[None, start:]  # pairs already joined need no edge
         rows, cols = np.nonzero(near)
         parent = _union(parent, rows + start, cols + start)
-    return _relabel(_roots(parent)), degree
+    return _relabel(pointer_roots(parent)), degree
 
 
 def near_duplicates(queries: np.ndarray, vectors: np.ndarray, threshold: float = 0.90) -> np.ndarray:
@@ -82,17 +83,9 @@ def near_duplicates(queries: np.ndarray, vectors: np.ndarray, threshold: float =
     return ((queries @ vectors.T) >= threshold).sum(axis=1).astype(np.int64)
 
 
-def _roots(parent: np.ndarray) -> np.ndarray:
-    while True:
-        grand = parent[parent]
-        if np.array_equal(grand, parent):
-            return parent
-        parent = grand
-
-
 def _union(parent: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Merge the sets of each pair (a[i], b[i]); roots always point to smaller indices (no cycles)."""
-    parent = _roots(parent)
+    parent = pointer_roots(parent)
     while len(a):
         ra, rb = parent[a], parent[b]
         apart = ra != rb
@@ -100,7 +93,7 @@ def _union(parent: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if not len(a):
             break
         np.minimum.at(parent, np.maximum(ra, rb), np.minimum(ra, rb))
-        parent = _roots(parent)
+        parent = pointer_roots(parent)
     return parent
 
 

@@ -169,3 +169,13 @@ def _csr(source: np.ndarray, target: np.ndarray, n: int) -> tuple[list[int], lis
 def combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:
     """One contiguous array from a table column."""
     return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+
+
+def pointer_roots(parent: np.ndarray) -> np.ndarray:
+    """A forest given as parent pointers (each pointing at a smaller node or itself), every node pointed
+    at its tree's root by pointer jumping (a few dozen vectorised rounds for a million nodes)."""
+    while True:
+        grand = parent[parent]
+        if np.array_equal(grand, parent):
+            return parent
+        parent = grand

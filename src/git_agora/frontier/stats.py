@@ -66,7 +66,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .evidence import current_verdicts
-from .graph import Graph, build_graph, signed
+from .graph import Graph, build_graph, pointer_roots, signed
 from .lineage import Lineage, lineage_of
 from .scored import best_node, in_time, new_best_mask, primary_metric, scored_nodes
 
@@ -192,18 +192,9 @@ def component_sizes(graph: Graph) -> np.ndarray:
         if not joins.any():
             break
         np.minimum.at(root, np.maximum(ra[joins], rb[joins]), np.minimum(ra[joins], rb[joins]))
-        root = _flatten(root)
-    sizes = np.bincount(_flatten(root), minlength=graph.n)
+        root = pointer_roots(root)
+    sizes = np.bincount(pointer_roots(root), minlength=graph.n)
     return sizes[sizes > 0]
-
-
-def _flatten(root: np.ndarray) -> np.ndarray:
-    """Every node pointed at its tree's root (roots only ever point at smaller nodes, so this ends)."""
-    while True:
-        up = root[root]
-        if np.array_equal(up, root):
-            return root
-        root = up
 
 
 def tag_counts(table: pa.Table) -> tuple[tuple[str, int], ...]:
