@@ -1,13 +1,13 @@
-"""`TextsOf` is `texts_by_sha`, one text at a time."""
+"""`TextsOf`: the text embedded for each valid contribution, made when asked for."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from git_agora.frontier.embeddings import TextsOf, texts_by_sha
+from git_agora.frontier.embeddings import TextsOf
 
 
-def test_texts_of_equals_texts_by_sha():
+def test_texts_of_the_valid_rows_in_order():
     table = pa.table(
         {
             "sha": ["a", "b", "c", "d", "e"],
@@ -16,8 +16,8 @@ def test_texts_of_equals_texts_by_sha():
             "valid": [True, False, True, None, True],
         }
     )
-    lazy, eager = TextsOf(table), texts_by_sha(table)
-    assert dict(lazy) == eager and list(lazy) == list(eager) and len(lazy) == len(eager) == 3
-    assert "b" not in lazy and lazy["c"] == "only a description"
+    texts = TextsOf(table)
+    assert dict(texts) == {"a": "t1\nmore", "c": "only a description", "e": "same"}
+    assert list(texts) == ["a", "c", "e"] and len(texts) == 3 and "b" not in texts
     some = TextsOf(table, ["e", "b", "zz", "a"])  # in this order; b is invalid, zz unknown
-    assert list(some) == ["e", "a"] and dict(some) == {"e": eager["e"], "a": eager["a"]}
+    assert list(some) == ["e", "a"] and dict(some) == {"e": "same", "a": "t1\nmore"}

@@ -59,17 +59,8 @@ def contribution_text(title: str | None, description: str | None) -> str:
     return f"{title}\n\n{description}" if title else description
 
 
-def texts_by_sha(contributions: pa.Table, valid_only: bool = True) -> dict[str, str]:
-    """``{sha: contribution_text}`` for the (valid) contributions of an index table."""
-    table = contributions.filter(pc.fill_null(contributions["valid"], False)) if valid_only else contributions
-    shas = table["sha"].to_pylist()
-    titles = table["title"].to_pylist()
-    descriptions = table["description"].to_pylist()
-    return {s: contribution_text(t, d) for s, t, d in zip(shas, titles, descriptions)}
-
-
 class TextsOf(Mapping[str, str]):
-    """``texts_by_sha`` of the valid rows (of those among ``shas`` when given, in that order), each text
+    """``{sha: contribution_text}`` of the valid rows (of those among ``shas`` when given, in that order), each text
     made when asked for from the table's own columns: a million descriptions as Python strings, or a
     filtered copy of the column, would take several times the column's size."""
 
@@ -95,6 +86,11 @@ class TextsOf(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._row)
+
+
+def texts_by_sha(contributions: pa.Table) -> dict[str, str]:
+    """``{sha: contribution_text}`` for the valid contributions of an index table, all at once."""
+    return dict(TextsOf(contributions))
 
 
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
