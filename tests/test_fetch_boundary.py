@@ -226,3 +226,23 @@ def test_commit_graph_size_counts_every_file_of_a_split_chain(history):
     chain = (objects / "info" / "commit-graphs" / "commit-graph-chain").read_text().split()
     assert len(chain) == 2 and not (objects / "info" / "commit-graph").exists()
     assert commit_graph_size(objects) == int(git(b, "rev-list", "--all", "--count").strip()) == reachable + 2
+
+
+def test_a_full_disk_while_adopting_the_probe_leaves_no_half_copy_and_falls_back(monkeypatch, history):
+    import errno
+
+    from git_agora.refs import boundary
+
+    a, b, setup = history
+    publish_forged_log(a, "newcomer", [forge(a, "first\n", [setup])])
+
+    def full_disk(source, target):
+        with open(target, "wb") as out:
+            out.write(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+
+    monkeypatch.setattr(boundary.shutil, "copyfile", full_disk)
+    assert sync.fetch(Repository.discover(b), "origin").updated_logs == ("newcomer",)  # the plain fetch did it
+    assert not list((b / ".git" / "objects").rglob("tmp-probe-*"))
+    tip = git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip()
+    assert _connected(b, tip)

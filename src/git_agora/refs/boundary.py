@@ -76,8 +76,12 @@ def _place(source: Path, target: Path) -> None:
         return
     target.parent.mkdir(exist_ok=True)
     temporary = target.with_name(f"tmp-probe-{target.name}")
-    shutil.copyfile(source, temporary)
-    temporary.replace(target)
+    try:
+        shutil.copyfile(source, temporary)
+        temporary.replace(target)
+    except OSError:
+        temporary.unlink(missing_ok=True)  # a full disk leaves no half copy behind; the caller falls back
+        raise
 
 
 def _quoted(path: Path) -> str:
