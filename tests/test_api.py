@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,16 @@ def test_fetch_counts_what_others_appended_never_ones_own(tmp_path, remote, foun
     assert agora.fetch(bob).new_contributions == 0  # bob's own, already in his local log
     assert agora.fetch(alice).new_contributions == 2
     assert agora.fetch(alice).new_contributions == 0
+
+
+def test_a_claim_lasts_exactly_its_time_from_its_own_commit(founded):
+    """The claim's commit is dated the very second its end is counted from, however slow the publish."""
+    a, _setup, baseline = founded
+    project = agora.open_project(a)
+    start = int(time.time()) - 3600
+    claimed = agora.claim(project, baseline.sha, "trying order 3", "90m", now=start + 0.9)
+    listed = agora.claims(project, now=start + 1)
+    assert [(c.sha, c.since, c.until) for c in listed] == [(claimed.sha, start, start + 5400)]
+    released = agora.release(project, baseline.sha, now=start + 60)
+    assert git(a, "log", "-1", "--format=%ct", released.sha).strip() == str(start + 60)
+    assert agora.claims(project, now=start + 61) == ()

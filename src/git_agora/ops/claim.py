@@ -23,8 +23,9 @@ def claim(
         raise AgoraError(str(exc)) from None
     if seconds <= 0:
         raise AgoraError("a claim lasts a positive time (--for 30m, 2h, 1d)")
-    until = int(now if now is not None else time.time()) + seconds
-    return post(project, description, ["wip"], parents=[sha], meta={UNTIL_KEY: until})
+    start = int(now if now is not None else time.time())
+    meta = {UNTIL_KEY: start + seconds}
+    return post(project, description, ["wip"], parents=[sha], meta=meta, timestamp=start)
 
 
 def release(project: Project, sha: str, now: float | None = None) -> Published:
@@ -33,8 +34,9 @@ def release(project: Project, sha: str, now: float | None = None) -> Published:
     mine = [c for c in claims(project, now) if c.account == project.account and c.target == target]
     if not mine:
         raise AgoraError(f"you have no active claim on {sha[:12]}")
-    until = int(now if now is not None else time.time())
-    return post(project, f"released: {mine[0].title}", ["wip"], parents=[mine[0].target], meta={UNTIL_KEY: until})
+    end = int(now if now is not None else time.time())
+    title = f"released: {mine[0].title}"
+    return post(project, title, ["wip"], parents=[mine[0].target], meta={UNTIL_KEY: end}, timestamp=end)
 
 
 def claims(project: Project, now: float | None = None) -> tuple[Claim, ...]:

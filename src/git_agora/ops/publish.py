@@ -45,13 +45,14 @@ class Published:
         }
 
 
-def publish(project: Project, contribution: Contribution, tree: str) -> Published:
-    """Write the canonical commit and append it to the account log before any network I/O,
-    so a failed or interrupted push loses nothing: the log is pushed now or by the next sync."""
+def publish(project: Project, contribution: Contribution, tree: str, timestamp: int | None = None) -> Published:
+    """Write the canonical commit (dated `timestamp`, default now) and append it to the account log
+    before any network I/O, so a failed or interrupted push loses nothing: the log is pushed now or
+    by the next sync."""
     _validate(project, contribution)
     _check_membership(project, contribution)
     project.enable_signing()
-    sha = project.repo.write_contribution(contribution, tree)
+    sha = project.repo.write_contribution(contribution, tree, timestamp)
     project.repo.append_to_log(contribution.account, [sha])
     return Published(sha, push_log(project.repo, contribution.account, project.remote), contribution.parents)
 
@@ -208,10 +209,11 @@ def post(
     meta: Mapping[str, Any] | None = None,
     cross_refs: Iterable[str] = (),
     prediction: str | Sequence[float] | None = None,
+    timestamp: int | None = None,
 ) -> Published:
     """Publish a light contribution (the first parent's tree) on top of `parents` (default: the
-    checked-out contribution). A target or verdict makes it a verification of that target;
-    `prediction` as in `publish_worktree`."""
+    checked-out contribution), dated `timestamp` (default now). A target or verdict makes it a
+    verification of that target; `prediction` as in `publish_worktree`."""
     metadata = with_prediction(meta, prediction)
     tag_list = list(dict.fromkeys(tags))
     target_shas = tuple(project.contribution_sha(rev) for rev in targets)
@@ -236,7 +238,7 @@ def post(
         raise AgoraError(str(exc)) from None
     first = project.repo.commit_info(parent_shas[0])
     assert first is not None
-    return publish(project, contribution, first.tree)
+    return publish(project, contribution, first.tree, timestamp)
 
 
 def with_prediction(meta: Mapping[str, Any] | None, prediction: str | Sequence[float] | None) -> dict[str, Any]:

@@ -156,8 +156,9 @@ class Repository:
         self.dulwich.object_store.add_object(commit)
         return commit.id.decode()
 
-    def write_contribution(self, contribution: Contribution, tree: str) -> str:
-        return self.write_commit(tree, list(contribution.parents), contribution.to_message(), contribution.account)
+    def write_contribution(self, contribution: Contribution, tree: str, timestamp: int | None = None) -> str:
+        parents = list(contribution.parents)
+        return self.write_commit(tree, parents, contribution.to_message(), contribution.account, timestamp)
 
     @cached_property
     def empty_tree(self) -> str:
