@@ -110,7 +110,7 @@ def _lookup_paths(repo: Repository, queries: list[tuple[str, str]]) -> list[str 
         return []
     text = "".join(f"{tree}:{path}\n" for tree, path in queries)
     out = subprocess.run(
-        ["git", "cat-file", "--batch-check=%(objectname)"],
+        ["git", "cat-file", "--batch-check=%(objectname)", "--buffer"],  # answers in large writes
         cwd=repo.worktree,
         input=text,
         capture_output=True,

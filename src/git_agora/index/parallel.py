@@ -21,11 +21,13 @@ process start-up.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -58,6 +60,20 @@ def workers() -> int:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return max(1, cores)
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection meanwhile (in this process and the workers it forks). A rebuild makes
+    millions of short-lived acyclic objects, freed by their reference counts; each collection would
+    scan every live object again (3% of a rebuild's CPU at a million contributions)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def take(blocks: Iterator[bytes], size: int) -> tuple[list[bytes], bool]:

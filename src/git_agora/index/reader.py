@@ -7,11 +7,16 @@ object reads.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ..contribution import Contribution, ContributionError, NewerFormat
 from ..refs.store import LOG_ENTRY_KEY, LOG_FORMAT_TRAILER
@@ -51,9 +56,20 @@ def walk(git_dir: Path, tips: list[str], exclude: list[str]) -> Iterator[RawComm
 
 def walk_blocks(git_dir: Path, tips: list[str], exclude: list[str], size: int = 1 << 20) -> Iterator[bytes]:
     """The output of `walk` as blocks of undecoded records, log commits included (`records` splits one):
-    a large walk hands them to worker processes, which also read the log commits (`listing.log_links`)."""
+    a large walk hands them to worker processes, which also read the log commits (`listing.log_links`).
+
+    Their order is not walk order. A walk that excludes nothing (a rebuild) in a repository without a
+    commit-graph takes git's default order, whose first records come at once, so the workers parse while
+    git is still walking: there `--date-order` prints nothing until git has walked everything (a second
+    at 100,000 contributions, both cores idle). With a commit-graph (which every fetch keeps), or with
+    commits to exclude (the walk is limited before it prints in any order), `--date-order` is the
+    fastest: the default order costs git 40% more CPU at 1,000,000 contributions (22 s against 16 s)."""
     if tips:
-        yield from _blocks(["log", "--date-order"], [*tips, *(f"^{sha}" for sha in exclude)], git_dir, size)
+        from ..refs.boundary import commit_graph_size
+
+        streams_first = not exclude and commit_graph_size(git_dir / "objects") == 0
+        order = ["log"] if streams_first else ["log", "--date-order"]
+        yield from _blocks(order, [*tips, *(f"^{sha}" for sha in exclude)], git_dir, size)
 
 
 def records(block: bytes) -> list[bytes]:
@@ -91,20 +107,47 @@ def _blocks(command: list[str], revisions: list[str], git_dir: Path, size: int =
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(("\n".join(revisions) + "\n").encode())
         proc.stdin.close()
-        pending = b""
-        while chunk := proc.stdout.read(size):
-            data = pending + chunk
-            cut = data.rfind(b"\0")
-            if cut < 0:
-                pending = data
-                continue
-            pending = data[cut + 1 :]
-            yield data[:cut]
-        if pending:
-            yield pending
+        yield from record_blocks(proc.stdout, size)
         if proc.wait() != 0:
             errors.seek(0)
             raise RuntimeError(f"git log failed: {errors.read().decode(errors='replace').strip()}")
+
+
+PIPE_BYTES = 1 << 20  # the pipe git writes into (Linux's default limit for an unprivileged process)
+FILL_WAIT_S = 0.002
+
+
+def record_blocks(stream: IO[bytes], size: int) -> Iterator[bytes]:
+    """What a process writes to the pipe `stream`, as blocks of whole NUL-separated records of about
+    `size` bytes (a longer record makes a longer block).
+
+    Git writes a commit at a time: a reader that wakes for each write switches tasks 200,000 times for
+    100,000 contributions (half a CPU-second on 2 cores). So the pipe is enlarged, a short read is
+    followed by a pause that lets git fill it (at most `FILL_WAIT_S` lost at the end), and the bytes are
+    read into one reused buffer, copied once into the block they end up in."""
+    fd = stream.fileno()
+    with contextlib.suppress(OSError, AttributeError):  # not Linux, or over the user's pipe quota
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, min(size, PIPE_BYTES))
+    buffer = bytearray(size)
+    view, filled = memoryview(buffer), 0
+    while got := os.readv(fd, [view[filled:]]):
+        filled += got
+        if filled < len(buffer):
+            if got < size // 4:
+                time.sleep(FILL_WAIT_S)
+            continue
+        cut = buffer.rfind(b"\0", 0, filled)
+        if cut < 0:  # one record fills the buffer: a larger one
+            view.release()
+            buffer += bytes(len(buffer))
+            view = memoryview(buffer)
+            continue
+        yield bytes(view[:cut])
+        rest = filled - cut - 1
+        view[:rest] = view[cut + 1 : filled]
+        filled = rest
+    if filled > 1 or (filled and buffer[0]):  # git ends its output with a NUL: no empty last record
+        yield bytes(view[: filled - 1 if buffer[filled - 1] == 0 else filled])
 
 
 _LOG_BLOCK = f"\n\n{LOG_FORMAT_TRAILER}\n{LOG_ENTRY_KEY}: ".encode()

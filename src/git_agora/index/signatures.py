@@ -30,7 +30,7 @@ def raw_commits(git_dir: Path, shas: list[str]) -> dict[str, bytes]:
     if not shas:
         return {}
     proc = subprocess.run(
-        ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+        ["git", "--git-dir", str(git_dir), "cat-file", "--batch", "--buffer"],  # all asked at once: no flush each
         input="".join(f"{sha}\n" for sha in shas).encode(),
         capture_output=True,
     )

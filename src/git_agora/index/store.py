@@ -308,18 +308,19 @@ def _parallel_rows(
     """The new rows of a large walk, as the serial path builds them: parsed by worker processes, the
     log listing read from the same walk (a rebuild) or from the moved logs, then the graph rules, the
     evaluator policy and the signatures, each over whole columns."""
-    work, links = parallel.parse_all(blocks, rules.primary_metric, now, progress)  # in canonical order
-    listed: Mapping[str, set[str]]
-    if base.tips:
-        listed = listing.new_entries(repo.common_dir, base.tips, tips)
-    else:  # the walk printed every log commit
-        listed = listing.entries_from_walk(repo.common_dir, tips, links)
-    del links  # a million rows at 1M contributions
-    known = _known_parents_of(repo, directory, base, work)
-    table, refs = parallel.graph_rows(work, known, rules.root, listed)
-    del work
-    table = _evaluator_policy_table(repo, table, rules.root)
-    table = _signatures_table(repo, table, rules)
+    with parallel.cyclic_gc_paused():
+        work, links = parallel.parse_all(blocks, rules.primary_metric, now, progress)  # in canonical order
+        listed: Mapping[str, set[str]]
+        if base.tips:
+            listed = listing.new_entries(repo.common_dir, base.tips, tips)
+        else:  # the walk printed every log commit
+            listed = listing.entries_from_walk(repo.common_dir, tips, links)
+        del links  # a million rows at 1M contributions
+        known = _known_parents_of(repo, directory, base, work)
+        table, refs = parallel.graph_rows(work, known, rules.root, listed)
+        del work
+        table = _evaluator_policy_table(repo, table, rules.root)
+        table = _signatures_table(repo, table, rules)
     return table, refs, listed
 
 
