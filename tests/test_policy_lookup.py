@@ -1,14 +1,24 @@
-"""`policy.lookup_paths` answers the same, in query order, whether one `git cat-file` or several share
-the queries."""
+"""`policy.lookup_path_column` answers as `lookup_paths` does, in row order, whether one `git cat-file`
+or several share the questions, with null for a path absent from a tree and for a row without a tree."""
 
 from __future__ import annotations
+
+import pyarrow as pa
 
 from agora_testing import git
 from git_agora import policy
 from git_agora.refs.store import Repository
 
 
-def test_queries_shared_among_processes_answer_as_one_process(tmp_path, monkeypatch):
+def _counted(path_column, calls: list[int]):
+    def counted(repo, trees, path):
+        calls.append(len(trees))
+        return path_column(repo, trees, path)
+
+    return counted
+
+
+def test_a_column_of_trees_answers_as_single_queries_in_one_or_several_processes(tmp_path, monkeypatch):
     git(tmp_path, "init", "-q")
     trees = []
     for n in range(5):
@@ -18,15 +28,50 @@ def test_queries_shared_among_processes_answer_as_one_process(tmp_path, monkeypa
         git(tmp_path, "add", "-A")
         git(tmp_path, "commit", "-q", "-m", f"c{n}")
         trees.append(git(tmp_path, "rev-parse", "HEAD^{tree}").strip())
-    paths = ["agora.toml", "eval/e0.py", "eval/e1.py", "missing.py", "eval"]
-    queries = [(tree, path) for tree in trees for path in paths] * 3
     repo = Repository.discover(tmp_path)
-    alone = policy.lookup_paths(repo, queries)
-    assert alone[3] is None and alone[0] is not None and len(set(alone[: len(paths) * 5])) > 5
-    monkeypatch.setattr(policy, "SPLIT", 4)
-    monkeypatch.setattr(policy, "_cores", lambda: 4)
-    shared, calls = [], []
-    one = policy._lookup_paths
-    monkeypatch.setattr(policy, "_lookup_paths", lambda r, q: calls.append(len(q)) or one(r, q))
-    shared = policy.lookup_paths(repo, queries)
-    assert shared == alone and len(calls) == 4 and sum(calls) == len(queries)
+    column = pa.array([*trees, None, *trees] * 3, pa.string())
+    for path in ["agora.toml", "eval/e0.py", "eval/e1.py", "missing.py", "eval"]:
+        single = [policy.lookup_paths(repo, [(tree, path)])[0] if tree else None for tree in column.to_pylist()]
+        alone = policy.lookup_path_column(repo, column, path).to_pylist()
+        assert alone == single and alone[5] is None
+        assert (path == "missing.py") == all(oid is None for oid in alone)
+        monkeypatch.setattr(policy, "SPLIT", 4)
+        monkeypatch.setattr(policy, "_cores", lambda: 4)
+        calls: list[int] = []
+        monkeypatch.setattr(policy, "_path_column", _counted(policy._path_column, calls))
+        assert policy.lookup_path_column(repo, column, path).to_pylist() == alone
+        assert len(calls) == 4 and sum(calls) == len(column)
+        monkeypatch.undo()
+    assert policy.lookup_path_column(repo, pa.array([], pa.string()), "agora.toml").to_pylist() == []
+
+
+def test_evaluator_violations_by_row(tmp_path):
+    """Per row position: a changed protected file, an amendment whose own policy is broken, a row under
+    a broken policy; rows that keep the files have no problem."""
+    git(tmp_path, "init", "-q")
+
+    def commit(files: dict[str, str]) -> tuple[str, str]:
+        for name, text in files.items():
+            (tmp_path / name).write_text(text)
+        git(tmp_path, "add", "-A")
+        git(tmp_path, "commit", "-q", "--allow-empty", "-m", "c")
+        return git(tmp_path, "rev-parse", "HEAD").strip(), git(tmp_path, "rev-parse", "HEAD^{tree}").strip()
+
+    setup, setup_tree = commit({"agora.toml": '[eval]\nfiles = ["e.py"]\n', "e.py": "score = 1\n", "m.py": "a"})
+    kept, kept_tree = commit({"m.py": "b"})
+    changed, changed_tree = commit({"e.py": "score = 0\n"})
+    broken, broken_tree = commit({"agora.toml": "[eval\n"})
+    under_broken, under_broken_tree = commit({"m.py": "c"})
+    rows = [
+        (kept, kept_tree, setup),
+        (changed, changed_tree, setup),
+        (broken, broken_tree, broken),
+        (under_broken, under_broken_tree, broken),
+        (setup, None, setup),
+    ]
+    columns = [pa.array(column, pa.string()) for column in zip(*rows)]
+    problems = policy.evaluator_violations(Repository.discover(tmp_path), *columns, None)
+    assert sorted(problems) == [1, 2, 3]
+    assert problems[1] == ["changes e.py, which the policy fixes (only a policy amendment by the setup account may)"]
+    assert problems[2][0].startswith("the amended policy is broken: ")
+    assert problems[3][0].startswith(f"its policy {broken[:12]} is broken: ")

@@ -105,7 +105,7 @@ def phases(clone: Path) -> dict[str, float]:
     out["Arrow table from rows"] = time.perf_counter() - t
     t = time.perf_counter()
     blocks = reader.walk_blocks(repo.common_dir, sorted(set(tips.values())), [])
-    work, links = parallel.parse_all(blocks, config.metric, int(time.time()))
+    work, links = parallel.parse_all(blocks, config.metric, int(time.time()), lambda links: links)
     out["(parallel path: walk + parse in workers + sort)"] = time.perf_counter() - t
     t = time.perf_counter()
     listed = listing.entries_from_walk(repo.common_dir, tips, links)

@@ -79,33 +79,12 @@ def _object_ids(repo: Repository, tree: str, paths: list[str]) -> dict[str, str]
     return {path: oid for path, oid in zip(paths, ids) if oid is not None}
 
 
-SPLIT = 8192  # queries above which `lookup_paths` shares them among processes, one per core
+SPLIT = 8192  # questions above which `lookup_path_column` shares them among processes, one per core
 
 
 def lookup_paths(repo: Repository, queries: list[tuple[str, str]]) -> list[str | None]:
-    """Object id at `tree:path` for each query (None when absent), through one `git cat-file` process, or
-    one per core for many queries (a rebuild checks every code-bearing tree: 8 s at a million in one)."""
-    cores = _cores()
-    if cores > 1 and len(queries) >= 2 * SPLIT:
-        from concurrent.futures import ThreadPoolExecutor
-
-        size = -(-len(queries) // cores)
-        with ThreadPoolExecutor(cores) as pool:
-            parts = pool.map(lambda at: _lookup_paths(repo, queries[at : at + size]), range(0, len(queries), size))
-            return [oid for part in parts for oid in part]
-    return _lookup_paths(repo, queries)
-
-
-def _cores() -> int:
-    import os
-
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def _lookup_paths(repo: Repository, queries: list[tuple[str, str]]) -> list[str | None]:
+    """Object id at `tree:path` for each query (None when absent), through one `git cat-file` process
+    (a few paths of a few trees; `lookup_path_column` asks about many trees at once)."""
     if not queries:
         return []
     text = "".join(f"{tree}:{path}\n" for tree, path in queries)
@@ -117,7 +96,16 @@ def _lookup_paths(repo: Repository, queries: list[tuple[str, str]]) -> list[str 
         text=True,
         check=True,
     ).stdout.splitlines()
-    return [None if line.endswith(" missing") or " " in line else line for line in out]
+    return [None if " " in line else line for line in out]
+
+
+def _cores() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def changed_protected_files(repo: Repository, tree: str, policy: Policy) -> list[str]:
@@ -205,33 +193,78 @@ def package_identity(name: str) -> dict[str, str | None]:
     return {"version": version, "sha256": digest.hexdigest()}
 
 
-def evaluator_violations(repo: Repository, rows: list[tuple[str, str, str]], root: str | None) -> dict[str, list[str]]:
-    """Problems of (sha, tree, policy sha) rows for the index: a tree that changes a file its policy fixes;
-    an amendment (policy sha == sha) whose own policy is broken. One `git cat-file` process for all."""
-    policies: dict[str, Policy | str] = {}
-    for _, _, policy_sha in rows:
-        if policy_sha not in policies:
-            try:
-                policies[policy_sha] = load_policy(repo, policy_sha)
-            except ConfigError as exc:
-                policies[policy_sha] = str(exc)
-    problems: dict[str, list[str]] = {}
-    checked = []
-    for sha, tree, policy_sha in rows:
-        policy = policies[policy_sha]
-        if isinstance(policy, str):
-            what = "the amended policy" if policy_sha == sha else f"its policy {policy_sha[:12]}"
-            problems.setdefault(sha, []).append(f"{what} is broken: {policy}")
-        elif policy_sha != sha:
-            checked.append((sha, tree, policy))
-    queries = [(tree, path) for _, tree, policy in checked for path in policy.protected]
-    ids = iter(lookup_paths(repo, queries))
-    owner = _account(repo, root) if root else None
-    for sha, _, policy in checked:
-        changed = [path for path, expected in policy.protected.items() if next(ids) != expected]
-        if changed:
-            problems.setdefault(sha, []).append(
-                f"changes {', '.join(changed)}, which the policy fixes (only a policy amendment by "
-                f"{owner or 'the setup account'} may)"
-            )
+def evaluator_violations(repo: Repository, shas, trees, policies, root: str | None) -> dict[int, list[str]]:
+    """Problems of the rows given as columns (Arrow string arrays: sha, tree, policy sha), by row
+    position: a tree that changes a file its policy fixes; an amendment (policy sha == sha) whose own
+    policy is broken. Each protected path is looked up for all the rows at once (`lookup_path_column`);
+    only the rows with a problem become Python values."""
+    import pyarrow.compute as pc
+
+    problems: dict[int, list[str]] = {}
+    owner: list[str | None] = []  # the setup account, read once a message needs it
+    for policy_sha in pc.unique(policies).drop_null().to_pylist():
+        under = pc.indices_nonzero(pc.fill_null(pc.equal(policies, policy_sha), False))
+        try:
+            policy = load_policy(repo, policy_sha)
+        except ConfigError as exc:
+            for at, sha in zip(under.to_pylist(), shas.take(under).to_pylist()):
+                what = "the amended policy" if policy_sha == sha else f"its policy {policy_sha[:12]}"
+                problems[at] = [f"{what} is broken: {exc}"]
+            continue
+        checked = under.filter(pc.fill_null(pc.not_equal(shas.take(under), policy_sha), True))
+        checked_trees = trees.take(checked)
+        changed: dict[int, list[str]] = {}
+        for path, expected in policy.protected.items():
+            kept = pc.fill_null(pc.equal(lookup_path_column(repo, checked_trees, path), expected), False)
+            for at in checked.filter(pc.invert(kept)).to_pylist():
+                changed.setdefault(at, []).append(path)
+        if changed and not owner:
+            owner.append(_account(repo, root) if root else None)
+        for at, paths in changed.items():
+            problems[at] = [
+                f"changes {', '.join(paths)}, which the policy fixes (only a policy amendment by "
+                f"{owner[0] or 'the setup account'} may)"
+            ]
     return problems
+
+
+_NO_TREE = "0" * 40  # asked for a row without a tree: git answers "missing"
+
+
+def lookup_path_column(repo: Repository, trees, path: str):
+    """The object id at `tree:path` for each tree of an Arrow string array (null where absent), through
+    `git cat-file`: the questions are written and the answers read as whole columns, shared among one
+    process per core for many (a rebuild at a million contributions asks 660,000)."""
+    import pyarrow as pa
+
+    cores = _cores()
+    if cores < 2 or len(trees) < 2 * SPLIT:
+        return _path_column(repo, trees, path)
+    from concurrent.futures import ThreadPoolExecutor
+
+    size = -(-len(trees) // cores)
+    with ThreadPoolExecutor(cores) as pool:
+        parts = pool.map(lambda at: _path_column(repo, trees.slice(at, size), path), range(0, len(trees), size))
+        return pa.concat_arrays(list(parts))
+
+
+def _path_column(repo: Repository, trees, path: str):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not len(trees):
+        return pa.array([], pa.string())
+    questions = pc.binary_join_element_wise(pc.fill_null(trees, _NO_TREE), pa.scalar(f":{path}\n"), "")
+    text = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(questions)], pa.int32()), questions), "")
+    answers = subprocess.run(
+        ["git", "cat-file", "--batch-check=%(objectname)", "--buffer"],
+        cwd=repo.worktree,
+        input=text[0].as_buffer().to_pybytes(),
+        capture_output=True,
+        check=True,
+    ).stdout
+    lines = pc.list_flatten(pc.split_pattern(pa.array([answers.decode("utf-8", "replace")]), "\n"))
+    if len(lines) != len(trees) + 1:  # the text ends with a newline: one empty line more
+        raise RuntimeError(f"git cat-file answered {len(lines) - 1} of {len(trees)} questions")
+    lines = lines.slice(0, len(trees))
+    return pc.if_else(pc.match_substring(lines, " "), pa.scalar(None, pa.string()), lines)

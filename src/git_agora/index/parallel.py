@@ -25,9 +25,10 @@ import gc
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,6 +36,8 @@ import pyarrow.compute as pc
 from ..contribution import POLICY_TAG
 from . import build, listing, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS
+
+R = TypeVar("R")
 
 THRESHOLD = 4 << 20  # bytes of `git log` records: below, the serial path (no worker processes)
 BLOCK = 1 << 20  # bytes of records per task
@@ -129,10 +132,16 @@ def parse_block(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.
 
 
 def parse_all(
-    blocks: Iterable[bytes], primary_metric: str | None, now: int, progress: Callable[[int], None] | None = None
-) -> tuple[pa.Table, pa.Table]:
-    """`parse_block` of every block, joined in walk order, parsed by worker processes; `progress(rows)`
-    hears how many rows are parsed so far."""
+    blocks: Iterable[bytes],
+    primary_metric: str | None,
+    now: int,
+    read_links: Callable[[pa.Table], R],
+    progress: Callable[[int], None] | None = None,
+) -> tuple[pa.Table, R]:
+    """`parse_block` of every block, parsed by worker processes, the rows joined in canonical order
+    (`canonical`), and what `read_links` makes of the blocks' log links, computed meanwhile (the sort and
+    the column copies release the GIL: at a million contributions the listing then costs no time);
+    `progress(rows)` hears how many rows are parsed so far."""
     done: list[tuple[pa.Table, pa.Table]] = []
     in_flight: deque[tuple[bytes, Future]] = deque()
     count = workers()
@@ -158,9 +167,13 @@ def parse_all(
         if pool is not None:
             pool.shutdown(cancel_futures=True)
     if not done:
-        return WORK.empty_table(), listing.LINKS.empty_table()
+        return WORK.empty_table(), read_links(listing.LINKS.empty_table())
     links = pa.concat_tables([links for _, links in done])
-    return canonical([rows for rows, _ in _emptied(done)]), links
+    with ThreadPoolExecutor(1) as sorter:
+        sorted_rows = sorter.submit(canonical, [rows for rows, _ in _emptied(done)])
+        read = read_links(links)
+        del links
+        return sorted_rows.result(), read
 
 
 def _emptied(items: list) -> list:

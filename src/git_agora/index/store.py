@@ -309,22 +309,19 @@ def _parallel_rows(
     log listing read from the same walk (a rebuild) or from the moved logs, then the graph rules, the
     evaluator policy and the signatures, each over whole columns."""
     with parallel.cyclic_gc_paused():
-        work, links = parallel.parse_all(blocks, rules.primary_metric, now, progress)  # in canonical order
-        listed: Mapping[str, set[str]]
-        if base.tips:
-            listed = listing.new_entries(repo.common_dir, base.tips, tips)
-        else:  # the walk printed every log commit
-            listed = listing.entries_from_walk(repo.common_dir, tips, links)
-        del links  # a million rows at 1M contributions
+
+        def listed_by(links: pa.Table) -> Mapping[str, set[str]]:
+            if base.tips:
+                return listing.new_entries(repo.common_dir, base.tips, tips)
+            return listing.entries_from_walk(repo.common_dir, tips, links)  # the walk printed every log commit
+
+        work, listed = parallel.parse_all(blocks, rules.primary_metric, now, listed_by, progress)  # canonical order
         known = _known_parents_of(repo, directory, base, work)
         table, refs = parallel.graph_rows(work, known, rules.root, listed)
         del work
         table = _evaluator_policy_table(repo, table, rules.root)
         table = _signatures_table(repo, table, rules)
     return table, refs, listed
-
-
-EVALUATOR_BATCH = 1 << 16  # rows whose trees one `git cat-file` checks (their Python values held at once)
 
 
 def _evaluator_policy_table(repo: Repository, table: pa.Table, root: str | None) -> pa.Table:
@@ -338,13 +335,10 @@ def _evaluator_policy_table(repo: Repository, table: pa.Table, root: str | None)
     if root is not None:
         amends = pc.and_(amends, pc.not_equal(sha, root))
     picked = pc.indices_nonzero(pc.fill_null(pc.or_(judged, amends), False))
-    found: dict[int, list[str]] = {}
-    for start in range(0, len(picked), EVALUATOR_BATCH):  # a rebuild judges most rows: a batch at a time
-        at = picked.slice(start, EVALUATOR_BATCH)
-        todo = list(zip(*(table.column(c).take(at).to_pylist() for c in ("sha", "tree", "policy"))))
-        problems = evaluator_violations(repo, todo, root)
-        found.update({i: problems[s] for i, (s, _, _) in zip(at.to_pylist(), todo) if s in problems})
-    return _append_reasons(table, found)
+    columns = [table.column(c).take(picked).combine_chunks() for c in ("sha", "tree", "policy")]
+    problems = evaluator_violations(repo, *columns, root)
+    rows = picked.to_numpy()
+    return _append_reasons(table, {int(rows[at]): found for at, found in problems.items()})
 
 
 def _has_tag(table: pa.Table, tag: str) -> pa.Array:
@@ -495,7 +489,10 @@ def _apply_evaluator_policy(repo: Repository, rows: list[dict], root: str | None
         for r in rows
         if build.needs_evaluator_check(r) or (r["policy"] == r["sha"] and r["sha"] != root and "setup" not in r["tags"])
     ]
-    problems = evaluator_violations(repo, todo, root) if todo else {}
+    if not todo:
+        return
+    columns = [pa.array(column, pa.string()) for column in zip(*todo)]
+    problems = {todo[at][0]: found for at, found in evaluator_violations(repo, *columns, root).items()}
     for row in rows:
         if row["sha"] in problems:
             row["reasons"] = row["reasons"] + problems[row["sha"]]
