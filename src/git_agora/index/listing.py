@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import subprocess
 from array import array
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -59,19 +59,20 @@ _ENTRY_KEY = LOG_ENTRY_KEY.lower().encode()
 LINKS = pa.schema([("sha", pa.string()), ("parent", pa.string()), ("entry", pa.string())])
 
 
-def log_links(records: Iterable[bytes]) -> pa.Table:
+def log_links(records: Sequence[bytes], folded: Sequence[bytes] | None = None) -> pa.Table:
     """(sha, first parent, entry) of the walked `git log` records that git may read an entry from: those
     whose message names the entry key (in any case). `entry` is null when only git can tell what it
     reads there (the message is not a log commit's exactly as written here). A record left out is read
-    as no entry by git, so a log chain ends at it."""
+    as no entry by git, so a log chain ends at it. `folded`: the records in lower case, if at hand (a
+    block lowered at once costs a fifth of its records lowered one by one)."""
     shas, parents, entries = [], [], []
-    for record in records:
-        header, _, message = record.partition(b"\n")
-        folded = message.lower()
-        if _ENTRY_KEY not in folded:
+    for record, lowered in zip(records, folded if folded is not None else [r.lower() for r in records]):
+        count = lowered.count(_ENTRY_KEY)  # the header (hex shas and digits) never holds it
+        if not count:
             continue
+        header, _, message = record.partition(b"\n")
         fields = header.decode("utf-8", "replace").split(" ")
-        found = _LOG_MESSAGE.fullmatch(message) if folded.count(_ENTRY_KEY) == 1 else None
+        found = _LOG_MESSAGE.fullmatch(message) if count == 1 else None
         shas.append(fields[0])
         parents.append(next((p for p in fields[3:] if p), None))
         entries.append(found.group(1).decode() if found else None)

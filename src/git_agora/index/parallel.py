@@ -128,7 +128,8 @@ def parse_block(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.
     its records (what the log listing reads)."""
     records = reader.records(block)
     contributions = [r for r in records if not reader.is_transport(r)]
-    return local_rows(contributions, primary_metric, now), listing.log_links(records)
+    links = listing.log_links(records, reader.records(block.lower()))
+    return local_rows(contributions, primary_metric, now), links
 
 
 def parse_all(
