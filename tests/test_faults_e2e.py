@@ -231,3 +231,37 @@ def test_a_failed_worktree_checkout_leaves_no_work_tree(tmp_path, project):
     assert not side.exists() or not any(side.iterdir())
     assert "side" not in git(project, "worktree", "list")
     assert errno.ENOSPC == 28
+
+
+def test_concurrent_probed_fetches_take_turns_and_lose_nothing(tmp_path, remote, project, monkeypatch):
+    """The probed fetch of a large project (`sync._fetch_moved`: a listing, a shallow scratch fetch, refs
+    set directly) under the fetch lock: two at once in one clone, ten rounds, new accounts on old parents."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import git_agora
+    from git_agora.refs import sync
+
+    monkeypatch.setattr(sync, "PROBE_FROM_COMMITS", 0)  # a small project takes the large one's path
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    git_agora.fetch(git_agora.open_project(b))
+    setup = agora(b, "whoami", "--json").json()["setup"]
+    probes = []
+    real_probe = sync._fetch_moved
+
+    def probe(*args):
+        probes.append(real_probe(*args))
+        return probes[-1]
+
+    monkeypatch.setattr(sync, "_fetch_moved", probe)
+    for n in range(10):
+        newcomer = make_clone(tmp_path, f"n{n}", str(remote), f"newcomer{n}")
+        agora(newcomer, "fetch")
+        agora(newcomer, "post", "-m", f"first of newcomer {n}", "--tag", "insight", "--parent", setup)
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda _: git_agora.fetch(git_agora.open_project(b)), range(2)))
+        assert sorted(r.new_contributions for r in results) == [0, 1], f"round {n}"
+    assert len(probes) == 20 and all(isinstance(p, dict) for p in probes), "each stored what its probe brought"
+    titles = {row["title"] for row in agora(b, "log", "--json", "--limit", "100").json()}
+    assert {f"first of newcomer {n}" for n in range(10)} <= titles
+    assert git(b, "for-each-ref", sync.BOUNDARY_PREFIX) == ""
+    agora(b, "index", "--check")
