@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import POLICY_TAG
-from . import build, listing, reader
+from . import build, listing, quick, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS
 
 R = TypeVar("R")
@@ -95,22 +95,34 @@ def take(blocks: Iterator[bytes], size: int) -> tuple[list[bytes], bool]:
 def local_rows(records: list, primary_metric: str | None, now: int) -> pa.Table:
     """The own fields of the rows of these commits (`reader.RawCommit`s or raw `git log` records),
     built column by column."""
-    rows = []
-    for record in records:
-        raw = reader.as_raw(record)
-        p = reader.parse(raw)
-        c = p.contribution
-        if c is None:
-            values = build.not_a_contribution_values(raw, p.problem or "not a contribution")
-        else:
-            try:
-                values = build.local_values(raw, c, primary_metric, now)
-            except Exception as exc:  # one unreadable commit never stops the reader
-                values = build.not_a_contribution_values(raw, f"unreadable: {type(exc).__name__}")
-        rows.append((*values, *_work_values(c)))
+    rows = [row_values(reader.as_raw(record), primary_metric, now) for record in records]
     names = (*build.LOCAL_FIELDS, *_WORK_FIELDS)
     columns = dict(zip(names, zip(*rows))) if rows else dict.fromkeys(names, ())
     return pa.table([pa.array(columns[f.name], f.type) for f in WORK], schema=WORK)
+
+
+def row_values(raw: reader.RawCommit, primary_metric: str | None, now: int) -> tuple:
+    """A row's own values and its `_WORK_FIELDS`: read by `quick` where it can (nearly every commit),
+    else decoded as a `Contribution` (`general_values`)."""
+    try:
+        values = quick.row_values(raw, primary_metric, now)
+    except Exception:  # never: the general path then says what is wrong with the commit
+        values = None
+    return values if values is not None else general_values(raw, primary_metric, now)
+
+
+def general_values(raw: reader.RawCommit, primary_metric: str | None, now: int) -> tuple:
+    """`row_values` of any commit, through `reader.parse` and `build.local_values`."""
+    p = reader.parse(raw)
+    c = p.contribution
+    if c is None:
+        values = build.not_a_contribution_values(raw, p.problem or "not a contribution")
+    else:
+        try:
+            values = build.local_values(raw, c, primary_metric, now)
+        except Exception as exc:  # one unreadable commit never stops the reader
+            values = build.not_a_contribution_values(raw, f"unreadable: {type(exc).__name__}")
+    return (*values, *_work_values(c))
 
 
 _WORK_FIELDS = ("_account", "_setup", "_amends", "_verifies")

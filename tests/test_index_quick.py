@@ -1,0 +1,141 @@
+"""`index.quick`: the one-expression reading of ordinary commits gives exactly the values of the general
+path (`parallel.general_values`), or leaves the commit to it; it takes every ordinary contribution."""
+
+from __future__ import annotations
+
+import random
+
+import hostile
+
+from git_agora.contribution import Contribution, Verdict
+from git_agora.index import parallel, quick
+from git_agora.index.reader import RawCommit
+
+NOW = 1_900_000_000
+SHA = [f"{n:040x}" for n in range(1, 80)]
+
+
+def raw(message: str, parents=(SHA[0],), timestamp: int = NOW - 100) -> RawCommit:
+    return RawCommit(SHA[-1], SHA[-2], timestamp, tuple(parents), message)
+
+
+def same_or_declined(commit: RawCommit, metric: str | None = "bpb") -> bool:
+    values = quick.row_values(commit, metric, NOW)
+    return values is None or values == parallel.general_values(commit, metric, NOW)
+
+
+def test_ordinary_contributions_take_the_quick_path_with_the_general_values():
+    ordinary = [
+        (Contribution("alice", ("setup",), "Setup: the task", metadata={"gpu": "L40S"}), ()),
+        (Contribution("alice", ("result", "procrustes"), "order 4\n\nbody", metrics={"bpb": 1.25, "s": 3e-05}),),
+        (Contribution("bob", ("insight",), "a note, with a list: [1, {}]", metadata={"a": [1, {"b": None}]}),),
+        (Contribution("bob", ("verification",), "checked", target=SHA[3], verdict=Verdict.CONFIRMED), (SHA[3],)),
+        (Contribution("c.d-e_f", ("policy",), "amend", metrics={"x": -0.0, "y": 1.5e20}),),
+    ]
+    for contribution, *parents in ordinary:
+        commit = raw(contribution.to_message(), *parents)
+        assert quick.row_values(commit, "bpb", NOW) is not None, contribution.description
+        assert same_or_declined(commit) and same_or_declined(commit, None)
+
+
+def test_the_hostile_corpus_is_read_the_same():
+    rng = random.Random(7)
+    declined = 0
+    for n in range(700):
+        body, _valid, when = hostile.hostile(rng, n)
+        commit = raw(body.decode("utf-8", "replace"), timestamp=when or NOW - 100)
+        assert same_or_declined(commit), n
+        declined += quick.row_values(commit, "bpb", NOW) is None
+    assert 0 < declined < 700
+
+
+DESCRIPTIONS = [
+    "plain",
+    "two\n\nparagraphs",
+    "ends with a newline\n",
+    "\nstarts with one",
+    "   ",
+    "a --- b",
+    "---",
+    "\\---",
+    "# ------------------------ >8 ------------------------",
+    "x\0y",
+    "ünïcødé ✓",
+    "Agora-Format: 1\nAgora-Account: eve\nAgora-Tag: result",
+    "title\n\nAgora-Format: 1\nAgora-Account: eve\nAgora-Tag: result\n\nmore",
+    "d" * 17_000,
+]
+KEYS = ["Agora-Format", "Agora-Account", "Agora-Tag", "Agora-Metric", "Agora-Target", "Agora-Verdict", "Agora-Meta"]
+VALUES = {
+    "Agora-Format": ["1", "2", " 1", "1 "],
+    "Agora-Account": ["alice", "a.", "x.lock", "a..b", "HEAD", "head", "-x", "x" * 65, "bad name", ""],
+    "Agora-Tag": ["result", "insight", "setup", "verification", "hypothesis", "policy", "wip", "Bad", "a b"],
+    "Agora-Metric": ["bpb=1.5", "bpb=2", "s=1e-05", "x=-0.0", "bpb=inf", "bpb=nan", "bpb=1e999", "bpb=1_0",
+                     "bpb= 2", "b p=1", "=1", "bpb=1.5e+20"],
+    "Agora-Target": [SHA[0], SHA[1], SHA[0].upper(), "not-a-sha"],
+    "Agora-Verdict": ["confirmed", "partial", "failed", "maybe", "Confirmed"],
+    "Agora-Meta": ['{"a":1}', "{}", "[1]", '{"a":', "{" + '"a":[' * 20 + "1" + "]" * 20 + "}", '{"a":NaN}',
+                   '{"x":"' + "y" * 17_000 + '"}', ' {"a":1}'],
+}  # fmt: skip
+VALID = {
+    "Agora-Account": ["alice", "b.o-b_2"],
+    "Agora-Tag": ["result", "insight", "procrustes"],
+    "Agora-Metric": ["bpb=1.5", "s=1e-05", "x=-0.0", "bpb=1.5e+20"],
+    "Agora-Meta": ['{"a":1}', "{}", '{"a":[1,{"b":null}]}'],
+}
+
+
+def canonical_lines(rng: random.Random, kind: str) -> tuple[list[str], tuple[str, ...]]:
+    """The trailer lines of a contribution of this kind, each value valid or (sometimes) not, and its parents."""
+
+    def pick(key: str) -> str:
+        return rng.choice(VALID[key] if key in VALID and rng.random() < 0.8 else VALUES[key])
+
+    lines = ["Agora-Format: 1", f"Agora-Account: {pick('Agora-Account')}"]
+    tags = {"setup": ["setup"], "verification": ["verification"]}.get(kind, [])
+    tags += [pick("Agora-Tag") for _ in range(rng.choice([0, 1, 2]) if tags else rng.choice([1, 1, 2, 3]))]
+    lines += [f"Agora-Tag: {t}" for t in tags]
+    lines += [f"Agora-Metric: {pick('Agora-Metric')}" for _ in range(rng.choice([0, 1, 1, 2]))]
+    if kind == "verification":
+        lines += [f"Agora-Target: {SHA[0]}", f"Agora-Verdict: {pick('Agora-Verdict')}"]
+    elif rng.random() < 0.1:
+        key = rng.choice(["Agora-Target", "Agora-Verdict"])  # without the other, or on a non-verification
+        lines.append(f"{key}: {pick(key)}")
+    if rng.random() < 0.5:
+        lines.append(f"Agora-Meta: {pick('Agora-Meta')}")
+    parents = {"setup": (), "verification": (SHA[0],)}.get(kind, (SHA[0],))
+    if rng.random() < 0.1:
+        parents = rng.choice([(), (SHA[1],), (SHA[0], SHA[1]), tuple(SHA[:70])])
+    return lines, parents
+
+
+def a_commit(rng: random.Random) -> RawCommit:
+    lines, parents = canonical_lines(rng, rng.choice(["result", "result", "verification", "setup"]))
+    mutation = rng.choice(["none"] * 6 + ["shuffle", "extra line", "lower key", "drop line", "space"])
+    at = rng.randrange(len(lines))
+    if mutation == "shuffle":
+        rng.shuffle(lines)
+    elif mutation == "extra line":
+        key = rng.choice(KEYS)
+        lines.insert(at, rng.choice([f"{key}: {rng.choice(VALUES[key])}", "Signed-off-by: x"]))
+    elif mutation == "lower key":
+        lines[at] = lines[at].lower()
+    elif mutation == "drop line":
+        del lines[at]
+    elif mutation == "space":
+        lines[at] = lines[at].replace(": ", ":  ", 1)
+    ending = rng.choice(["\n"] * 6 + ["", "\n\n", " \n"])
+    description = rng.choice(["plain", "title\n\nbody"] * 4 + DESCRIPTIONS)
+    timestamp = rng.choice([NOW - 100] * 4 + [NOW + 2 * 86_400, 100])
+    return raw(description + "\n\n" + "\n".join(lines) + ending, parents, timestamp)
+
+
+def test_any_commit_is_read_the_same_or_left_to_the_general_path():
+    rng = random.Random(11)
+    taken = 0
+    for n in range(4000):
+        commit = a_commit(rng)
+        metric = rng.choice(["bpb", "s", None])
+        assert same_or_declined(commit, metric), (n, commit)
+        taken += quick.row_values(commit, metric, NOW) is not None
+    assert 300 < taken < 3600, taken  # both paths are exercised
