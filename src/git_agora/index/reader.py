@@ -122,20 +122,22 @@ def record_blocks(stream: IO[bytes], size: int) -> Iterator[bytes]:
     `size` bytes (a longer record makes a longer block).
 
     Git writes a commit at a time: a reader that wakes for each write switches tasks 200,000 times for
-    100,000 contributions (half a CPU-second on 2 cores). So the pipe is enlarged, a short read is
-    followed by a pause that lets git fill it (at most `FILL_WAIT_S` lost at the end), and the bytes are
-    read into one reused buffer, copied once into the block they end up in."""
+    100,000 contributions (half a CPU-second on 2 cores). So the pipe is enlarged, once the output has
+    filled a block a short read is followed by a pause that lets git fill the pipe (at most `FILL_WAIT_S`
+    lost at the end; a small output, such as the few commits of an update, never waits), and the bytes
+    are read into one reused buffer, copied once into the block they end up in."""
     fd = stream.fileno()
     with contextlib.suppress(OSError, AttributeError):  # not Linux, or over the user's pipe quota
         fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, min(size, PIPE_BYTES))
     buffer = bytearray(size)
-    view, filled = memoryview(buffer), 0
+    view, filled, large = memoryview(buffer), 0, False
     while got := os.readv(fd, [view[filled:]]):
         filled += got
         if filled < len(buffer):
-            if got < size // 4:
+            if large and got < size // 4:
                 time.sleep(FILL_WAIT_S)
             continue
+        large = True
         cut = buffer.rfind(b"\0", 0, filled)
         if cut < 0:  # one record fills the buffer: a larger one
             view.release()
