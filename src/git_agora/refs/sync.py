@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..contribution import valid_account
-from .boundary import commit_graph_size, probe, proven
 from .catfile import CatFile, message, parents
 from .names import IDENTITY_PREFIX, LOG_PREFIX, REMOTES_PREFIX, LogRef, fetch_refspec, identity_refspec
 from .quarantine import RewrittenLog, quarantine_rewritten_logs
@@ -148,6 +147,8 @@ def _rebase_queue(repo: Repository, account: str, remote: str) -> None:
 def fetch(repo: Repository, remote: str, on_progress: Callable[[str], None] | None = None) -> FetchResult:
     """Fetch every account log of `remote`; count new contributions; quarantine rewritten logs.
     `on_progress` gets git's progress lines (a transfer is stopped only when it stops progressing)."""
+    from .boundary import commit_graph_size  # here, not at the top: a publish never loads `boundary`
+
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
     refs = repo.git.for_each_ref("refs/")
     before = {ref: sha for ref, sha in refs.items() if ref.startswith(prefix)}
@@ -220,6 +221,8 @@ def _fetch_moved(
         return {}
     if len(moved) > MAX_MOVED_REFS:
         return None
+    from .boundary import probe, proven
+
     below = probe(repo.common_dir, remote, moved)
     if below is None:
         return None
