@@ -70,7 +70,19 @@ def test_evaluator_violations_by_row(tmp_path):
         (setup, None, setup),
     ]
     columns = [pa.array(column, pa.string()) for column in zip(*rows)]
-    problems = policy.evaluator_violations(Repository.discover(tmp_path), *columns, None)
+    repo = Repository.discover(tmp_path)
+    problems = policy.evaluator_violations(repo, *columns, None)
+    for asked in ([kept_tree, changed_tree, under_broken_tree, setup_tree], [kept_tree]):  # all, or too few
+        ahead = policy.answers_ahead(repo, setup, pa.array(asked * 2 + [None], pa.string()))
+        assert ahead is not None and ahead.policy == setup and len(ahead.trees) == len(asked)
+        assert policy.evaluator_violations(repo, *columns, None, ahead) == problems
+    assert policy.answers_ahead(repo, broken, columns[1]) is None
+    wrong = policy.Answers(
+        setup,
+        pa.array([kept_tree, changed_tree]),
+        {"agora.toml": pa.array([None, None]), "e.py": pa.array([None, None])},
+    )
+    assert sorted(policy.evaluator_violations(repo, *columns, None, wrong)) == [0, 1, 2, 3], "the answers are used"
     assert sorted(problems) == [1, 2, 3]
     assert problems[1] == ["changes e.py, which the policy fixes (only a policy amendment by the setup account may)"]
     assert problems[2][0].startswith("the amended policy is broken: ")

@@ -193,11 +193,45 @@ def package_identity(name: str) -> dict[str, str | None]:
     return {"version": version, "sha256": digest.hexdigest()}
 
 
-def evaluator_violations(repo: Repository, shas, trees, policies, root: str | None) -> dict[int, list[str]]:
+@dataclass(frozen=True)
+class Answers:
+    """The object ids of one policy's protected paths in a set of trees, asked before it is known which
+    rows need them (a rebuild asks while it applies the graph rules)."""
+
+    policy: str
+    trees: object  # an Arrow string array of distinct trees
+    ids: Mapping[str, object]  # path -> an Arrow array of object ids, one per tree (null: absent)
+
+    def of(self, path: str, trees):
+        """The object ids at `path` in `trees`, or None when some tree was not asked about."""
+        import pyarrow.compute as pc
+
+        at = pc.index_in(trees, value_set=self.trees)
+        if pc.any(pc.and_(pc.is_null(at), pc.is_valid(trees))).as_py():
+            return None
+        return pc.take(self.ids[path], at)
+
+
+def answers_ahead(repo: Repository, policy_sha: str, trees) -> Answers | None:
+    """`Answers` of the policy `policy_sha` in these trees (an Arrow string array); None when the policy
+    is broken (`evaluator_violations` then says so for each row)."""
+    import pyarrow.compute as pc
+
+    try:
+        policy = load_policy(repo, policy_sha)
+    except ConfigError:
+        return None
+    distinct = pc.unique(trees).drop_null()
+    return Answers(policy_sha, distinct, {path: lookup_path_column(repo, distinct, path) for path in policy.protected})
+
+
+def evaluator_violations(
+    repo: Repository, shas, trees, policies, root: str | None, ahead: Answers | None = None
+) -> dict[int, list[str]]:
     """Problems of the rows given as columns (Arrow string arrays: sha, tree, policy sha), by row
     position: a tree that changes a file its policy fixes; an amendment (policy sha == sha) whose own
-    policy is broken. Each protected path is looked up for all the rows at once (`lookup_path_column`);
-    only the rows with a problem become Python values."""
+    policy is broken. Each protected path is looked up for all the rows at once (`lookup_path_column`),
+    or taken from `ahead` where it holds them; only the rows with a problem become Python values."""
     import pyarrow.compute as pc
 
     problems: dict[int, list[str]] = {}
@@ -215,7 +249,9 @@ def evaluator_violations(repo: Repository, shas, trees, policies, root: str | No
         checked_trees = trees.take(checked)
         changed: dict[int, list[str]] = {}
         for path, expected in policy.protected.items():
-            kept = pc.fill_null(pc.equal(lookup_path_column(repo, checked_trees, path), expected), False)
+            known = ahead.of(path, checked_trees) if ahead is not None and ahead.policy == policy_sha else None
+            ids = known if known is not None else lookup_path_column(repo, checked_trees, path)
+            kept = pc.fill_null(pc.equal(ids, expected), False)
             for at in checked.filter(pc.invert(kept)).to_pylist():
                 changed.setdefault(at, []).append(path)
         if changed and not owner:

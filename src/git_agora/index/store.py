@@ -13,6 +13,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -317,15 +318,26 @@ def _parallel_rows(
 
         work, listed = parallel.parse_all(blocks, rules.primary_metric, now, listed_by, progress)  # canonical order
         known = _known_parents_of(repo, directory, base, work)
-        table, refs = parallel.graph_rows(work, known, rules.root, listed)
-        del work
-        table = _evaluator_policy_table(repo, table, rules.root)
+        with ThreadPoolExecutor(1) as thread:  # git answers about the root policy's files meanwhile
+            ahead = thread.submit(_answers_ahead, repo, rules.root, work.column("tree"))
+            table, refs = parallel.graph_rows(work, known, rules.root, listed)
+            del work
+            table = _evaluator_policy_table(repo, table, rules.root, ahead.result())
         table = _signatures_table(repo, table, rules)
     return table, refs, listed
 
 
-def _evaluator_policy_table(repo: Repository, table: pa.Table, root: str | None) -> pa.Table:
-    """`_apply_evaluator_policy` over a table: the rows it judges are picked over whole columns."""
+def _answers_ahead(repo: Repository, root: str | None, trees: pa.ChunkedArray):
+    """The root policy's protected files in these trees, asked before the graph rules say which rows
+    need them: nearly every judged row is under the root policy, and its trees are among these."""
+    from ..policy import answers_ahead
+
+    return answers_ahead(repo, root, trees.combine_chunks()) if root is not None else None
+
+
+def _evaluator_policy_table(repo: Repository, table: pa.Table, root: str | None, ahead=None) -> pa.Table:
+    """`_apply_evaluator_policy` over a table: the rows it judges are picked over whole columns (with the
+    answers asked `ahead`, if any)."""
     from ..policy import evaluator_violations
 
     sha, policy = table.column("sha"), table.column("policy")
@@ -336,7 +348,7 @@ def _evaluator_policy_table(repo: Repository, table: pa.Table, root: str | None)
         amends = pc.and_(amends, pc.not_equal(sha, root))
     picked = pc.indices_nonzero(pc.fill_null(pc.or_(judged, amends), False))
     columns = [table.column(c).take(picked).combine_chunks() for c in ("sha", "tree", "policy")]
-    problems = evaluator_violations(repo, *columns, root)
+    problems = evaluator_violations(repo, *columns, root, ahead)
     rows = picked.to_numpy()
     return _append_reasons(table, {int(rows[at]): found for at, found in problems.items()})
 
