@@ -79,6 +79,19 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def bulk_memory_pool() -> Iterator[None]:
+    """Arrow allocates with the C library's allocator meanwhile (in this process and the workers it
+    forks). Its default, mimalloc, hands freed pages back and faults them in again zeroed: at 100k a third
+    of a rebuild's system time, 0.3 s; at 1M 1.5 s of the rebuild's 24 s, with the same peak (1.5 GB)."""
+    before = pa.default_memory_pool()
+    pa.set_memory_pool(pa.system_memory_pool())
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(before)
+
+
 def take(blocks: Iterator[bytes], size: int) -> tuple[list[bytes], bool]:
     """The first blocks, up to `size` bytes or more, and whether there are more (the iterator then
     continues after them)."""

@@ -309,7 +309,7 @@ def _parallel_rows(
     """The new rows of a large walk, as the serial path builds them: parsed by worker processes, the
     log listing read from the same walk (a rebuild) or from the moved logs, then the graph rules, the
     evaluator policy and the signatures, each over whole columns."""
-    with parallel.cyclic_gc_paused():
+    with parallel.cyclic_gc_paused(), parallel.bulk_memory_pool():
 
         def listed_by(links: pa.Table) -> Mapping[str, set[str]]:
             if base.tips:
