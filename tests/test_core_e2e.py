@@ -262,7 +262,7 @@ def test_sixteen_processes_over_eight_accounts(tmp_path, kind):
                 agora(clone, "fetch")
                 clones.append((clone, account))
         outcomes = _publish_many(clones, per_process=3)
-        assert all(code == 0 for code, _ in outcomes), outcomes
+        assert all(code == 0 for code, _ in outcomes), [outcome for outcome in outcomes if outcome[0] != 0]
         assert all(err == "" or "created the signing key" in err for _, err in outcomes), outcomes
         subjects = git(bare, "log", "--all", "--format=%s").splitlines()
         expected = {f"insight {i}.{k}" for i in range(16) for k in range(3)}

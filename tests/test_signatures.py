@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -90,3 +93,56 @@ def _record_pools(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(multiprocessing, "get_context", Recording)
     return sizes
+
+
+KEY_OF = """
+import sys, time
+from pathlib import Path
+from git_agora.identity.keys import default_key_path, signing_key
+from git_agora.refs.store import Repository
+repo = Repository.discover(Path(sys.argv[1]))
+if sys.argv[2] == "reader":  # asks the moment the key file appears: the window a half-written key had
+    deadline = time.monotonic() + 30
+    while not default_key_path("acct").exists() and time.monotonic() < deadline:
+        pass
+print(signing_key(repo, "acct").public)
+"""
+
+
+SLOW_SSH_KEYGEN = """#!/bin/bash
+# ssh-keygen making a key file that appears at once and fills slowly, then its .pub the same way
+if [[ " $* " == *" -t ed25519 "* ]]; then
+  out="${@: -1}"; draft=$(mktemp -d)
+  "%s" "${@:1:$#-1}" "$draft/k" > /dev/null || exit 1
+  head -c 20 "$draft/k" > "$out"; sleep 0.3; cat "$draft/k" > "$out"
+  : > "$out.pub"; sleep 0.3; cat "$draft/k.pub" > "$out.pub"
+  exit 0
+fi
+exec "%s" "$@"
+"""
+
+
+def test_a_key_being_made_is_never_read_half_written(tmp_path):
+    """While one process makes an account's key on first use (here with an ssh-keygen that writes slowly),
+    others that find the key file read it whole (a key seen half written failed one first post in ten
+    when two processes of one account started together)."""
+    real = shutil.which("ssh-keygen")
+    assert real is not None
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "ssh-keygen").write_text(SLOW_SSH_KEYGEN % (real, real))
+    (tools / "ssh-keygen").chmod(0o755)
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config"), "PATH": f"{tools}:{os.environ['PATH']}"}
+    command = [sys.executable, "-c", KEY_OF, str(tmp_path / "repo")]
+    readers = [
+        subprocess.Popen([*command, "reader"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    maker = subprocess.run([*command, "maker"], env=env, capture_output=True, text=True, timeout=60)
+    answers = [(maker.returncode, maker.stdout, maker.stderr)]
+    answers += [(p.wait(timeout=60), *p.communicate()) for p in readers]
+    assert [code for code, _, _ in answers] == [0] * 5, [err for _, _, err in answers if err]
+    assert len({out for _, out, _ in answers}) == 1 and answers[0][1].startswith("ssh-ed25519 ")
+    keys = tmp_path / "config" / "git-agora" / "keys"
+    assert sorted(p.name for p in keys.iterdir()) == [".lock", "acct_ed25519", "acct_ed25519.pub"]

@@ -62,7 +62,11 @@ def signing_key(repo: Repository, account: str, notice=None) -> SigningKey:
 
 
 def create_key(path: Path, account: str) -> bool:
-    """Make the key unless another process just did (a lock per keys folder); True when this one made it."""
+    """Make the key unless another process just did (a lock per keys folder); True when this one made it.
+
+    The key appears whole: ssh-keygen writes a draft beside it, whose public half is renamed into place
+    first and its private half last, so a process that finds the key file (outside the lock) finds both
+    halves complete (it used to read a half-written key now and then: two first posts of one account)."""
     import fcntl
 
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -70,16 +74,25 @@ def create_key(path: Path, account: str) -> bool:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if path.exists():
             return False
+        draft = path.with_name(f".{path.name}.draft")
+        for half in (draft, _public_half(draft)):  # a draft left by a process killed here
+            half.unlink(missing_ok=True)
         subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{account}@agora", "-f", str(path)],
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{account}@agora", "-f", str(draft)],
             check=True,
             capture_output=True,
         )
+        os.replace(_public_half(draft), _public_half(path))
+        os.replace(draft, path)
         return True
 
 
+def _public_half(path: Path) -> Path:
+    return path.with_name(path.name + ".pub")
+
+
 def public_line(path: Path) -> str:
-    pub = path.with_name(path.name + ".pub")
+    pub = _public_half(path)
     if pub.is_file():
         return pub.read_text().strip()
     proc = subprocess.run(["ssh-keygen", "-y", "-f", str(path)], capture_output=True, text=True)
