@@ -146,3 +146,17 @@ def test_a_key_being_made_is_never_read_half_written(tmp_path):
     assert len({out for _, out, _ in answers}) == 1 and answers[0][1].startswith("ssh-ed25519 ")
     keys = tmp_path / "config" / "git-agora" / "keys"
     assert sorted(p.name for p in keys.iterdir()) == [".lock", "acct_ed25519", "acct_ed25519.pub"]
+
+
+def test_a_draft_left_by_a_killed_key_maker_is_replaced(tmp_path):
+    """A process killed while ssh-keygen wrote the draft leaves it behind; the next one makes a whole key."""
+    from git_agora.identity.keys import create_key, public_line
+
+    path = tmp_path / "keys" / "acct_ed25519"
+    path.parent.mkdir()
+    (path.parent / ".acct_ed25519.draft").write_text("-----BEGIN OPENSSH PRIVATE")  # cut short
+    (path.parent / ".acct_ed25519.draft.pub").write_text("")
+    assert create_key(path, "acct") and not create_key(path, "acct")
+    assert sorted(p.name for p in path.parent.iterdir()) == [".lock", "acct_ed25519", "acct_ed25519.pub"]
+    derived = subprocess.run(["ssh-keygen", "-y", "-f", str(path)], capture_output=True, text=True, check=True)
+    assert public_line(path).split()[:2] == derived.stdout.split()[:2]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,6 +33,9 @@ from . import build, compare, delta, discover, listing, parallel, reader, segmen
 from .schema import CONTRIBUTIONS, FORMAT_VERSION, TABLES
 from .segments import MANIFEST, Damaged, Manifest, OtherFormat, Segment, WriteFailed
 from .state import current, index_dir, read_state
+
+if TYPE_CHECKING:
+    from ..policy import Answers
 
 STORED = ("contributions", "cross_refs")  # the rest is derived on load
 LOCK = "lock"
@@ -327,7 +331,7 @@ def _parallel_rows(
     return table, refs, listed
 
 
-def _answers_ahead(repo: Repository, root: str | None, trees: pa.ChunkedArray):
+def _answers_ahead(repo: Repository, root: str | None, trees: pa.ChunkedArray) -> Answers | None:
     """The root policy's protected files in these trees, asked before the graph rules say which rows
     need them: nearly every judged row is under the root policy, and its trees are among these."""
     from ..policy import answers_ahead
@@ -335,7 +339,9 @@ def _answers_ahead(repo: Repository, root: str | None, trees: pa.ChunkedArray):
     return answers_ahead(repo, root, trees.combine_chunks()) if root is not None else None
 
 
-def _evaluator_policy_table(repo: Repository, table: pa.Table, root: str | None, ahead=None) -> pa.Table:
+def _evaluator_policy_table(
+    repo: Repository, table: pa.Table, root: str | None, ahead: Answers | None = None
+) -> pa.Table:
     """`_apply_evaluator_policy` over a table: the rows it judges are picked over whole columns (with the
     answers asked `ahead`, if any)."""
     from ..policy import evaluator_violations
