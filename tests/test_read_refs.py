@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from git_agora.refs.git import Git, read_refs
+from git_agora.refs.files import read_refs
+from git_agora.refs.git import Git
 from git_agora.refs.store import Repository
 
 PREFIX = "refs/agora/"

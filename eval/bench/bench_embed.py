@@ -135,7 +135,7 @@ def descriptions_of(clone: Path) -> list[str]:
         "from git_agora.ops.indexing import load\n"
         "p = a.open_project(sys.argv[1])\n"
         "print(json.dumps(list(texts_by_sha(load(p).contributions).values())))\n"
-        "del p\n"  # dulwich's packs close before the interpreter tears down
+        "del p\n"  # the repository's cat-file process ends before the interpreter tears down
     )
     e = {**env(), "PYTHONPATH": str(ROOT / "src")}
     return json.loads(subprocess.run([sys.executable, "-c", code, str(clone)], env=e, capture_output=True).stdout)

@@ -80,7 +80,7 @@ def prepared_clone(size: int, accounts: int) -> Path:
             "shas = load(p).contributions['sha']\n"
             "v = unit_rows(np.random.default_rng(0).standard_normal((len(shas), 384)).astype(np.float32))\n"
             "write_embeddings(p.repo, rows_table(shas.to_pylist(), 'all-MiniLM-L6-v2', v))\n"
-            "del p, shas\n"  # dulwich's packs close before the interpreter tears down
+            "del p, shas\n"  # the repository's cat-file process ends before the interpreter tears down
         )
         subprocess.run(
             [sys.executable, "-c", code, str(clone)], env={**env(), "PYTHONPATH": str(ROOT / "src")}, check=True

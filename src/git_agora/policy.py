@@ -49,7 +49,7 @@ def load_policy(repo: Repository, sha: str) -> Policy:
 
 def load_policy_of_tree(repo: Repository, tree: str, sha: str = "") -> Policy:
     """The policy a tree declares; raises ConfigError for a broken agora.toml or unmatched files."""
-    text = repo.git.run("cat-file", "-p", f"{tree}:{CONFIG_FILE}", check=False)
+    text = repo.file_text(tree, CONFIG_FILE)
     config = ProjectConfig.parse(text) if text else ProjectConfig()
     return Policy(sha, tree, config, protected_entries(repo, tree, config.evaluation.files))
 
@@ -146,7 +146,7 @@ def load_policy_config(repo: Repository, sha: str) -> ProjectConfig:
     evaluator files)."""
     info = repo.commit_info(sha)
     assert info is not None, sha
-    text = repo.git.run("cat-file", "-p", f"{info.tree}:{CONFIG_FILE}", check=False)
+    text = repo.file_text(info.tree, CONFIG_FILE)
     return ProjectConfig.parse(text) if text else ProjectConfig()
 
 

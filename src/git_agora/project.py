@@ -159,7 +159,7 @@ class Project:
         for every command (never silently replaced by defaults)."""
         setup = self.repo.commit_info(self.setup)
         assert setup is not None
-        out = self.repo.git.run("cat-file", "-p", f"{setup.tree}:{CONFIG_FILE}", check=False)
+        out = self.repo.file_text(setup.tree, CONFIG_FILE)
         try:
             return ProjectConfig.parse(out) if out else ProjectConfig()
         except ConfigError as exc:

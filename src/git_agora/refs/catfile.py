@@ -1,16 +1,21 @@
-"""Commits read one at a time from a single `git cat-file --batch` process: for walks that decide the next
-commit to read from the last one, where a `git log` would paint the whole graph."""
+"""Objects read one at a time from a single `git cat-file --batch` process: for walks that decide the next
+commit to read from the last one, where a `git log` would paint the whole graph, and for the single
+commits a command reads (`Repository.commit_info`)."""
 
 from __future__ import annotations
 
 import subprocess
+import threading
 from pathlib import Path
 
+from .git import GitError
+
 BATCH = 1024  # shas asked at once: 41 KiB of questions, under a pipe's 64 KiB
+_HEX = frozenset(b"0123456789abcdef")
 
 
 class CatFile:
-    """One `git cat-file --batch` process, asked one object at a time (a context manager)."""
+    """One `git cat-file --batch` process (a context manager); safe to share between threads."""
 
     def __init__(self, git_dir: Path):
         self.proc = subprocess.Popen(
@@ -19,13 +24,21 @@ class CatFile:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
+        self._lock = threading.Lock()
 
     def __enter__(self) -> CatFile:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
+        self.close()
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.close()
+        except BrokenPipeError:  # git is gone already
+            pass
+        self.proc.stdout.close()
         self.proc.wait()
 
     def commit(self, sha: str) -> bytes | None:
@@ -35,22 +48,53 @@ class CatFile:
     def commits(self, shas: list[str]) -> list[bytes | None]:
         """`commit` of each sha, asked for together: one round trip per `BATCH` shas instead of one per
         sha (the questions fit in the pipe, so git can answer while they are still being written)."""
-        assert self.proc.stdin is not None
-        found: list[bytes | None] = []
-        for start in range(0, len(shas), BATCH):
-            part = shas[start : start + BATCH]
-            self.proc.stdin.write(b"".join(sha.encode() + b"\n" for sha in part))
+        return [body if kind == b"commit" else None for kind, body in self.objects(shas)]
+
+    def object(self, sha: str) -> tuple[bytes, bytes] | None:
+        """(kind, content) of the object with this full sha; None when it is missing."""
+        kind, body = self.objects([sha])[0]
+        return (kind, body) if body is not None else None
+
+    def at(self, tree: str, path: str) -> tuple[bytes, bytes] | None:
+        """(kind, content) of the object at `path` in the tree (or commit) `tree`; None when there is none."""
+        if not _is_sha(tree.encode()) or not path or any(c in path for c in "\n\0"):
+            return None
+        with self._lock:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(f"{tree}:{path}\n".encode("utf-8", "surrogateescape"))
             self.proc.stdin.flush()
-            found += [self._answer() for _ in part]
+            kind, body = self._answer()
+        return (kind, body) if body is not None else None
+
+    def objects(self, shas: list[str]) -> list[tuple[bytes, bytes | None]]:
+        """(kind, content) of each object, (b"missing", None) for one that is not here. Only full
+        lower-case hex shas are asked: anything else (a ref name, a line break) would be git's to resolve."""
+        assert self.proc.stdin is not None
+        found: list[tuple[bytes, bytes | None]] = []
+        with self._lock:
+            for start in range(0, len(shas), BATCH):
+                part = [sha.encode() for sha in shas[start : start + BATCH]]
+                asked = [sha for sha in part if _is_sha(sha)]
+                self.proc.stdin.write(b"".join(sha + b"\n" for sha in asked))
+                self.proc.stdin.flush()
+                answers = iter([self._answer() for _ in asked])
+                found += [next(answers) if _is_sha(sha) else (b"missing", None) for sha in part]
         return found
 
-    def _answer(self) -> bytes | None:
+    def _answer(self) -> tuple[bytes, bytes | None]:
         assert self.proc.stdout is not None
-        header = self.proc.stdout.readline().split()
-        if len(header) != 3:  # "<sha> missing" / "ambiguous"
-            return None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise GitError(["cat-file", "--batch"], self.proc.poll() or 1, "git cat-file stopped answering")
+        header = line.split()
+        if len(header) != 3 or not _is_sha(header[0]):  # "<what was asked> missing" / "ambiguous"
+            return b"missing", None
         body = self.proc.stdout.read(int(header[2]) + 1)[:-1]
-        return body if header[1] == b"commit" else None
+        return header[1], body
+
+
+def _is_sha(sha: bytes) -> bool:
+    return len(sha) == 40 and _HEX.issuperset(sha)
 
 
 def parents(raw: bytes) -> list[str]:

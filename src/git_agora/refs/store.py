@@ -1,5 +1,5 @@
-"""Objects and refs in one repository: canonical commits built in-process with dulwich, refs
-updated with compare-and-swap, and the append-only account log."""
+"""Objects and refs in one repository: canonical commits written in process (`objects`), refs updated
+with compare-and-swap (`files`), and the append-only account log."""
 
 from __future__ import annotations
 
@@ -7,14 +7,17 @@ import os
 import re
 import subprocess
 import time
+import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from ..contribution import Contribution, ContributionError
+from .catfile import CatFile
+from .files import NotPlain, read_ref, swap_ref
 from .git import Git
 from .names import LogRef
+from .objects import CommitInfo, commit_body, parse_commit, write_loose
 
 LOG_TITLE = "agora log"
 LOG_FORMAT_TRAILER = "Agora-Log-Format: 1"
@@ -33,16 +36,6 @@ class RefBusy(RuntimeError):
     pass
 
 
-@dataclass(frozen=True)
-class CommitInfo:
-    sha: str
-    tree: str
-    parents: tuple[str, ...]
-    message: str
-    timestamp: int
-    author: str
-
-
 class Repository:
     """A Git repository (work tree or bare) as git-agora sees it."""
 
@@ -53,6 +46,8 @@ class Repository:
         self.bare = bare
         self.git = Git(worktree)
         self.signer: Callable[[bytes], bytes] | None = None  # signs every commit written, when set
+        self._objects: CatFile | None = None
+        self._objects_pid = 0
 
     @classmethod
     def discover(cls, start: Path | str = ".") -> Repository:
@@ -78,11 +73,19 @@ class Repository:
             Git(start).run("rev-parse", "--show-toplevel")
         return cls(Path(out[3]), git_dir, common_dir)
 
-    @cached_property
-    def dulwich(self):
-        from dulwich.repo import Repo
+    @property
+    def objects(self) -> CatFile:
+        """One `git cat-file --batch` process that reads this repository's objects, started on first use,
+        ended with the Repository (or the interpreter); a forked child starts its own."""
+        if self._objects is None or self._objects_pid != os.getpid():
+            self._objects = CatFile(self.common_dir)
+            self._objects_pid = os.getpid()
+            weakref.finalize(self, self._objects.close)
+        return self._objects
 
-        return Repo(str(self.worktree))
+    @property
+    def objects_dir(self) -> Path:
+        return self.common_dir / "objects"
 
     # --- private state under .git/agora (per clone) and the per-worktree git dir -------------
 
@@ -97,27 +100,18 @@ class Repository:
     # --- objects ---------------------------------------------------------------------------
 
     def commit_info(self, sha: str) -> CommitInfo | None:
-        """The commit with this full sha, or None when it is missing, not a commit or unreadable.
-
-        The message ends at its first NUL byte, as Git's own readers (`git log`, the index) see it, so
-        every reader decodes the same text.
-        """
-        from dulwich.objects import Commit
-
-        try:
-            obj = self.dulwich.object_store[sha.encode()]
-            if not isinstance(obj, Commit):
-                return None
-            return CommitInfo(
-                sha=sha,
-                tree=obj.tree.decode(),
-                parents=tuple(p.decode() for p in obj.parents),
-                message=obj.message.split(b"\0", 1)[0].decode("utf-8", "replace"),
-                timestamp=obj.commit_time,
-                author=obj.author.decode("utf-8", "replace"),
-            )
-        except Exception:  # a malformed object is no commit to us; never a crash
+        """The commit with this full sha, or None when it is missing, not a commit or malformed
+        (`objects.parse_commit`: the message ends at its first NUL byte, as every reader sees it)."""
+        found = self.objects.object(sha)
+        if found is None or found[0] != b"commit":
             return None
+        return parse_commit(sha, found[1])
+
+    def file_text(self, tree: str, path: str) -> str:
+        """The content of the file at `path` in `tree` ("" when there is none), as `git cat-file -p`
+        prints it."""
+        found = self.objects.at(tree, path)
+        return found[1].decode("utf-8", "surrogateescape") if found else ""
 
     def contribution(self, sha: str) -> Contribution | None:
         info = self.commit_info(sha)
@@ -140,21 +134,12 @@ class Repository:
     def write_commit(
         self, tree: str, parents: list[str], message: str, account: str, timestamp: int | None = None
     ) -> str:
-        from dulwich.objects import Commit
-
-        commit = Commit()
-        commit.tree = tree.encode()
-        commit.parents = [p.encode() for p in parents]
-        identity = f"{account} <{account}@agora>".encode()
-        commit.author = commit.committer = identity
-        commit.author_time = commit.commit_time = int(time.time()) if timestamp is None else timestamp
-        commit.author_timezone = commit.commit_timezone = 0
-        commit.encoding = b"UTF-8"
-        commit.message = message.encode("utf-8")
+        identity = f"{account} <{account}@agora>"
+        when = int(time.time()) if timestamp is None else timestamp
+        body = commit_body(tree, parents, identity, when, message)
         if self.signer is not None:
-            commit.gpgsig = self.signer(commit.as_raw_string())
-        self.dulwich.object_store.add_object(commit)
-        return commit.id.decode()
+            body = commit_body(tree, parents, identity, when, message, self.signer(body))
+        return write_loose(self.objects_dir, "commit", body)
 
     def write_contribution(self, contribution: Contribution, tree: str, timestamp: int | None = None) -> str:
         parents = list(contribution.parents)
@@ -162,45 +147,46 @@ class Repository:
 
     @cached_property
     def empty_tree(self) -> str:
-        from dulwich.objects import Tree
-
-        tree = Tree()
-        self.dulwich.object_store.add_object(tree)
-        return tree.id.decode()
+        return write_loose(self.objects_dir, "tree", b"")
 
     # --- refs --------------------------------------------------------------------------------
 
     def refs_under(self, prefix: str) -> dict[str, str]:
         """Ref name -> sha for every ref under `prefix` (ending in "/"), as `git for-each-ref` lists them:
-        read from the ref files where that is plain (`git.read_refs`), else by git."""
-        from .git import read_refs
+        read from the ref files where that is plain (`files.read_refs`), else by git."""
+        from .files import read_refs
 
         found = read_refs(self.common_dir, prefix)
         return found if found is not None else self.git.for_each_ref(prefix)
 
     def ref(self, name: str) -> str | None:
         try:
-            return self.dulwich.refs[name.encode()].decode()
-        except KeyError:
-            return None
+            return read_ref(self.common_dir, name)
+        except NotPlain:
+            out = self.git.run("show-ref", "--verify", "--hash", name, check=False).strip()
+            return out or None
 
     def compare_and_swap(self, name: str, old: str | None, new: str) -> bool:
         """Set ref `name` to `new` only if it still points at `old` (None: only if it is absent).
 
         A ref locked by another process counts as a lost race; the caller retries.
         """
-        from dulwich.file import FileLocked
-
-        refs = self.dulwich.refs
         try:
-            if old is None:
-                return refs.add_if_new(name.encode(), new.encode())
-            return refs.set_if_equals(name.encode(), old.encode(), new.encode())
-        except FileLocked:
-            return False
+            return swap_ref(self.common_dir, name, old, new)
+        except NotPlain:
+            return self.git.ok("update-ref", name, new, old or "0" * 40)
 
     def set_ref(self, name: str, new: str) -> None:
-        self.dulwich.refs.set_if_equals(name.encode(), None, new.encode())
+        """Point `name` at `new`, whatever it pointed at; waits out another process's lock."""
+        for attempt in range(MAX_REF_ATTEMPTS):
+            try:
+                if swap_ref(self.common_dir, name, None, new, unconditional=True):
+                    return
+            except NotPlain:
+                self.git.run("update-ref", name, new)
+                return
+            time.sleep(min(0.005 * attempt, 0.05))
+        raise RefBusy(f"could not update {name}: it stays locked ({name}.lock); remove a stale lock file")
 
     # --- the account log -----------------------------------------------------------------------
 
