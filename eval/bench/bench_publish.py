@@ -203,7 +203,7 @@ def signing_cost(proj: Project, repeat: int, bytecode: dict[str, str]) -> dict:
     }
 
 
-UNSIGNED_IMPORT = "import git_agora.ops.publish, git_agora.cli.post"  # what a post imports anyway
+UNSIGNED_IMPORT = "import git_agora.ops.publish, git_agora.cli.quick"  # what a post imports anyway
 SIGNER_IMPORT = "import git_agora.identity.ssh_sign, cryptography.hazmat.primitives.asymmetric.ed25519"
 
 
@@ -221,7 +221,7 @@ def startup(repeat: int) -> dict:
         "import_post_module_s": stats(
             sample(
                 lambda: subprocess.run(
-                    [sys.executable, "-c", "import git_agora.cli.post, git_agora.ops.publish"], check=True
+                    [sys.executable, "-c", "import git_agora.cli.quick, git_agora.ops.publish"], check=True
                 ),
                 repeat,
             )
@@ -233,7 +233,7 @@ def startup(repeat: int) -> dict:
             "-X",
             "importtime",
             "-c",
-            "import git_agora.cli, git_agora.cli.post, git_agora.ops.publish, git_agora.cli.common",
+            "import git_agora.cli, git_agora.cli.quick, git_agora.ops.publish",
         ],
         capture_output=True,
         text=True,

@@ -1,14 +1,13 @@
-"""`git agora post`: publish a light contribution (insight, hypothesis, verification, report)."""
+"""`git agora post`: publish a light contribution (insight, hypothesis, verification, report). A plain
+command line runs without click (`quick`); this declaration gives its help and its errors."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import click
 
 from ..contribution import Verdict
-from ..errors import AgoraError
-from .common import account_option, band_option, open_project, parse_meta, parse_metrics, ref_option, report_published
+from .common import account_option, band_option, ref_option
+from .quick import PostCall, run_post
 
 
 @click.command("post")
@@ -33,30 +32,8 @@ from .common import account_option, band_option, open_project, parse_meta, parse
 @ref_option
 @account_option
 @click.pass_context
-def command(ctx, description, tags, parents, targets, verdict, metrics, meta, prediction, record, cross_refs, account):
+def command(ctx, **params):
     """Publish an insight, hypothesis, verification or report on top of existing contributions
     (default: the checked-out one). `--json FILE` reads the paper's record from FILE (`-`: stdin)."""
-    from ..ops.publish import post, read_record, record_fields
-
-    project = open_project(ctx, account, as_json=record is not None)
-    fields = record_fields(project, read_record(record, _text(record))) if record else {}
-    description = description or fields.get("description")
-    if not description or not description.strip():
-        raise AgoraError("empty description: say what this contribution is (-m)")
-    published = post(
-        project,
-        description,
-        tags or fields.get("tags", ()),
-        parents or fields.get("parents", ()),
-        targets or fields.get("targets", ()),
-        verdict or fields.get("verdict"),
-        {**fields.get("metrics", {}), **parse_metrics(metrics)},
-        {**fields.get("meta", {}), **parse_meta(meta)},
-        cross_refs,
-        prediction,
-    )
-    return report_published(published, record is not None, "published")
-
-
-def _text(path: str) -> str:
-    return click.open_file(path).read() if path == "-" else Path(path).read_text()
+    root = ctx.find_root().obj or {}
+    return run_post(PostCall(**params, group_account=root.get("account"), directory=root.get("directory", ".")))

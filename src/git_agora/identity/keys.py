@@ -4,7 +4,6 @@ first use under the user's config directory (`~/.config/git-agora/keys/<account>
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ class SigningKey:
         return self.sign_with_ssh_keygen(payload)
 
     def sign_with_ssh_keygen(self, payload: bytes) -> bytes:
+        require_ssh_keygen()
         proc = subprocess.run(
             ["ssh-keygen", "-Y", "sign", "-q", "-f", str(self.path), "-n", "git"], input=payload, capture_output=True
         )
@@ -49,8 +49,6 @@ def default_key_path(account: str) -> Path:
 
 def signing_key(repo: Repository, account: str, notice=None) -> SigningKey:
     """The account's key: the configured one, else the default one, created when missing (and said so)."""
-    if shutil.which("ssh-keygen") is None:
-        raise AgoraError("signing needs ssh-keygen (OpenSSH): install openssh-client")
     configured = repo.git.config_get(KEY_CONFIG)
     path = Path(configured).expanduser() if configured else default_key_path(account)
     if configured and not path.is_file():
@@ -69,6 +67,7 @@ def create_key(path: Path, account: str) -> bool:
     halves complete (it used to read a half-written key now and then: two first posts of one account)."""
     import fcntl
 
+    require_ssh_keygen()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(path.parent / ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -87,6 +86,15 @@ def create_key(path: Path, account: str) -> bool:
         return True
 
 
+def require_ssh_keygen() -> None:
+    """Making a key, reading one without its .pub file, and signing with anything but an unencrypted
+    ed25519 key need OpenSSH's ssh-keygen."""
+    import shutil
+
+    if shutil.which("ssh-keygen") is None:
+        raise AgoraError("signing needs ssh-keygen (OpenSSH): install openssh-client")
+
+
 def _public_half(path: Path) -> Path:
     return path.with_name(path.name + ".pub")
 
@@ -95,6 +103,7 @@ def public_line(path: Path) -> str:
     pub = _public_half(path)
     if pub.is_file():
         return pub.read_text().strip()
+    require_ssh_keygen()
     proc = subprocess.run(["ssh-keygen", "-y", "-f", str(path)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise AgoraError(f"cannot read the signing key {path}: {proc.stderr.strip() or 'unreadable'}")

@@ -8,7 +8,6 @@ that moved backwards or sideways keeps its old tip under `refs/agora/quarantine/
 
 from __future__ import annotations
 
-import random
 import re
 import subprocess
 import time
@@ -91,12 +90,18 @@ def push_log(repo: Repository, account: str, remote: str | None) -> PushResult:
             if not _fetch_account(repo, remote, log):
                 return _queued(repo, account, remote, PushOutcome.UNREACHABLE, report)
             _rebase_queue(repo, account, remote)
-            time.sleep(random.uniform(0.0, min(0.02 * 2**attempt, 0.5)))
+            time.sleep(_jitter(min(0.02 * 2**attempt, 0.5)))
             continue
         if "[remote rejected]" in report or "[rejected]" in report:
             return _queued(repo, account, remote, PushOutcome.REJECTED, report)
         return _queued(repo, account, remote, PushOutcome.UNREACHABLE, report)
     return _queued(repo, account, remote, PushOutcome.REJECTED, "gave up after repeated contention")
+
+
+def _jitter(most: float) -> float:
+    import random  # only under contention
+
+    return random.uniform(0.0, most)
 
 
 def push_identity(repo: Repository, account: str, remote: str) -> str | None:

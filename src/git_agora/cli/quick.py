@@ -1,0 +1,158 @@
+"""`git agora post` without click: the command an agent runs after every idea, so its start-up is most of
+its cost (click alone took 20-25 ms of a 120 ms post).
+
+`parse_post` reads the plain command lines (the options of `git agora post` and the group's `--account`
+and `-C`, each spelled as click spells it) into the very arguments click would pass; anything else (help,
+a typo, an unknown option, a value click would refuse) returns None and goes to click, which parses it
+again and says what is wrong. tests/test_cli_quick.py holds the two parsers to the same result.
+`run_post` is the command's body for both.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from .output import failure, open_project, parse_meta, parse_metrics, report_published
+
+VERDICTS = ("confirmed", "partial", "failed")  # contribution.Verdict's values (checked by the tests)
+SINGLE = {"-m": "description", "--message": "description", "--verdict": "verdict", "--predict": "prediction"}
+SINGLE["--account"] = "account"
+MULTIPLE = {"--tag": "tags", "--parent": "parents", "--target": "targets", "--metric": "metrics", "--meta": "meta"}
+MULTIPLE["--ref"] = "cross_refs"
+RECORD = "--json"  # a flag, or a value when the next word does not look like an option (click's rule)
+
+
+@dataclass(frozen=True)
+class PostCall:
+    """`git agora post`'s parameters, as click names them, and the group's account and directory."""
+
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    parents: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    verdict: str | None = None
+    metrics: tuple[str, ...] = ()
+    meta: tuple[str, ...] = ()
+    prediction: str | None = None
+    record: str | None = None
+    cross_refs: tuple[str, ...] = ()
+    account: str | None = None
+    group_account: str | None = None
+    directory: str = "."
+
+
+def parse_post(argv: list[str]) -> PostCall | None:
+    """The call `argv` makes when it is a plain `git agora post` command line; None otherwise."""
+    values: dict[str, object] = {}
+    words = iter(argv)
+    for word in words:  # the group's options, up to the command
+        if word == "post":
+            break
+        name, value = _split(word, ("--account", "-C"))
+        if name is None:
+            return None
+        key = "group_account" if name == "--account" else "directory"
+        values[key] = value if value is not None else next(words, None)
+    else:
+        return None
+    rest = list(words)
+    while rest:
+        word = rest.pop(0)
+        if word == RECORD or word.startswith(RECORD + "="):
+            if word != RECORD:  # click puts an attached value back among the words, then decides
+                rest.insert(0, word[len(RECORD) + 1 :])
+            looks_like_option = bool(rest) and rest[0][:1] == "-" and len(rest[0]) > 1
+            values["record"] = "" if not rest or looks_like_option else rest.pop(0)
+            continue
+        name, value = _split(word, (*SINGLE, *MULTIPLE))
+        if name is None:
+            return None
+        if value is None:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        if name in MULTIPLE:
+            values[MULTIPLE[name]] = (*values.get(MULTIPLE[name], ()), value)  # type: ignore[misc]
+        else:
+            values[SINGLE[name]] = value
+    if None in (values.get("group_account", ""), values.get("directory", "")):
+        return None  # an option without its value
+    if values.get("verdict") is not None and values["verdict"] not in VERDICTS:
+        return None
+    directory = str(values.pop("directory", None) or ".")
+    if os.path.isfile(directory):
+        return None  # click refuses a file for -C
+    if "group_account" not in values:
+        values["group_account"] = os.environ.get("AGORA_ACCOUNT") or None  # the group option's envvar
+    return PostCall(directory=directory, **values)  # type: ignore[arg-type]
+
+
+def _split(word: str, names: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """(option, attached value or None) for `--name`, `--name=value`, `-x` or `-xvalue`; (None, None) for
+    any other word."""
+    if word in names:
+        return word, None
+    if word.startswith("--"):
+        name, equals, value = word.partition("=")
+        return (name, value) if equals and name in names else (None, None)
+    if word[:2] in names and len(word) > 2:  # a short option with its value attached
+        return word[:2], word[2:]
+    return None, None
+
+
+def run_post(call: PostCall) -> int:
+    """Publish what the call says; the exit status (`report_published`)."""
+    from ..errors import AgoraError
+    from ..ops.publish import post, read_record, record_fields
+
+    account = call.account if call.account is not None else call.group_account
+    project = open_project(call.directory, account, as_json=call.record is not None)
+    record = call.record
+    fields_ = record_fields(project, read_record(record, _text(record))) if record else {}
+    description = call.description or fields_.get("description")
+    if not description or not description.strip():
+        raise AgoraError("empty description: say what this contribution is (-m)")
+    published = post(
+        project,
+        description,
+        call.tags or fields_.get("tags", ()),
+        call.parents or fields_.get("parents", ()),
+        call.targets or fields_.get("targets", ()),
+        call.verdict or fields_.get("verdict"),
+        {**fields_.get("metrics", {}), **parse_metrics(call.metrics)},
+        {**fields_.get("meta", {}), **parse_meta(call.meta)},
+        call.cross_refs,
+        call.prediction,
+    )
+    return report_published(published, record is not None, "published")
+
+
+def run_post_quickly(call: PostCall, end_process: bool) -> None:
+    """Run the call and exit with its status; a known failure is one line on stderr. As the process's
+    entry point (`end_process`), the interpreter's teardown is skipped once the output is flushed:
+    everything written is closed by then."""
+    try:
+        code = run_post(call)
+    except (Exception, KeyboardInterrupt) as exc:
+        known = failure(exc)
+        if known is None:
+            raise
+        line, code = known
+        if line:
+            sys.stderr.write(line + "\n")
+    if not end_process:
+        sys.exit(code)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass
+    os._exit(code)
+
+
+def _text(path: str) -> str:
+    from pathlib import Path
+
+    return sys.stdin.read() if path == "-" else Path(path).read_text()
