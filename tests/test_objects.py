@@ -164,3 +164,36 @@ def _is_sha(value: str) -> bool:
 
 def _git(repo, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.mark.parametrize("shared", ["group", "all", "0640"])
+def test_a_shared_repository_gets_the_modes_git_gives(tmp_path, shared):
+    """core.sharedRepository: objects, their folders, refs and theirs get the modes git's own writes get,
+    whatever the writer's umask."""
+    import os
+    import stat
+
+    subprocess.run(["git", "init", "-q", "--bare", f"--shared={shared}", str(tmp_path)], check=True)
+    previous = os.umask(0o077)
+    try:
+        repo = Repository(tmp_path, tmp_path, tmp_path, bare=True)
+        ours = repo.write_commit(repo.empty_tree, [], "ours\n", "a", timestamp=1)
+        repo.set_ref("refs/agora/log/a", ours)
+        env = {**os.environ, "GIT_AUTHOR_NAME": "g", "GIT_AUTHOR_EMAIL": "g@g"}
+        env |= {"GIT_COMMITTER_NAME": "g", "GIT_COMMITTER_EMAIL": "g@g"}
+        theirs = subprocess.run(
+            ["git", "commit-tree", EMPTY_TREE, "-m", "theirs"], cwd=tmp_path, env=env, capture_output=True, text=True
+        ).stdout.strip()
+        subprocess.run(["git", "update-ref", "refs/agora/identity/g", theirs], cwd=tmp_path, check=True)
+    finally:
+        os.umask(previous)
+
+    def mode(path) -> int:
+        return stat.S_IMODE(os.stat(path).st_mode)
+
+    objects = tmp_path / "objects"
+    assert mode(objects / ours[:2] / ours[2:]) == mode(objects / theirs[:2] / theirs[2:])
+    if ours[:2] != theirs[:2]:
+        assert mode(objects / ours[:2]) == mode(objects / theirs[:2])
+    assert mode(tmp_path / "refs/agora/log/a") == mode(tmp_path / "refs/agora/identity/g")
+    assert mode(tmp_path / "refs/agora/log") == mode(tmp_path / "refs/agora/identity")

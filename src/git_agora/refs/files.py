@@ -9,6 +9,8 @@ import os
 import re
 from pathlib import Path
 
+from .shared import adjust, make_folders
+
 
 class NotPlain(Exception):
     """Only git can read or write this ref here."""
@@ -120,16 +122,18 @@ def _packed(common_dir: Path, name: str) -> str | None:
     return sha.decode()
 
 
-def swap_ref(common_dir: Path, name: str, old: str | None, new: str, unconditional: bool = False) -> bool:
+def swap_ref(
+    common_dir: Path, name: str, old: str | None, new: str, unconditional: bool = False, shared: int = 0
+) -> bool:
     """Point ref `name` at `new` if it still points at `old` (None: only if there is no such ref), or
     whatever it points at when `unconditional`. False when it points elsewhere or another process holds
-    its lock (a lost race: the caller rereads and retries)."""
+    its lock (a lost race: the caller rereads and retries). `shared`: `core.sharedRepository`'s modes."""
     current = read_ref(common_dir, name)  # raises NotPlain before any lock is taken
     if not unconditional and current != old:
         return False
     path = common_dir / name
     lock = path.with_name(path.name + ".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(path.parent, shared)
     try:
         fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except FileExistsError:
@@ -138,6 +142,7 @@ def swap_ref(common_dir: Path, name: str, old: str | None, new: str, uncondition
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(new.encode() + b"\n")
+        adjust(lock, shared)
         if unconditional or read_ref(common_dir, name) == old:  # read again under the lock
             os.replace(lock, path)
             done = True

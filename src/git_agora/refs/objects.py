@@ -14,6 +14,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from .shared import adjust, make_folders
+
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 SIGNATURE_FIELD = b"gpgsig"
 
@@ -52,22 +54,23 @@ def object_id(kind: str, body: bytes) -> str:
     return hashlib.sha1(b"%s %d\0%s" % (kind.encode(), len(body), body)).hexdigest()
 
 
-def write_loose(objects_dir: Path, kind: str, body: bytes) -> str:
+def write_loose(objects_dir: Path, kind: str, body: bytes, shared: int = 0) -> str:
     """Store an object as git does (zlib-deflated `kind size\\0body` under objects/xx/yyyy..., written to a
-    temporary file and renamed into place, read-only); an object already there is left alone. Returns
-    its sha."""
+    temporary file and renamed into place, read-only, with `core.sharedRepository`'s modes: `shared`);
+    an object already there is left alone. Returns its sha."""
     sha = object_id(kind, body)
     folder = objects_dir / sha[:2]
     final = folder / sha[2:]
     if final.exists():
         return sha
-    folder.mkdir(exist_ok=True)
+    make_folders(folder, shared)
     temporary = folder / f"tmp_obj_{os.getpid()}_{sha[2:12]}"
     data = zlib.compress(b"%s %d\0%s" % (kind.encode(), len(body), body))
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
+        adjust(temporary, shared)
         os.replace(temporary, final)
     except BaseException:
         temporary.unlink(missing_ok=True)

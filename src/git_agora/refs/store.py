@@ -18,6 +18,7 @@ from .files import NotPlain, read_ref, swap_ref
 from .git import Git
 from .names import LogRef
 from .objects import CommitInfo, commit_body, parse_commit, write_loose
+from .shared import shared_permission
 
 LOG_TITLE = "agora log"
 LOG_FORMAT_TRAILER = "Agora-Log-Format: 1"
@@ -87,6 +88,11 @@ class Repository:
     def objects_dir(self) -> Path:
         return self.common_dir / "objects"
 
+    @cached_property
+    def shared(self) -> int:
+        """`core.sharedRepository` as the modes of what is written here (`shared.shared_permission`)."""
+        return shared_permission(self.git.config_get("core.sharedrepository"))
+
     # --- private state under .git/agora (per clone) and the per-worktree git dir -------------
 
     @property
@@ -139,7 +145,7 @@ class Repository:
         body = commit_body(tree, parents, identity, when, message)
         if self.signer is not None:
             body = commit_body(tree, parents, identity, when, message, self.signer(body))
-        return write_loose(self.objects_dir, "commit", body)
+        return write_loose(self.objects_dir, "commit", body, self.shared)
 
     def write_contribution(self, contribution: Contribution, tree: str, timestamp: int | None = None) -> str:
         parents = list(contribution.parents)
@@ -147,7 +153,7 @@ class Repository:
 
     @cached_property
     def empty_tree(self) -> str:
-        return write_loose(self.objects_dir, "tree", b"")
+        return write_loose(self.objects_dir, "tree", b"", self.shared)
 
     # --- refs --------------------------------------------------------------------------------
 
@@ -172,7 +178,7 @@ class Repository:
         A ref locked by another process counts as a lost race; the caller retries.
         """
         try:
-            return swap_ref(self.common_dir, name, old, new)
+            return swap_ref(self.common_dir, name, old, new, shared=self.shared)
         except NotPlain:
             return self.git.ok("update-ref", name, new, old or "0" * 40)
 
@@ -180,7 +186,7 @@ class Repository:
         """Point `name` at `new`, whatever it pointed at; waits out another process's lock."""
         for attempt in range(MAX_REF_ATTEMPTS):
             try:
-                if swap_ref(self.common_dir, name, None, new, unconditional=True):
+                if swap_ref(self.common_dir, name, None, new, unconditional=True, shared=self.shared):
                     return
             except NotPlain:
                 self.git.run("update-ref", name, new)
