@@ -1,6 +1,7 @@
 """Verification by rerunning, `git agora run` and `push --check`, on the demo's real n-gram task."""
 
 import shutil
+import time
 from importlib.resources import files
 
 import pytest
@@ -62,6 +63,10 @@ def test_verdict_replacement_shows_in_evidence(task_project):
     agora(a, "fetch")
     evidence = agora(a, "show", result["sha"], "--json").json()["evidence"]
     assert evidence["score"] == 20 and evidence["status"] == "confirmed"
+    # "newest" is the later second, then the sha (frontier.evidence): within the verification's own second
+    # the replacement would win only if its sha sorted later, so it comes a second later, as a person's does
+    log = f"refs/agora/log/{git(b, 'config', 'agora.account').strip()}"  # written after the verification
+    time.sleep(max(0.0, int(git(b, "log", "-1", "--format=%ct", log)) + 1 - time.time()))
     agora(b, "post", "--target", result["sha"], "--verdict", "failed", "-m", "on second thought, no")
     agora(a, "fetch")
     evidence = agora(a, "show", result["sha"], "--json").json()["evidence"]
