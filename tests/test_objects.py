@@ -197,3 +197,38 @@ def test_a_shared_repository_gets_the_modes_git_gives(tmp_path, shared):
         assert mode(objects / ours[:2]) == mode(objects / theirs[:2])
     assert mode(tmp_path / "refs/agora/log/a") == mode(tmp_path / "refs/agora/identity/g")
     assert mode(tmp_path / "refs/agora/log") == mode(tmp_path / "refs/agora/identity")
+
+
+def test_a_full_disk_leaves_no_half_written_object(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path)], check=True)
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(args[0]))
+
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(OSError) as raised:
+        write_loose(tmp_path / "objects", "commit", commit_body(EMPTY_TREE, [], "a <a@agora>", 1, "x\n"))
+    assert raised.value.errno == errno.ENOSPC
+    assert not [p for p in (tmp_path / "objects").rglob("*") if p.is_file() and "pack" not in p.parts]
+
+
+def test_a_forked_child_reads_through_its_own_cat_file(tmp_path):
+    """The reader started by the parent is not shared with a child: both keep getting their own answers."""
+    import os
+
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path)], check=True)
+    repo = Repository(tmp_path, tmp_path, tmp_path, bare=True)
+    shas = [repo.write_commit(repo.empty_tree, [], f"commit {i}\n", "a", timestamp=i) for i in range(50)]
+    assert repo.commit_info(shas[0]) is not None  # the parent's process is running
+    parent_reader = repo.objects
+    pid = os.fork()
+    if pid == 0:  # the child: every answer must be its own, while the parent asks too
+        ok = repo.objects is not parent_reader and all(repo.commit_info(s).timestamp == i for i, s in enumerate(shas))
+        os._exit(0 if ok else 1)
+    answers = [repo.commit_info(s).timestamp for s in shas * 4]
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert answers == list(range(50)) * 4 and repo.objects is parent_reader

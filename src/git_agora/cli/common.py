@@ -9,9 +9,9 @@ import click
 from .output import (  # noqa: F401 (what every command imports from here)
     cli_feedback,
     emit_json,
-    failure,
     parse_meta,
     parse_metrics,
+    report_failure,
     report_published,
 )
 from .output import open_project as open_project_at
@@ -40,13 +40,7 @@ def run_cli(group: click.Group, argv: list[str] | None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except (Exception, KeyboardInterrupt) as exc:
-        known = failure(exc)
-        if known is None:
-            raise
-        line, code = known
-        if line:
-            click.echo(line, err=True)
-        return code
+        return report_failure(exc)
 
 
 def open_project(ctx: click.Context, account: str | None = None, remote: str | None = None, as_json: bool = False):

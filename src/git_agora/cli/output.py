@@ -23,9 +23,20 @@ def say(text: str, err: bool = False) -> None:
     stream.flush()
 
 
-def failure(exc: BaseException) -> tuple[str | None, int] | None:
-    """(the line to print, the exit status) for a failure a command may end with; None for a bug, which
-    keeps its traceback."""
+def report_failure(exc: BaseException) -> int:
+    """Print the one line a known failure becomes and return its exit status; a bug (anything else) is
+    raised again, with its traceback."""
+    known = _known_failure(exc)
+    if known is None:
+        raise exc
+    line, code = known
+    if line:
+        say(line, err=True)
+    return code
+
+
+def _known_failure(exc: BaseException) -> tuple[str | None, int] | None:
+    """(the line to print, the exit status) for a failure a command may end with; None for a bug."""
     from ..config import ConfigError
     from ..contribution import ContributionError
     from ..refs.git import GitError

@@ -14,7 +14,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from .output import failure, open_project, parse_meta, parse_metrics, report_published
+from .output import open_project, parse_meta, parse_metrics, report_failure, report_published
 
 VERDICTS = ("confirmed", "partial", "failed")  # contribution.Verdict's values (checked by the tests)
 SINGLE = {"-m": "description", "--message": "description", "--verdict": "verdict", "--predict": "prediction"}
@@ -136,12 +136,7 @@ def run_post_quickly(call: PostCall, end_process: bool) -> None:
     try:
         code = run_post(call)
     except (Exception, KeyboardInterrupt) as exc:
-        known = failure(exc)
-        if known is None:
-            raise
-        line, code = known
-        if line:
-            sys.stderr.write(line + "\n")
+        code = report_failure(exc)
     if not end_process:
         sys.exit(code)
     try:
