@@ -16,6 +16,7 @@ from .refs.names import ROOT, RefNameError, check_account, check_remote
 from .refs.store import NotARepository, Repository
 
 SETUP_CONFIG_KEY = "agora.setup"
+MEMBERS_MEMO = "policy-members"  # under .git/agora: "<policy sha> <its members as JSON>"
 
 
 class CompetingSetups(AgoraError):
@@ -203,6 +204,22 @@ class Project:
             return self.config if policy_sha == self.setup else load_policy_config(self.repo, policy_sha)
         except ConfigError as exc:
             raise AgoraError(f"the policy of {sha[:12]}: {exc}") from None
+
+    def policy_members(self, sha: str) -> dict[str, str]:
+        """`[identity] members` of the policy in force for `sha` (account -> public key line; empty: an
+        open project). Remembered by the policy's sha (`memo`), so a post reads no agora.toml."""
+        import json
+
+        from .memo import recall, remember
+        from .policy import policy_sha_for
+
+        policy_sha = policy_sha_for(self.repo, sha, self.setup)
+        known = recall(self.repo.agora_dir, MEMBERS_MEMO, policy_sha)
+        if known is not None:
+            return json.loads(known)
+        members = self.policy_config(sha).sections.get("identity", {}).get("members") or {}
+        remember(self.repo.agora_dir, MEMBERS_MEMO, policy_sha, json.dumps(members))
+        return members
 
     # --- the contribution the next push builds on (per work tree) ----------------------------
 

@@ -62,7 +62,7 @@ def _check_membership(project: Project, contribution: Contribution) -> None:
     with the key the policy gives them."""
     if not contribution.parents:
         return
-    members = project.policy_config(contribution.parents[0]).sections.get("identity", {}).get("members")
+    members = project.policy_members(contribution.parents[0])
     if not members:
         return
     if contribution.account not in members:
