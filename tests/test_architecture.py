@@ -88,6 +88,7 @@ CLI_MAY_USE = (
     "git_agora.refs.git.GitError",
     "git_agora.refs.names.RefNameError",
     "git_agora.refs.store.RefBusy",
+    "git_agora.refs.headstart.HeadStart",  # a post starts git before it imports the library (start-up)
     "git_agora.refs.sync.PushOutcome",
     "git_agora.frontier.views.VIEW_NAMES",
     "git_agora.demo.run",

@@ -9,17 +9,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
-from dataclasses import dataclass, field
 
 Advance = Callable[[int], None]  # called with the number of items done so far
 
 
-@dataclass
 class Feedback:
-    notices: list[str] = field(default_factory=list)
-    on_notice: Callable[[str], None] | None = None
-    on_progress: Callable[[str, int | None], AbstractContextManager[Advance]] | None = None
-    on_output: Callable[[str], None] | None = None  # a running evaluator's stderr, line by line
+    """Silent by default: notices are kept in `notices`; the callbacks show them, progress and a
+    running evaluator's stderr (line by line) as they come."""
+
+    def __init__(
+        self,
+        on_notice: Callable[[str], None] | None = None,
+        on_progress: Callable[[str, int | None], AbstractContextManager[Advance]] | None = None,
+        on_output: Callable[[str], None] | None = None,
+    ) -> None:
+        self.notices: list[str] = []
+        self.on_notice = on_notice
+        self.on_progress = on_progress
+        self.on_output = on_output
 
     def output(self, line: str) -> None:
         if self.on_output is not None:

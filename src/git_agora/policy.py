@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+from .amendments import POLICY_MEMO, account_of, is_amendment, policy_sha_for  # noqa: F401 (the policy's names)
 from .config import CONFIG_FILE, ConfigError, ProjectConfig
-from .contribution import POLICY_TAG, Contribution
 from .refs.store import Repository
 
 _GLOB = set("*?[")
@@ -34,10 +34,6 @@ class Policy:
     @cached_property
     def evaluator_files(self) -> dict[str, str]:
         return {path: oid for path, oid in self.protected.items() if path != CONFIG_FILE}
-
-
-def is_amendment(contribution: Contribution, root_account: str | None) -> bool:
-    return POLICY_TAG in contribution.tags and contribution.account == root_account
 
 
 def load_policy(repo: Repository, sha: str) -> Policy:
@@ -115,32 +111,6 @@ def changed_protected_files(repo: Repository, tree: str, policy: Policy) -> list
     return [path for path, oid in zip(paths, ids) if oid != policy.protected[path]]
 
 
-def policy_sha_for(repo: Repository, sha: str, root: str) -> str:
-    """The policy in force for `sha`: the nearest amendment by the setup's account on its first-parent
-    line (itself included), else the setup. Amendments are rare: git finds the candidates. The answer
-    depends on immutable commits only, so it is remembered per clone (`memo`): publishing on the same
-    contribution again does not walk its first-parent line again."""
-    from .memo import recall, remember
-
-    key = f"{root}-{sha}"
-    known = recall(repo.agora_dir, POLICY_MEMO, key)
-    if known is not None:
-        return known
-    root_account = _account(repo, root)
-    out = repo.git.run("log", "--first-parent", "--format=%H", "-E", f"--grep=^Agora-Tag: {POLICY_TAG}$", sha)
-    found = root
-    for candidate in out.split():
-        contribution = repo.contribution(candidate)
-        if contribution is not None and is_amendment(contribution, root_account):
-            found = candidate
-            break
-    remember(repo.agora_dir, POLICY_MEMO, key, found)
-    return found
-
-
-POLICY_MEMO = "policy-in-force"  # under .git/agora: "<setup>-<contribution> <policy sha>"
-
-
 def load_policy_config(repo: Repository, sha: str) -> ProjectConfig:
     """Only the agora.toml of the setup or amendment `sha` (what `load_policy` reads, without listing the
     evaluator files)."""
@@ -148,11 +118,6 @@ def load_policy_config(repo: Repository, sha: str) -> ProjectConfig:
     assert info is not None, sha
     text = repo.file_text(info.tree, CONFIG_FILE)
     return ProjectConfig.parse(text) if text else ProjectConfig()
-
-
-def _account(repo: Repository, sha: str) -> str | None:
-    contribution = repo.contribution(sha)
-    return contribution.account if contribution else None
 
 
 def evaluator_identity(policy: Policy) -> dict[str, object]:
@@ -255,7 +220,7 @@ def evaluator_violations(
             for at in checked.filter(pc.invert(kept)).to_pylist():
                 changed.setdefault(at, []).append(path)
         if changed and not owner:
-            owner.append(_account(repo, root) if root else None)
+            owner.append(account_of(repo, root) if root else None)
         for at, paths in changed.items():
             problems[at] = [
                 f"changes {', '.join(paths)}, which the policy fixes (only a policy amendment by "

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .config import CONFIG_FILE, ConfigError, ProjectConfig
 from .contribution import Contribution
 from .errors import AgoraError
 from .feedback import Feedback
+from .refs.headstart import HeadStart
 from .refs.names import ROOT, RefNameError, check_account, check_remote
 from .refs.store import NotARepository, Repository
+
+if TYPE_CHECKING:
+    from .config import ProjectConfig
 
 SETUP_CONFIG_KEY = "agora.setup"
 MEMBERS_MEMO = "policy-members"  # under .git/agora: "<policy sha> <its members as JSON>"
@@ -23,14 +26,23 @@ class CompetingSetups(AgoraError):
     """More than one setup and none pinned: the clone must be told which project it joins."""
 
 
-@dataclass
 class Project:
     """The entry point of the library: `open_project(path)` then pass it to any workflow in `git_agora.ops`."""
 
-    repo: Repository
-    account_option: str | None = None
-    remote_option: str | None = None
-    feedback: Feedback = field(default_factory=Feedback)
+    def __init__(
+        self,
+        repo: Repository,
+        account_option: str | None = None,
+        remote_option: str | None = None,
+        feedback: Feedback | None = None,
+    ) -> None:
+        self.repo = repo
+        self.account_option = account_option
+        self.remote_option = remote_option
+        self.feedback = feedback or Feedback()
+
+    def __repr__(self) -> str:
+        return f"Project({self.repo.worktree!r}, account_option={self.account_option!r})"
 
     @classmethod
     def open(
@@ -39,9 +51,11 @@ class Project:
         account: str | None = None,
         remote: str | None = None,
         feedback: Feedback | None = None,
+        head_start: HeadStart | None = None,
     ) -> Project:
+        """The project `path` is in; `head_start`: git processes already started there (`refs.headstart`)."""
         try:
-            return cls(Repository.discover(path), account, remote, feedback or Feedback())
+            return cls(Repository.discover(path, head_start), account, remote, feedback)
         except NotARepository as exc:
             raise AgoraError(str(exc)) from None
 
@@ -158,6 +172,8 @@ class Project:
     def config(self) -> ProjectConfig:
         """agora.toml of the setup: the one place a project's config is read. A broken file is an error
         for every command (never silently replaced by defaults)."""
+        from .config import CONFIG_FILE, ConfigError, ProjectConfig
+
         setup = self.repo.commit_info(self.setup)
         assert setup is not None
         out = self.repo.file_text(setup.tree, CONFIG_FILE)
@@ -188,6 +204,7 @@ class Project:
     def policy(self, sha: str):
         """The policy in force for contribution `sha` (`policy.Policy`): the setup's agora.toml and
         evaluator files, or those of the nearest amendment on its first-parent line."""
+        from .config import ConfigError
         from .policy import load_policy, policy_sha_for
 
         try:
@@ -197,6 +214,7 @@ class Project:
 
     def policy_config(self, sha: str) -> ProjectConfig:
         """The agora.toml of the policy in force for `sha` (`policy`'s config, without its evaluator files)."""
+        from .config import ConfigError
         from .policy import load_policy_config, policy_sha_for
 
         try:
@@ -210,8 +228,8 @@ class Project:
         open project). Remembered by the policy's sha (`memo`), so a post reads no agora.toml."""
         import json
 
+        from .amendments import policy_sha_for
         from .memo import recall, remember
-        from .policy import policy_sha_for
 
         policy_sha = policy_sha_for(self.repo, sha, self.setup)
         known = recall(self.repo.agora_dir, MEMBERS_MEMO, policy_sha)

@@ -9,9 +9,12 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AgoraError, ExitCode
+
+if TYPE_CHECKING:
+    from ..refs.headstart import HeadStart
 
 # a full disk or a missing permission: one line naming the path, never a traceback
 DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS)
@@ -57,11 +60,18 @@ def _known_failure(exc: BaseException) -> tuple[str | None, int] | None:
     return None
 
 
-def open_project(directory: str, account: str | None, remote: str | None = None, as_json: bool = False):
-    """The project in `directory`, with the command line's feedback (`cli_feedback`)."""
+def open_project(
+    directory: str,
+    account: str | None,
+    remote: str | None = None,
+    as_json: bool = False,
+    head_start: HeadStart | None = None,
+):
+    """The project in `directory`, with the command line's feedback (`cli_feedback`); `head_start` as in
+    `Project.open`."""
     from ..project import Project
 
-    return Project.open(directory, account, remote, cli_feedback(as_json))
+    return Project.open(directory, account, remote, cli_feedback(as_json), head_start)
 
 
 def cli_feedback(as_json: bool = False):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .output import open_project, parse_meta, parse_metrics, report_failure, report_published
 
@@ -24,8 +24,7 @@ MULTIPLE["--ref"] = "cross_refs"
 RECORD = "--json"  # a flag, or a value when the next word does not look like an option (click's rule)
 
 
-@dataclass(frozen=True)
-class PostCall:
+class PostCall(NamedTuple):
     """`git agora post`'s parameters, as click names them, and the group's account and directory."""
 
     description: str | None = None
@@ -104,11 +103,14 @@ def _split(word: str, names: tuple[str, ...]) -> tuple[str | None, str | None]:
 
 def run_post(call: PostCall) -> int:
     """Publish what the call says; the exit status (`report_published`)."""
-    from ..errors import AgoraError
-    from ..ops.publish import post, read_record, record_fields
+    from ..refs.headstart import HeadStart
 
-    account = call.account if call.account is not None else call.group_account
-    project = open_project(call.directory, account, as_json=call.record is not None)
+    with HeadStart(call.directory) as head_start:  # git finds the repository while Python imports the rest
+        from ..errors import AgoraError
+        from ..ops.publish import post, read_record, record_fields
+
+        account = call.account if call.account is not None else call.group_account
+        project = open_project(call.directory, account, as_json=call.record is not None, head_start=head_start)
     record = call.record
     fields_ = record_fields(project, read_record(record, _text(record))) if record else {}
     description = call.description or fields_.get("description")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import AgoraError
 from ..refs.store import Repository
@@ -14,8 +14,7 @@ from ..refs.store import Repository
 KEY_CONFIG = "agora.signingkey"
 
 
-@dataclass(frozen=True)
-class SigningKey:
+class SigningKey(NamedTuple):
     """A private key file and its public line (`ssh-ed25519 AAAA... comment`); signs exactly as
     `git commit -S` does with `gpg.format=ssh`: in process for an unencrypted ed25519 key
     (`ssh_sign`), else with ssh-keygen (a passphrase, another key type, a key in an agent)."""

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..contribution import Contribution, ContributionError, Verdict, check, parse_cross_ref
 from ..errors import AgoraError, ExitCode
@@ -17,8 +16,7 @@ from ..project import Project
 from ..refs.sync import PushOutcome, PushResult, push_log
 
 
-@dataclass(frozen=True)
-class Published:
+class Published(NamedTuple):
     """A contribution written locally; `push` says whether the remote has it (else it is queued)."""
 
     sha: str
@@ -129,7 +127,7 @@ def publish_worktree(
             metadata["rerun"] = True
         if check_claim:
             measured, metadata["check"] = _checked_claim(project, policy, snap.tree, measured)
-        published = publish(project, replace(draft, metrics=measured, metadata=metadata), snap.tree)
+        published = publish(project, draft._replace(metrics=measured, metadata=metadata), snap.tree)
         advance_head(project.repo, base, published.sha, snap)
     project.set_base(published.sha)
     return published
@@ -139,7 +137,8 @@ def _policy_for_new_tree(project: Project, base: str, tree: str, tags: tuple[str
     """The policy that judges a new tree built on `base`; refuses a tree that changes agora.toml or an
     evaluator file, unless this is a policy amendment by the setup's account (then its own policy)."""
     from ..config import ConfigError
-    from ..policy import POLICY_TAG, changed_protected_files, load_policy_of_tree
+    from ..contribution import POLICY_TAG
+    from ..policy import changed_protected_files, load_policy_of_tree
 
     policy = project.policy(base)
     changed = changed_protected_files(project.repo, tree, policy)

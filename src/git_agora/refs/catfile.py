@@ -17,8 +17,9 @@ _HEX = frozenset(b"0123456789abcdef")
 class CatFile:
     """One `git cat-file --batch` process (a context manager); safe to share between threads."""
 
-    def __init__(self, git_dir: Path):
-        self.proc = subprocess.Popen(
+    def __init__(self, git_dir: Path, started: subprocess.Popen | None = None):
+        """A new process reading the objects of `git_dir`, or `started`, one already reading them."""
+        self.proc = started or subprocess.Popen(
             ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

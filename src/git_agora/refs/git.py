@@ -13,7 +13,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -26,12 +25,20 @@ class GitError(RuntimeError):
         super().__init__(f"git {' '.join(args[:2])} failed: {last or f'exit {returncode}'}")
 
 
-@dataclass(frozen=True)
 class Git:
     """Runs git in one work tree (or bare repository)."""
 
-    cwd: Path
-    _config: dict[str, str] = field(default_factory=dict, compare=False, repr=False)  # read once, on first use
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self._config: dict[str, str] = {}  # read once, on first use
+
+    def take_config(self, listed: bytes | None) -> None:
+        """Use `git config --list -z` as already run here (`headstart`); None: read it when first asked."""
+        if listed is not None:
+            self._config = _parse_config(listed)
+
+    def __repr__(self) -> str:
+        return f"Git({str(self.cwd)!r})"
 
     def run(
         self,
@@ -146,9 +153,12 @@ _LOADED = "\0loaded"  # marks the cache as read even when git has no config at a
 
 
 def _read_config(cwd: Path) -> dict[str, str]:
-    out = subprocess.run(["git", "config", "--list", "-z"], cwd=cwd, capture_output=True)
+    return _parse_config(subprocess.run(["git", "config", "--list", "-z"], cwd=cwd, capture_output=True).stdout)
+
+
+def _parse_config(listed: bytes) -> dict[str, str]:
     values = {_LOADED: "1"}
-    for entry in out.stdout.decode("utf-8", "surrogateescape").split("\0"):
+    for entry in listed.decode("utf-8", "surrogateescape").split("\0"):
         key, _, value = entry.partition("\n")
         if key:
             values[_config_key(key)] = value.strip()

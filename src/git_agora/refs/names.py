@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NewType
 
 from ..contribution import ACCOUNT_PATTERN, valid_account
@@ -33,14 +32,23 @@ def check_remote(remote: str) -> str:
     return remote
 
 
-@dataclass(frozen=True)
 class LogRef:
-    """The log of one account, `refs/agora/log/<account>`, and where its copies live."""
+    """The log of one account, `refs/agora/log/<account>`, and where its copies live; the account is
+    checked when it is made."""
 
-    account: str
+    __slots__ = ("account",)
 
-    def __post_init__(self) -> None:
-        check_account(self.account)
+    def __init__(self, account: str) -> None:
+        self.account = check_account(account)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LogRef) and other.account == self.account
+
+    def __hash__(self) -> int:
+        return hash(self.account)
+
+    def __repr__(self) -> str:
+        return f"LogRef({self.account!r})"
 
     @property
     def local(self) -> RefName:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .shared import adjust, make_folders
 
@@ -20,8 +20,7 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 SIGNATURE_FIELD = b"gpgsig"
 
 
-@dataclass(frozen=True)
-class CommitInfo:
+class CommitInfo(NamedTuple):
     sha: str
     tree: str
     parents: tuple[str, ...]

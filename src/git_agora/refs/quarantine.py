@@ -8,14 +8,13 @@ to tips moved by a plain `git fetch` since the last update.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .names import REMOTES_PREFIX, LogRef
 from .store import Repository
 
 
-@dataclass(frozen=True)
-class RewrittenLog:
+class RewrittenLog(NamedTuple):
     remote: str
     account: str
     old_tip: str

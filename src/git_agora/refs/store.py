@@ -16,6 +16,7 @@ from ..contribution import Contribution, ContributionError
 from .catfile import CatFile
 from .files import NotPlain, read_ref, swap_ref
 from .git import Git
+from .headstart import HeadStart
 from .names import LogRef
 from .objects import CommitInfo, commit_body, parse_commit, write_loose
 from .shared import shared_permission
@@ -51,38 +52,45 @@ class Repository:
         self._objects_pid = 0
 
     @classmethod
-    def discover(cls, start: Path | str = ".") -> Repository:
+    def discover(cls, start: Path | str = ".", head_start: HeadStart | None = None) -> Repository:
+        """The repository `start` is in; `head_start`'s processes (started in `start`) are taken over."""
         start = Path(start)
-        try:  # one git call: the top level comes last, and git stops there in a bare repository
-            proc = subprocess.run(
-                ["git", "rev-parse", "--path-format=absolute", "--is-bare-repository", "--git-dir", "--git-common-dir"]
-                + ["--show-toplevel"],
-                cwd=start,
-                capture_output=True,
-                env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
-            )
-        except (FileNotFoundError, NotADirectoryError):
-            proc = None
-        out = proc.stdout.decode("utf-8", "surrogateescape").splitlines() if proc else []
-        if len(out) < 3:
-            raise NotARepository(f"not a Git repository: {start.resolve()}")
-        bare = out[0] == "true"
-        git_dir, common_dir = Path(out[1]), Path(out[2])
-        if bare:
-            return cls(git_dir, git_dir, common_dir, bare=True)
-        if len(out) < 4:  # not bare, yet no work tree (inside .git): git says why
-            Git(start).run("rev-parse", "--show-toplevel")
-        return cls(Path(out[3]), git_dir, common_dir)
+        with head_start or HeadStart(start, config=False, objects=False) as started:
+            found = started.take_location()
+            out = found.decode("utf-8", "surrogateescape").splitlines() if found else []
+            if len(out) < 3:
+                raise NotARepository(f"not a Git repository: {start.resolve()}")
+            bare = out[0] == "true"
+            git_dir, common_dir = Path(out[1]), Path(out[2])
+            if bare:
+                repo = cls(git_dir, git_dir, common_dir, bare=True)
+            elif len(out) < 4:  # not bare, yet no work tree (inside .git): git says why
+                Git(start).run("rev-parse", "--show-toplevel")
+                raise NotARepository(f"no work tree: {start.resolve()}")
+            else:
+                repo = cls(Path(out[3]), git_dir, common_dir)
+            repo.git.take_config(started.take_config())
+            repo.take_objects(started.take_objects())
+        return repo
 
     @property
     def objects(self) -> CatFile:
         """One `git cat-file --batch` process that reads this repository's objects, started on first use,
         ended with the Repository (or the interpreter); a forked child starts its own."""
         if self._objects is None or self._objects_pid != os.getpid():
-            self._objects = CatFile(self.common_dir)
-            self._objects_pid = os.getpid()
-            weakref.finalize(self, self._objects.close)
+            self._start_objects(None)
+        assert self._objects is not None
         return self._objects
+
+    def take_objects(self, started: subprocess.Popen | None) -> None:
+        """Read objects through `started`, a `git cat-file --batch` already reading them (`headstart`)."""
+        if started is not None:
+            self._start_objects(started)
+
+    def _start_objects(self, started: subprocess.Popen | None) -> None:
+        self._objects = CatFile(self.common_dir, started)
+        self._objects_pid = os.getpid()
+        weakref.finalize(self, self._objects.close)
 
     @property
     def objects_dir(self) -> Path:

@@ -12,8 +12,8 @@ import re
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from ..contribution import valid_account
 from .catfile import CatFile, message, parents
@@ -38,15 +38,13 @@ class PushOutcome(Enum):
         return self in (PushOutcome.UNREACHABLE, PushOutcome.REJECTED, PushOutcome.NO_REMOTE)
 
 
-@dataclass(frozen=True)
-class PushResult:
+class PushResult(NamedTuple):
     outcome: PushOutcome
     queued: int  # contributions still waiting for the remote
     detail: str = ""
 
 
-@dataclass(frozen=True)
-class FetchResult:
+class FetchResult(NamedTuple):
     remote: str
     new_contributions: int
     updated_logs: tuple[str, ...] = ()
