@@ -324,6 +324,20 @@ def test_publishing_imports_nothing_heavy(tmp_path, project):
         assert "import time:" in run.stderr and not heavy.findall(run.stderr)
 
 
+def test_a_plain_post_loads_only_what_it_uses(project):
+    """What an agent's everyday post never loads, each for its start-up cost (issue 11: a post within 3x
+    of `git commit && git push`): click (20 ms), dataclasses (5 ms, and 0.5 ms per class), hashlib
+    (OpenSSL, 2 ms), the project config and the policy (the members are remembered), the band parser."""
+    agora(project, "post", "-m", "the first post remembers the policy's members", "--tag", "insight")
+    post = agora(project, "post", "-m", "an insight", "--tag", "insight", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    loaded = set(re.findall(r"^import time:.*\| +(\S+)$", post.stderr, re.M))
+    assert {"git_agora.ops.publish", "git_agora.refs.headstart"} <= loaded
+    unwanted = {"click", "dataclasses", "hashlib", "tomllib", "git_agora.config", "git_agora.policy"}
+    assert not loaded & (unwanted | {"git_agora.frontier.bands"})
+    predicted = agora(project, "post", "-m", "a guess", "--tag", "hypothesis", "--predict", "1.0..2.0", "--json")
+    assert agora(project, "show", predicted.json()["sha"], "--json").json()["metadata"]["prediction"] == [1.0, 2.0]
+
+
 def test_a_fetch_that_brings_nothing_imports_nothing_heavy(project):
     """An agent polling `git agora fetch` pays no pyarrow or numpy when nothing is new (the index's
     manifest says it is current); a fetch that brings something does index it."""

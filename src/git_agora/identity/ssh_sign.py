@@ -11,11 +11,12 @@ ssh-keygen processes per contribution (the commit and its log entry).
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 import struct
 from collections.abc import Callable
 from pathlib import Path
+
+from ..digests import sha512
 
 MAGIC = b"openssh-key-v1\0"
 KEY_TYPE = b"ssh-ed25519"
@@ -33,7 +34,7 @@ def armored_signature(
 ) -> bytes:
     """The armored SSHSIG of `payload` by the ed25519 key whose public blob (`ssh-ed25519` + raw key, as
     in a `.pub` line) is `public_blob`; `sign` makes the raw ed25519 signature of the bytes it gets."""
-    digest = hashlib.sha512(payload).digest()
+    digest = sha512(payload).digest()
     signed = b"SSHSIG" + ssh_string(namespace) + ssh_string(b"") + ssh_string(HASH) + ssh_string(digest)
     signature = ssh_string(KEY_TYPE) + ssh_string(sign(signed))
     blob = (

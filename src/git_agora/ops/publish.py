@@ -243,9 +243,11 @@ def post(
 def with_prediction(meta: Mapping[str, Any] | None, prediction: str | Sequence[float] | None) -> dict[str, Any]:
     """`meta` with the predicted band under `prediction` (`frontier.bands`' rule: two finite
     numbers, low <= high); a band that does not parse, or a second, different one in `meta`, is refused."""
+    metadata = dict(meta or {})
+    if prediction is None and "prediction" not in metadata:  # frontier.bands.PREDICTION
+        return metadata
     from ..frontier.bands import PREDICTION, as_band, parse_band
 
-    metadata = dict(meta or {})
     if PREDICTION in metadata and as_band(metadata[PREDICTION]) is None:
         shown = json.dumps(metadata[PREDICTION], default=str)
         raise AgoraError(f"--meta prediction={shown} is not a band [LOW, HIGH] with LOW <= HIGH; nothing published")

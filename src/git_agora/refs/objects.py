@@ -3,17 +3,17 @@ them, hashed and stored as loose objects the way git stores them, and read back 
 `git cat-file --batch` process.
 
 Publishing writes two small commits, so what matters is the fixed cost: this module imports only
-hashlib and zlib (dulwich's object store took 15 ms to import, most of a publish's own time).
+zlib and CPython's SHA-1 (`digests`; dulwich's object store took 15 ms to import, most of a publish's own time).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import zlib
 from pathlib import Path
 from typing import NamedTuple
 
+from ..digests import sha1
 from .shared import adjust, make_folders
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -50,7 +50,7 @@ def commit_body(
 
 
 def object_id(kind: str, body: bytes) -> str:
-    return hashlib.sha1(b"%s %d\0%s" % (kind.encode(), len(body), body)).hexdigest()
+    return sha1(b"%s %d\0%s" % (kind.encode(), len(body), body)).hexdigest()
 
 
 def write_loose(objects_dir: Path, kind: str, body: bytes, shared: int = 0) -> str:
