@@ -11,8 +11,6 @@ parser: a line beginning with `---` followed by space (it marks the start of a p
 occurs (see `encode_description`).
 """
 
-from __future__ import annotations
-
 import json
 import math
 import re
@@ -169,7 +167,7 @@ class Contribution(NamedTuple):
         parents: Sequence[str] = (),
         timestamp: int | None = None,
         tree: str | None = None,
-    ) -> Contribution:
+    ) -> "Contribution":
         """Decode a commit message; raises ContributionError when it is not a contribution."""
         description, trailers = split_trailers(message)
         fields: dict[str, list[str]] = {}

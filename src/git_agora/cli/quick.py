@@ -8,8 +8,6 @@ again and says what is wrong. tests/test_cli_quick.py holds the two parsers to t
 `run_post` is the command's body for both.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from typing import NamedTuple

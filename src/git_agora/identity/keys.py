@@ -1,8 +1,6 @@
 """An account's SSH signing key: `git config agora.signingkey` (a private key file), else one made on
 first use under the user's config directory (`~/.config/git-agora/keys/<account>_ed25519`)."""
 
-from __future__ import annotations
-
 import os
 import subprocess
 from pathlib import Path

@@ -4,8 +4,6 @@
 publishes a light one on top of existing contributions (insight, hypothesis, report, verification).
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple

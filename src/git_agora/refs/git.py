@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+import selectors
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -195,8 +195,9 @@ _LINE_END = re.compile(rb"[\r\n]")
 
 
 class _Watch:
-    """Reads a child's stdout and stderr on threads, noting when stderr last said anything (with
-    `new_lines_only`, anything new: git repeats an unchanged progress line every second)."""
+    """Reads a child's stdout and stderr as they come, in this thread (one `select` loop), noting when
+    stderr last said anything (with `new_lines_only`, anything new: git repeats an unchanged progress
+    line every second)."""
 
     def __init__(self, proc: subprocess.Popen, on_line: Callable[[str], None] | None, new_lines_only: bool = False):
         self.proc, self.on_line, self.new_lines_only = proc, on_line, new_lines_only
@@ -204,54 +205,39 @@ class _Watch:
         self.err: list[bytes] = []
         self.last = time.monotonic()
         self.said = b""
-        self.threads = [
-            threading.Thread(target=self._drain_out, daemon=True),
-            threading.Thread(target=self._drain_err, daemon=True),
-        ]
-        for thread in self.threads:
-            thread.start()
 
-    def _drain_out(self) -> None:
-        assert self.proc.stdout is not None
-        while chunk := self.proc.stdout.read1(1 << 16):
-            self.out.append(chunk)
-
-    def _drain_err(self) -> None:
-        assert self.proc.stderr is not None
-        while chunk := self.proc.stderr.read1(1 << 16):
-            self.err.append(chunk)
-            lines = [line.strip() for line in _LINE_END.split(chunk) if line.strip()]
-            if not self.new_lines_only or any(line != self.said for line in lines):
-                self.last = time.monotonic()
-            if lines:
-                self.said = lines[-1]
-            if self.on_line is not None:
-                for line in lines:
-                    self.on_line(line.decode("utf-8", "replace"))
+    def _heard(self, chunk: bytes) -> None:
+        self.err.append(chunk)
+        lines = [line.strip() for line in _LINE_END.split(chunk) if line.strip()]
+        if not self.new_lines_only or any(line != self.said for line in lines):
+            self.last = time.monotonic()
+        if lines:
+            self.said = lines[-1]
+        if self.on_line is not None:
+            for line in lines:
+                self.on_line(line.decode("utf-8", "replace"))
 
     def wait(self, stall: float) -> bool:
-        """Wait for the child; True when it was stopped for saying nothing for `stall` seconds.
-
-        The wait blocks (no polling: `Popen.wait(timeout)` sleeps in growing steps of up to 50 ms, which
-        a 20 ms push paid in full); a watchdog thread checks for silence once a second."""
-        done, stalled = threading.Event(), threading.Event()
-
-        def watchdog() -> None:
-            while not done.wait(min(1.0, stall)):
-                if time.monotonic() - self.last > stall:
-                    stalled.set()
-                    self._kill()
-                    return
-
-        watcher = threading.Thread(target=watchdog, daemon=True)
-        watcher.start()
-        try:
-            self.proc.wait()
-        finally:
-            done.set()
-        watcher.join()
-        self._join()
-        return stalled.is_set()
+        """Read until the child closes both streams, then reap it; True when it was stopped for saying
+        nothing for `stall` seconds. The reads block (no polling: a 20 ms push must not wait out a
+        sleep); silence is checked at least once a second."""
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        stalled = False
+        with selectors.DefaultSelector() as streams:
+            streams.register(self.proc.stdout, selectors.EVENT_READ, self.out.append)
+            streams.register(self.proc.stderr, selectors.EVENT_READ, self._heard)
+            while streams.get_map():
+                for key, _ in streams.select(timeout=min(1.0, stall)):
+                    chunk = os.read(key.fd, 1 << 16)
+                    if chunk:
+                        key.data(chunk)
+                    else:
+                        streams.unregister(key.fileobj)
+                if not stalled and time.monotonic() - self.last > stall:
+                    stalled = True
+                    self._kill()  # its streams close, which ends the loop
+        self.proc.wait()
+        return stalled
 
     def _kill(self) -> None:
         try:
@@ -263,11 +249,6 @@ class _Watch:
         """Kill the child and every helper it started (ssh, remote helpers, upload-pack)."""
         self._kill()
         self.proc.wait()
-        self._join()
-
-    def _join(self) -> None:
-        for thread in self.threads:
-            thread.join()
 
     def stdout(self) -> str:
         return b"".join(self.out).decode("utf-8", "replace")

@@ -6,8 +6,6 @@ Publishing writes two small commits, so what matters is the fixed cost: this mod
 zlib and CPython's SHA-1 (`digests`; dulwich's object store took 15 ms to import, most of a publish's own time).
 """
 
-from __future__ import annotations
-
 import os
 import zlib
 from pathlib import Path

@@ -5,8 +5,6 @@ The one home of the rule: `git agora fetch` applies it to the tips it moved, and
 to tips moved by a plain `git fetch` since the last update.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import NamedTuple
 

@@ -6,8 +6,6 @@ and the push is retried. Fetch copies every remote log into `refs/agora/remotes/
 that moved backwards or sideways keeps its old tip under `refs/agora/quarantine/`.
 """
 
-from __future__ import annotations
-
 import re
 import subprocess
 import time
