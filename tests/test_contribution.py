@@ -160,3 +160,17 @@ def test_git_interpret_trailers_agrees_with_our_decoder(head, tail):
     back = Contribution.from_message(message, parents=c.parents)
     assert back.description == normalize_description(description)
     assert back.tags == c.tags and back.metrics == c.metrics and back.metadata == c.metadata
+
+
+def test_a_contribution_is_what_it_says_not_how_its_meta_was_spelt():
+    """`meta_text` (the Agora-Meta trailer as read) is no part of a contribution's value: a decoded
+    contribution equals the one that was written, and equality and inequality agree."""
+    written = make(metadata={"seed": 1}, metrics={"bpc": 2.5})
+    read = Contribution.from_message(written.to_message(), parents=(SHA_A,))
+    assert read.meta_text is not None and written.meta_text is None
+    assert read == written and not read != written
+    assert read != read._replace(description="something else")
+    assert read != tuple(read)  # a record, not a tuple
+    with pytest.raises(AttributeError):
+        read.account = "mallory"  # immutable
+    assert make().metrics == {} and make().metrics is not written.metrics

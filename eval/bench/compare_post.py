@@ -1,0 +1,90 @@
+"""`git agora post` of two source trees side by side, interleaved round by round with the baselines.
+
+    git worktree add /tmp/old-tree <commit>
+    python eval/bench/compare_post.py CLONE --old /tmp/old-tree/src --rounds 20 [--same-remote]
+
+- CLONE: a clone with `agora.account` set and a key made (any bench clone, e.g. the one
+  `bench_publish.py` or `bench_scale.py` leaves under $AGORA_BENCH_DIR), whose origin takes the posts;
+- each round: `git agora post --json` with the old tree's `git_agora` first on PYTHONPATH, the same with
+  this tree's, then `git commit --allow-empty && git push` into a 1-commit bare repository (the issue's
+  baseline) and, with `--same-remote`, the same commit and push of a branch into CLONE's own origin
+  (what plain git pays for that remote; the branch is deleted afterwards);
+- interleaving keeps a machine's changing load out of the comparison; bytecode is cached; the first
+  round is a warm-up. Prints medians, each as a ratio to the baseline of the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+from _common import ROOT, WORK_DIR, sh  # sh: the venv's git agora first on PATH
+
+IDENT = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
+BRANCH = "refs/heads/compare-post-plain"
+
+
+def plain_work(name: str, remote: str | None) -> Path:
+    work = WORK_DIR / f"compare-{name}-work"
+    shutil.rmtree(work, ignore_errors=True)
+    if remote is None:
+        bare = WORK_DIR / f"compare-{name}.git"
+        shutil.rmtree(bare, ignore_errors=True)
+        sh("git", "init", "-q", "--bare", "-b", "main", str(bare))
+        remote = str(bare)
+    sh("git", "init", "-q", "-b", "main", str(work))
+    sh("git", "remote", "add", "origin", remote, cwd=work)
+    plain_round(work)
+    return work
+
+
+def plain_round(work: Path) -> None:
+    sh("git", "commit", "-q", "--allow-empty", "-m", "x", cwd=work, extra_env=IDENT)
+    sh("git", "push", "-q", "origin", f"main:{BRANCH}", cwd=work)
+
+
+def post(clone: Path, src: Path, label: str) -> None:
+    message = f"compare {label} {time.time_ns()}: nothing to see"
+    caches = {"PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(WORK_DIR / "pycache")}
+    out = sh("git", "agora", "post", "-m", message, "--tag", "insight", "--json", cwd=clone, extra_env=caches)
+    assert '"pushed"' in out, out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("clone", type=Path)
+    parser.add_argument("--old", type=Path, required=True, help="the other tree's src folder")
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--same-remote", action="store_true")
+    args = parser.parse_args()
+    sources = {"old": args.old.resolve(), "new": ROOT / "src"}
+    works = {"baseline": plain_work("tiny", None)}
+    if args.same_remote:
+        origin = sh("git", "remote", "get-url", "origin", cwd=args.clone).strip()
+        works["plain, same remote"] = plain_work("same", origin)
+    times: dict[str, list[float]] = {name: [] for name in [*sources, *works]}
+    try:
+        for _ in range(args.rounds + 1):
+            for name, src in sources.items():
+                start = time.perf_counter()
+                post(args.clone, src, name)
+                times[name].append(time.perf_counter() - start)
+            for name, work in works.items():
+                start = time.perf_counter()
+                plain_round(work)
+                times[name].append(time.perf_counter() - start)
+    finally:
+        if args.same_remote:
+            sh("git", "push", "-q", "origin", f":{BRANCH}", cwd=works["plain, same remote"], check=False)
+    medians = {name: statistics.median(ts[1:]) * 1e3 for name, ts in times.items()}
+    base = medians["baseline"]
+    print(f"{args.clone} ({args.rounds} rounds, load {Path('/proc/loadavg').read_text().split()[0]}):")
+    for name, ms in medians.items():
+        print(f"  {name:20} {ms:7.1f} ms  {ms / base:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
