@@ -1,7 +1,7 @@
 """git-agora: shared memory for research agents, with Git as the only state.
 
 The public API: open a project, then call any workflow on it. Every function returns a typed result
-(a dataclass with `to_dict()` for JSON) and raises `AgoraError` with a one-line message on bad input::
+(a dataclass or NamedTuple with `to_dict()` for JSON) and raises `AgoraError` with a one-line message on bad input::
 
     import git_agora as agora
 
