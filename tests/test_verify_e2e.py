@@ -1,7 +1,6 @@
 """Verification by rerunning, `git agora run` and `push --check`, on the demo's real n-gram task."""
 
 import shutil
-import time
 from importlib.resources import files
 
 import pytest
@@ -63,10 +62,6 @@ def test_verdict_replacement_shows_in_evidence(task_project):
     agora(a, "fetch")
     evidence = agora(a, "show", result["sha"], "--json").json()["evidence"]
     assert evidence["score"] == 20 and evidence["status"] == "confirmed"
-    # "newest" is the later second, then the sha (frontier.evidence): within the verification's own second
-    # the replacement would win only if its sha sorted later, so it comes a second later, as a person's does
-    log = f"refs/agora/log/{git(b, 'config', 'agora.account').strip()}"  # written after the verification
-    time.sleep(max(0.0, int(git(b, "log", "-1", "--format=%ct", log)) + 1 - time.time()))
     agora(b, "post", "--target", result["sha"], "--verdict", "failed", "-m", "on second thought, no")
     agora(a, "fetch")
     evidence = agora(a, "show", result["sha"], "--json").json()["evidence"]
@@ -171,3 +166,41 @@ def test_the_weight_transfer_kit_initialises_a_working_project(tmp_path, remote)
     summary = agora(work, "analyze", "--json", "--model", "hashing").json()["summary"]
     assert (summary["metric"], summary["direction"], summary["tolerance"]) == ("bpb", "min", 0.0013)
     assert "hybridlm score {artifact}" in git(work, "show", f"{setup}:agora.toml")
+
+
+def test_a_verdict_replaced_within_one_second_is_the_newer(project, monkeypatch):
+    """One verifier's verdicts posted within one second: each is dated a second after the one before
+    (`Repository.next_timestamp`), so every reader takes the last as current, whatever the shas say."""
+    import time
+
+    from git_agora.ops.publish import post
+    from git_agora.project import Project
+
+    setup = agora(project, "whoami", "--json").json()["setup"]
+    bob = Project.open(project, account="bob")
+    frozen = int(time.time())
+    verdicts = ["confirmed", "failed", "partial", "confirmed", "partial", "failed"]
+    with monkeypatch.context() as clock:
+        clock.setattr(time, "time", lambda: frozen + 0.5)
+        shas = [post(bob, f"verdict {i}", (), targets=[setup], verdict=v).sha for i, v in enumerate(verdicts)]
+    assert [int(git(project, "log", "-1", "--format=%ct", sha)) for sha in shas] == list(range(frozen, frozen + 6))
+    agora(project, "fetch")
+    evidence = agora(project, "show", setup, "--json").json()["evidence"]
+    assert evidence["status"] == "failed" and evidence["score"] == -20
+
+
+def test_a_log_dated_far_ahead_is_not_followed(project):
+    """A last entry dated beyond `AHEAD_AT_MOST` (a forged log, a clock set back) does not drag the
+    account's next contributions into the future, where readers would hold them as pending."""
+    import time
+
+    from git_agora.ops.publish import post
+    from git_agora.project import Project
+    from git_agora.refs.store import AHEAD_AT_MOST
+
+    alice = Project.open(project)
+    ahead = post(alice, "dated a day ahead", ("insight",), timestamp=int(time.time()) + 86_400).sha
+    assert int(git(project, "log", "-1", "--format=%ct", ahead)) > time.time() + AHEAD_AT_MOST
+    before = int(time.time())
+    after = post(alice, "dated now", ("insight",)).sha
+    assert before <= int(git(project, "log", "-1", "--format=%ct", after)) <= time.time()

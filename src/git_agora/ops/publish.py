@@ -42,13 +42,14 @@ class Published(NamedTuple):
 
 
 def publish(project: Project, contribution: Contribution, tree: str, timestamp: int | None = None) -> Published:
-    """Write the canonical commit (dated `timestamp`, default now) and append it to the account log
-    before any network I/O, so a failed or interrupted push loses nothing: the log is pushed now or
-    by the next sync."""
+    """Write the canonical commit (dated `timestamp`, default now or just after the account's previous
+    contribution: `Repository.next_timestamp`) and append it to the account log before any network I/O,
+    so a failed or interrupted push loses nothing: the log is pushed now or by the next sync."""
     _validate(project, contribution)
     _check_membership(project, contribution)
     project.enable_signing()
-    sha = project.repo.write_contribution(contribution, tree, timestamp)
+    when = project.repo.next_timestamp(contribution.account) if timestamp is None else timestamp
+    sha = project.repo.write_contribution(contribution, tree, when)
     project.repo.append_to_log(contribution.account, [sha])
     return Published(sha, push_log(project.repo, contribution.account, project.remote), contribution.parents)
 

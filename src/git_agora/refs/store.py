@@ -27,6 +27,7 @@ LOG_ENTRY_KEY = "Agora-Log-Entry"
 
 
 MAX_REF_ATTEMPTS = 100
+AHEAD_AT_MOST = 60  # seconds: how far ahead of the clock `next_timestamp` dates a quick succession of posts
 _HEX = re.compile("[0-9a-f]{40}")
 
 
@@ -203,6 +204,18 @@ class Repository:
         raise RefBusy(f"could not update {name}: it stays locked ({name}.lock); remove a stale lock file")
 
     # --- the account log -----------------------------------------------------------------------
+
+    def next_timestamp(self, account: str) -> int:
+        """When the account's next contribution is dated: now, or one second after the last entry of its
+        local log when that is not earlier. An account's contributions are then dated strictly in the order
+        it publishes them, so that of two posts in one second (a verdict and its replacement) the later is
+        the newer for every reader (`frontier.evidence`), not the one whose sha sorts later. A last entry
+        dated more than `AHEAD_AT_MOST` ahead (a forged log, a clock set back) is not followed."""
+        now = int(time.time())
+        tip = self.commit_info(self.ref(LogRef(account).local) or "")
+        entry = self.commit_info(tip.parents[-1]) if tip is not None and tip.parents else None
+        last = max((info.timestamp for info in (tip, entry) if info is not None), default=now - 1)
+        return last + 1 if now <= last < now + AHEAD_AT_MOST else now
 
     def append_to_log(self, account: str, entries: list[str]) -> str:
         """Append contributions to the local account log; retries when another process wins."""
