@@ -79,10 +79,12 @@ def test_a_rewritten_log_is_quarantined_and_reported(tmp_path, remote, project):
     old_tip = git(remote, "rev-parse", "refs/agora/log/alice").strip()
     # alice's log on the remote is rewound by someone with write access
     git(remote, "update-ref", "refs/agora/log/alice", f"{old_tip}~1")
-    result = agora(b, "fetch")
+    result = agora(b, "fetch", "--json")
     assert "was rewritten" in result.stderr
     quarantined = git(b, "for-each-ref", "--format=%(refname) %(objectname)", "refs/agora/quarantine/").split()
     assert quarantined[1] == old_tip
+    [reported] = result.json()["rewritten_logs"]
+    assert (reported["account"], reported["old_tip"], reported["quarantine_ref"]) == ("alice", old_tip, quarantined[0])
     titles = [row["title"] for row in agora(b, "log", "--json").json()]
     assert "first insight" in titles, "nothing once fetched disappears"
 

@@ -28,7 +28,7 @@ class Fetched:
             "remote": self.remote,
             "new_contributions": self.new_contributions,
             "updated_logs": list(self.updated_logs),
-            "rewritten_logs": [r.__dict__ for r in self.rewritten],
+            "rewritten_logs": [r._asdict() for r in self.rewritten],
             "cross_refs": [{"ref": f.ref.text, "ok": f.ok, "detail": f.detail} for f in self.cross_refs],
         }
 
