@@ -15,7 +15,6 @@ LOCATION = ["rev-parse", "--path-format=absolute", "--is-bare-repository", "--gi
 LOCATION += ["--show-toplevel"]  # last: git stops before it in a bare repository
 CONFIG = ["config", "--list", "-z"]
 OBJECTS = ["cat-file", "--batch"]
-Process = subprocess.Popen
 
 
 class HeadStart:
@@ -59,7 +58,10 @@ class HeadStart:
         self.location = self.config = self.objects = None
 
 
-def _start(args: list[str], directory: str | os.PathLike[str], env: dict[str, str], **streams) -> Process | None:
+def _start(
+    args: list[str], directory: str | os.PathLike[str], env: dict[str, str], **streams
+) -> subprocess.Popen | None:
+    """git with `args` in `directory`, its stdout a pipe; None where git cannot start there."""
     try:
         return subprocess.Popen(["git", *args], cwd=directory, stdout=subprocess.PIPE, env=env, **streams)
     except (FileNotFoundError, NotADirectoryError, PermissionError):
