@@ -173,4 +173,4 @@ def test_a_contribution_is_what_it_says_not_how_its_meta_was_spelt():
     assert read != tuple(read)  # a record, not a tuple
     with pytest.raises(AttributeError):
         read.account = "mallory"  # immutable
-    assert make().metrics == {} and make().metrics is not written.metrics
+    assert make().metrics == {} and make().metadata == {}

@@ -9,9 +9,9 @@ import threading
 from pathlib import Path
 
 from .git import GitError
+from .objects import is_sha
 
 BATCH = 1024  # shas asked at once: 41 KiB of questions, under a pipe's 64 KiB
-_HEX = frozenset(b"0123456789abcdef")
 
 
 class CatFile:
@@ -58,7 +58,7 @@ class CatFile:
 
     def at(self, tree: str, path: str) -> tuple[bytes, bytes] | None:
         """(kind, content) of the object at `path` in the tree (or commit) `tree`; None when there is none."""
-        if not _is_sha(tree.encode()) or not path or any(c in path for c in "\n\0"):
+        if not is_sha(tree.encode()) or not path or any(c in path for c in "\n\0"):
             return None
         with self._lock:
             assert self.proc.stdin is not None
@@ -75,11 +75,11 @@ class CatFile:
         with self._lock:
             for start in range(0, len(shas), BATCH):
                 part = [sha.encode() for sha in shas[start : start + BATCH]]
-                asked = [sha for sha in part if _is_sha(sha)]
+                asked = [sha for sha in part if is_sha(sha)]
                 self.proc.stdin.write(b"".join(sha + b"\n" for sha in asked))
                 self.proc.stdin.flush()
                 answers = iter([self._answer() for _ in asked])
-                found += [next(answers) if _is_sha(sha) else (b"missing", None) for sha in part]
+                found += [next(answers) if is_sha(sha) else (b"missing", None) for sha in part]
         return found
 
     def _answer(self) -> tuple[bytes, bytes | None]:
@@ -88,14 +88,10 @@ class CatFile:
         if not line:
             raise GitError(["cat-file", "--batch"], self.proc.poll() or 1, "git cat-file stopped answering")
         header = line.split()
-        if len(header) != 3 or not _is_sha(header[0]):  # "<what was asked> missing" / "ambiguous"
+        if len(header) != 3 or not is_sha(header[0]):  # "<what was asked> missing" / "ambiguous"
             return b"missing", None
         body = self.proc.stdout.read(int(header[2]) + 1)[:-1]
         return header[1], body
-
-
-def _is_sha(sha: bytes) -> bool:
-    return len(sha) == 40 and _HEX.issuperset(sha)
 
 
 def parents(raw: bytes) -> list[str]:

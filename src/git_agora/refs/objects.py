@@ -83,7 +83,7 @@ def parse_commit(sha: str, raw: bytes) -> CommitInfo | None:
     byte, as git's own readers (`git log`, the index) see it."""
     head, _, body = raw.partition(b"\n\n")
     lines = head.split(b"\n")
-    if not lines[0].startswith(b"tree ") or not _is_sha(lines[0][5:]):
+    if not lines[0].startswith(b"tree ") or not is_sha(lines[0][5:]):
         return None
     count = next((i for i, line in enumerate(lines[1:]) if not line.startswith(b"parent ")), len(lines) - 1)
     parents = [line[7:] for line in lines[1 : 1 + count]]
@@ -92,7 +92,7 @@ def parse_commit(sha: str, raw: bytes) -> CommitInfo | None:
         name, _, value = line.partition(b" ")
         if name in (b"author", b"committer"):
             people.setdefault(name, value)
-    if not all(map(_is_sha, parents)) or len(people) != 2:
+    if not all(map(is_sha, parents)) or len(people) != 2:
         return None
     author, author_time = _person_and_time(people[b"author"])
     _, commit_time = _person_and_time(people[b"committer"])
@@ -108,8 +108,12 @@ def parse_commit(sha: str, raw: bytes) -> CommitInfo | None:
     )
 
 
-def _is_sha(value: bytes) -> bool:
-    return len(value) == 40 and all(c in b"0123456789abcdef" for c in value)
+def is_sha(value: bytes) -> bool:
+    """A full lower-case hex object id, as git writes them."""
+    return len(value) == 40 and _HEX.issuperset(value)
+
+
+_HEX = frozenset(b"0123456789abcdef")
 
 
 def _person_and_time(value: bytes) -> tuple[bytes, int | None]:

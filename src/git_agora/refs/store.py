@@ -4,7 +4,6 @@ with compare-and-swap (`files`), and the append-only account log."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import time
 import weakref
@@ -28,7 +27,6 @@ LOG_ENTRY_KEY = "Agora-Log-Entry"
 
 MAX_REF_ATTEMPTS = 100
 AHEAD_AT_MOST = 60  # seconds: how far ahead of the clock `next_timestamp` dates a quick succession of posts
-_HEX = re.compile("[0-9a-f]{40}")
 
 
 class NotARepository(RuntimeError):
@@ -141,8 +139,8 @@ class Repository:
 
     def resolve(self, rev: str) -> str | None:
         """A full commit sha for a sha prefix or ref name, or None."""
-        if len(rev) == 40 and _HEX.fullmatch(rev) and self.commit_info(rev) is not None:
-            return rev  # a full sha of a commit here: nothing for git to resolve
+        if self.commit_info(rev) is not None:  # a full sha of a commit here (nothing else is asked)
+            return rev
         out = self.git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", check=False).strip()
         return out or None
 
@@ -193,15 +191,16 @@ class Repository:
 
     def set_ref(self, name: str, new: str) -> None:
         """Point `name` at `new`, whatever it pointed at; waits out another process's lock."""
-        for attempt in range(MAX_REF_ATTEMPTS):
+
+        def attempt() -> str | None:
             try:
-                if swap_ref(self.common_dir, name, None, new, unconditional=True, shared=self.shared):
-                    return
+                swapped = swap_ref(self.common_dir, name, None, new, unconditional=True, shared=self.shared)
             except NotPlain:
                 self.git.run("update-ref", name, new)
-                return
-            time.sleep(min(0.005 * attempt, 0.05))
-        raise RefBusy(f"could not update {name}: it stays locked ({name}.lock); remove a stale lock file")
+                swapped = True
+            return new if swapped else None
+
+        _retried(name, attempt)
 
     # --- the account log -----------------------------------------------------------------------
 
@@ -220,13 +219,13 @@ class Repository:
     def append_to_log(self, account: str, entries: list[str]) -> str:
         """Append contributions to the local account log; retries when another process wins."""
         ref = LogRef(account).local
-        for attempt in range(MAX_REF_ATTEMPTS):
+
+        def attempt() -> str | None:
             old = self.ref(ref)
             tip = self._chain(account, old, entries)
-            if self.compare_and_swap(ref, old, tip):
-                return tip
-            time.sleep(min(0.005 * attempt, 0.05))
-        raise RefBusy(f"could not update {ref}: it stays locked ({ref}.lock); remove a stale lock file")
+            return tip if self.compare_and_swap(ref, old, tip) else None
+
+        return _retried(ref, attempt)
 
     def rebuild_log(self, account: str, base: str, entries: list[str], expected: str) -> str | None:
         """Set the local log to `base` plus `entries`, if it still points at `expected`."""
@@ -247,6 +246,17 @@ class Repository:
             args += ["--not", stop]
         out = self.git.run(*args)
         return [line for line in reversed(out.splitlines()) if line.strip()]
+
+
+def _retried(name: str, attempt: Callable[[], str | None]) -> str:
+    """`attempt()` until it returns the sha the ref `name` now holds (None: another process won or holds
+    its lock), waiting a little longer each time; `RefBusy` when the lock never goes."""
+    for tries in range(MAX_REF_ATTEMPTS):
+        done = attempt()
+        if done is not None:
+            return done
+        time.sleep(min(0.005 * tries, 0.05))
+    raise RefBusy(f"could not update {name}: it stays locked ({name}.lock); remove a stale lock file")
 
 
 def log_message(account: str, entry: str) -> str:
