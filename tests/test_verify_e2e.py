@@ -189,9 +189,10 @@ def test_a_verdict_replaced_within_one_second_is_the_newer(project, monkeypatch)
     assert evidence["status"] == "failed" and evidence["score"] == -20
 
 
-def test_a_log_dated_far_ahead_is_not_followed(project):
-    """A last entry dated beyond `AHEAD_AT_MOST` (a forged log, a clock set back) does not drag the
-    account's next contributions into the future, where readers would hold them as pending."""
+def test_a_burst_stops_at_the_limit_and_a_log_dated_far_ahead_is_not_followed(project):
+    """A burst of posts that reached `AHEAD_AT_MOST` stays there (never dated before the last one); a
+    last entry dated further (a forged log, a clock set back) does not drag the account's next
+    contributions into the future, where readers would hold them as pending."""
     import time
 
     from git_agora.ops.publish import post
@@ -199,6 +200,11 @@ def test_a_log_dated_far_ahead_is_not_followed(project):
     from git_agora.refs.store import AHEAD_AT_MOST
 
     alice = Project.open(project)
+    limit = int(time.time()) + AHEAD_AT_MOST  # a burst that reached the limit stays there, never goes back
+    at_limit = post(alice, "dated at the limit", ("insight",), timestamp=limit).sha
+    after_burst = post(alice, "right after the burst", ("insight",)).sha
+    assert int(git(project, "log", "-1", "--format=%ct", at_limit)) == limit
+    assert limit <= int(git(project, "log", "-1", "--format=%ct", after_burst)) <= time.time() + AHEAD_AT_MOST
     ahead = post(alice, "dated a day ahead", ("insight",), timestamp=int(time.time()) + 86_400).sha
     assert int(git(project, "log", "-1", "--format=%ct", ahead)) > time.time() + AHEAD_AT_MOST
     before = int(time.time())

@@ -208,13 +208,15 @@ class Repository:
         """When the account's next contribution is dated: now, or one second after the last entry of its
         local log when that is not earlier. An account's contributions are then dated strictly in the order
         it publishes them, so that of two posts in one second (a verdict and its replacement) the later is
-        the newer for every reader (`frontier.evidence`), not the one whose sha sorts later. A last entry
-        dated more than `AHEAD_AT_MOST` ahead (a forged log, a clock set back) is not followed."""
+        the newer for every reader (`frontier.evidence`), not the one whose sha sorts later. A burst of
+        posts runs at most `AHEAD_AT_MOST` ahead of the clock, then shares that second until the clock
+        catches up (never dated before the last one); a last entry dated further ahead (a forged log, a
+        clock set back) is not followed."""
         now = int(time.time())
         tip = self.commit_info(self.ref(LogRef(account).local) or "")
         entry = self.commit_info(tip.parents[-1]) if tip is not None and tip.parents else None
         last = max((info.timestamp for info in (tip, entry) if info is not None), default=now - 1)
-        return last + 1 if now <= last < now + AHEAD_AT_MOST else now
+        return min(last + 1, now + AHEAD_AT_MOST) if now <= last <= now + AHEAD_AT_MOST else now
 
     def append_to_log(self, account: str, entries: list[str]) -> str:
         """Append contributions to the local account log; retries when another process wins."""
