@@ -19,7 +19,9 @@ of the generated origin (`_common.project`, cached under $AGORA_BENCH_DIR):
   search (no new embeddings either); show; log; status; lineage; stats; claim --list; index --check;
   index --export; site (with --site: a page per contribution, 6.4 GB at 1M);
 - post: `git agora post` of a light insight to the origin, against `git commit --allow-empty && git
-  push` to a plain bare repository (target at most 3x).
+  push` to a plain bare repository (target at most 3x); and against the same commit and push from a
+  worktree of the clone into its origin, which is what plain git pays in that project (its push walks
+  from every remote ref, as the post's does, and the remote checks connectivity against all of them).
 
 Every command runs as its own process; its peak memory is the largest resident set of the process
 and the children it waited for (`wait4`'s rusage, what `/usr/bin/time` reports). Results:
@@ -175,6 +177,7 @@ def bench_size(n: int, accounts: int, repeat: int, reuse: bool = False, site: bo
         lambda: run("git", "agora", "post", "-m", f"insight {next(counter)}", "--tag", "insight", cwd=clone), repeat
     )
     show("post", post, plain_post(n, repeat), "(baseline: git commit --allow-empty && git push; <= 3x)")
+    show("post, in this clone", post, plain_post_in_clone(clone, repeat), "(baseline: the same, from this clone)")
     return res
 
 
@@ -199,6 +202,30 @@ def plain_post(n: int, repeat: int) -> dict:
         return Run(commit.seconds + push.seconds, max(commit.peak_mb, push.peak_mb), "")
 
     return measured(once, repeat)
+
+
+def plain_post_in_clone(clone: Path, repeat: int) -> dict:
+    """`git commit --allow-empty && git push` from a worktree of `clone` into its origin: plain git with
+    the project's objects and remote refs, whose push (like a post's) gives pack-objects every remote
+    ref it has as a negative, and whose remote checks connectivity against every ref it holds."""
+    work = WORK_DIR / f"{clone.name}-plain-worktree"
+    branch = f"refs/heads/bench-plain-{clone.name}"
+    shutil.rmtree(work, ignore_errors=True)  # a worktree an interrupted run left
+    run("git", "worktree", "prune", cwd=clone)
+    setup = run("git", "config", "agora.setup", cwd=clone).output.strip()
+    run("git", "worktree", "add", "-q", "--detach", str(work), setup, cwd=clone)
+
+    def once() -> Run:
+        commit = run("git", "commit", "-q", "--allow-empty", "-m", "x", cwd=work)
+        push = run("git", "push", "-q", "origin", f"HEAD:{branch}", cwd=work)
+        return Run(commit.seconds + push.seconds, max(commit.peak_mb, push.peak_mb), "")
+
+    try:
+        once()  # the first push sends the branch's history
+        return measured(once, repeat)
+    finally:
+        run("git", "push", "-q", "origin", f":{branch}", cwd=work)
+        run("git", "worktree", "remove", "--force", str(work), cwd=clone)
 
 
 def markdown(results: list[dict]) -> str:

@@ -1,14 +1,16 @@
 """`git agora post` of two source trees side by side, interleaved round by round with the baselines.
 
     git worktree add /tmp/old-tree <commit>
-    python eval/bench/compare_post.py CLONE --old /tmp/old-tree/src --rounds 20 [--same-remote]
+    python eval/bench/compare_post.py CLONE --old /tmp/old-tree/src --rounds 20 [--same-remote] [--same-clone]
 
 - CLONE: a clone with `agora.account` set and a key made (any bench clone, e.g. the one
   `bench_publish.py` or `bench_scale.py` leaves under $AGORA_BENCH_DIR), whose origin takes the posts;
 - each round: `git agora post --json` with the old tree's `git_agora` first on PYTHONPATH, the same with
   this tree's, then `git commit --allow-empty && git push` into a 1-commit bare repository (the issue's
   baseline) and, with `--same-remote`, the same commit and push of a branch into CLONE's own origin
-  (what plain git pays for that remote; the branch is deleted afterwards);
+  (what plain git pays for that remote; the branches are deleted afterwards) and, with `--same-clone`, the
+  same again from a linked worktree of CLONE itself: plain git with the project's objects and remote
+  refs, whose push (like the post's) hands every remote ref it has to pack-objects as a negative;
 - interleaving keeps a machine's changing load out of the comparison; bytecode is cached; the first
   round is a warm-up. Prints medians, each as a ratio to the baseline of the same run.
 """
@@ -41,9 +43,20 @@ def plain_work(name: str, remote: str | None) -> Path:
     return work
 
 
+def clone_work(clone: Path) -> Path:
+    """A linked worktree of `clone`, detached at the project's setup."""
+    work = WORK_DIR / "compare-clone-work"
+    sh("git", "worktree", "remove", "--force", str(work), cwd=clone, check=False)
+    shutil.rmtree(work, ignore_errors=True)
+    setup = sh("git", "config", "agora.setup", cwd=clone).strip()
+    sh("git", "worktree", "add", "-q", "--detach", str(work), setup, cwd=clone)
+    plain_round(work)
+    return work
+
+
 def plain_round(work: Path) -> None:
     sh("git", "commit", "-q", "--allow-empty", "-m", "x", cwd=work, extra_env=IDENT)
-    sh("git", "push", "-q", "origin", f"main:{BRANCH}", cwd=work)
+    sh("git", "push", "-q", "origin", f"HEAD:{BRANCH}-{work.name}", cwd=work)
 
 
 def post(clone: Path, src: Path, label: str) -> None:
@@ -59,12 +72,15 @@ def main() -> None:
     parser.add_argument("--old", type=Path, required=True, help="the other tree's src folder")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--same-remote", action="store_true")
+    parser.add_argument("--same-clone", action="store_true")
     args = parser.parse_args()
     sources = {"old": args.old.resolve(), "new": ROOT / "src"}
     works = {"baseline": plain_work("tiny", None)}
     if args.same_remote:
         origin = sh("git", "remote", "get-url", "origin", cwd=args.clone).strip()
         works["plain, same remote"] = plain_work("same", origin)
+    if args.same_clone:
+        works["plain, same clone"] = clone_work(args.clone)
     times: dict[str, list[float]] = {name: [] for name in [*sources, *works]}
     try:
         for _ in range(args.rounds + 1):
@@ -77,8 +93,11 @@ def main() -> None:
                 plain_round(work)
                 times[name].append(time.perf_counter() - start)
     finally:
-        if args.same_remote:
-            sh("git", "push", "-q", "origin", f":{BRANCH}", cwd=works["plain, same remote"], check=False)
+        for name in ("plain, same remote", "plain, same clone"):
+            if name in works:
+                sh("git", "push", "-q", "origin", f":{BRANCH}-{works[name].name}", cwd=works[name], check=False)
+        if args.same_clone:
+            sh("git", "worktree", "remove", "--force", str(works["plain, same clone"]), cwd=args.clone, check=False)
     medians = {name: statistics.median(ts[1:]) * 1e3 for name, ts in times.items()}
     base = medians["baseline"]
     print(f"{args.clone} ({args.rounds} rounds, load {Path('/proc/loadavg').read_text().split()[0]}):")
