@@ -327,12 +327,13 @@ def test_publishing_imports_nothing_heavy(tmp_path, project):
 def test_a_plain_post_loads_only_what_it_uses(project):
     """What an agent's everyday post never loads, each for its start-up cost (issue 11: a post within 3x
     of `git commit && git push`): click (20 ms), dataclasses (5 ms, and 0.5 ms per class), hashlib
-    (OpenSSL, 2 ms), the project config and the policy (the members are remembered), the band parser."""
+    (OpenSSL, 2 ms), pathlib (3 ms with urllib.parse and ipaddress), the project config and the policy
+    (the members are remembered), the band parser."""
     agora(project, "post", "-m", "the first post remembers the policy's members", "--tag", "insight")
     post = agora(project, "post", "-m", "an insight", "--tag", "insight", env={"PYTHONPROFILEIMPORTTIME": "1"})
     loaded = set(re.findall(r"^import time:.*\| +(\S+)$", post.stderr, re.M))
     assert {"git_agora.ops.publish", "git_agora.refs.headstart"} <= loaded
-    unwanted = {"click", "dataclasses", "hashlib", "tomllib", "git_agora.config", "git_agora.policy"}
+    unwanted = {"click", "dataclasses", "hashlib", "pathlib", "tomllib", "git_agora.config", "git_agora.policy"}
     assert not loaded & (unwanted | {"git_agora.frontier.bands"})
     predicted = agora(project, "post", "-m", "a guess", "--tag", "hypothesis", "--predict", "1.0..2.0", "--json")
     assert agora(project, "show", predicted.json()["sha"], "--json").json()["metadata"]["prediction"] == [1.0, 2.0]

@@ -96,14 +96,14 @@ def _record_pools(monkeypatch) -> list[int]:
 
 
 KEY_OF = """
-import sys, time
+import os, sys, time
 from pathlib import Path
 from git_agora.identity.keys import default_key_path, signing_key
 from git_agora.refs.store import Repository
 repo = Repository.discover(Path(sys.argv[1]))
 if sys.argv[2] == "reader":  # asks the moment the key file appears: the window a half-written key had
     deadline = time.monotonic() + 30
-    while not default_key_path("acct").exists() and time.monotonic() < deadline:
+    while not os.path.exists(default_key_path("acct")) and time.monotonic() < deadline:
         pass
 print(signing_key(repo, "acct").public)
 """

@@ -23,7 +23,7 @@ def policy_sha_for(repo: Repository, sha: str, root: str) -> str:
     from .memo import recall, remember
 
     key = f"{root}-{sha}"
-    known = recall(repo.agora_dir, POLICY_MEMO, key)
+    known = recall(repo.agora_path, POLICY_MEMO, key)
     if known is not None:
         return known
     root_account = account_of(repo, root)
@@ -34,7 +34,7 @@ def policy_sha_for(repo: Repository, sha: str, root: str) -> str:
         if contribution is not None and is_amendment(contribution, root_account):
             found = candidate
             break
-    remember(repo.agora_dir, POLICY_MEMO, key, found)
+    remember(repo.agora_path, POLICY_MEMO, key, found)
     return found
 
 

@@ -6,33 +6,34 @@ means working it out again."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 KEEP = 256
 
 
-def recall(folder: Path, kind: str, key: str) -> str | None:
-    for line in _lines(folder / kind):
+def recall(folder: str | os.PathLike[str], kind: str, key: str) -> str | None:
+    for line in _lines(os.path.join(folder, kind)):
         found, _, value = line.partition(" ")
         if found == key and value:
             return value
     return None
 
 
-def remember(folder: Path, kind: str, key: str, value: str) -> None:
-    path = folder / kind
+def remember(folder: str | os.PathLike[str], kind: str, key: str, value: str) -> None:
+    path = os.path.join(folder, kind)
     kept = [line for line in _lines(path) if line.partition(" ")[0] != key][-(KEEP - 1) :]
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{kind}.{os.getpid()}")
-        temporary.write_text("".join(f"{line}\n" for line in [*kept, f"{key} {value}"]))
-        temporary.replace(path)
+        os.makedirs(folder, exist_ok=True)
+        temporary = f"{path}.{os.getpid()}"
+        with open(temporary, "w") as out:
+            out.write("".join(f"{line}\n" for line in [*kept, f"{key} {value}"]))
+        os.replace(temporary, path)
     except OSError:
         pass
 
 
-def _lines(path: Path) -> list[str]:
+def _lines(path: str) -> list[str]:
     try:
-        return path.read_text().splitlines()
+        with open(path) as file:
+            return file.read().splitlines()
     except (OSError, UnicodeDecodeError):
         return []

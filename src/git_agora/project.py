@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .contribution import Contribution
@@ -47,7 +46,7 @@ class Project:
     @classmethod
     def open(
         cls,
-        path: Path | str = ".",
+        path: str | os.PathLike[str] = ".",
         account: str | None = None,
         remote: str | None = None,
         feedback: Feedback | None = None,
@@ -232,44 +231,46 @@ class Project:
         from .memo import recall, remember
 
         policy_sha = policy_sha_for(self.repo, sha, self.setup)
-        known = recall(self.repo.agora_dir, MEMBERS_MEMO, policy_sha)
+        known = recall(self.repo.agora_path, MEMBERS_MEMO, policy_sha)
         if known is not None:
             return json.loads(known)
         members = self.policy_config(sha).sections.get("identity", {}).get("members") or {}
-        remember(self.repo.agora_dir, MEMBERS_MEMO, policy_sha, json.dumps(members))
+        remember(self.repo.agora_path, MEMBERS_MEMO, policy_sha, json.dumps(members))
         return members
 
     # --- the contribution the next push builds on (per work tree) ----------------------------
 
     @property
-    def _base_file(self) -> Path:
-        return self.repo.worktree_state_dir / "base"
+    def _base_file(self) -> str:
+        return os.path.join(self.repo.worktree_state_path, "base")
 
     @property
     def base(self) -> str:
-        try:
-            sha = self._base_file.read_text().strip()
-        except FileNotFoundError:
-            return self.setup
-        return sha if self.repo.contribution(sha) is not None else self.setup
+        sha = self.recorded_base()
+        return sha if sha is not None and self.repo.contribution(sha) is not None else self.setup
 
     def set_base(self, sha: str) -> None:
-        self._base_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._base_file.with_suffix(f".{os.getpid()}")
-        tmp.write_text(sha + "\n")
-        tmp.replace(self._base_file)
+        os.makedirs(self.repo.worktree_state_path, exist_ok=True)
+        tmp = f"{self._base_file}.{os.getpid()}"
+        with open(tmp, "w") as out:
+            out.write(sha + "\n")
+        os.replace(tmp, self._base_file)
 
     def recorded_base(self) -> str | None:
         """The base as recorded in this work tree (None: none recorded yet), for `restore_base`."""
         try:
-            return self._base_file.read_text().strip() or None
+            with open(self._base_file) as recorded:
+                return recorded.read().strip() or None
         except FileNotFoundError:
             return None
 
     def restore_base(self, recorded: str | None) -> None:
         """Put back what `recorded_base` returned (a rolled-back checkout)."""
         if recorded is None:
-            self._base_file.unlink(missing_ok=True)
+            try:
+                os.unlink(self._base_file)
+            except FileNotFoundError:
+                pass
         else:
             self.set_base(recorded)
 

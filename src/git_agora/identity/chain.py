@@ -111,14 +111,14 @@ def _newest_key(repo: Repository, tip: str) -> str | None:
     verdict is remembered by tip: publishing does not walk and verify the chain each time."""
     from ..memo import recall, remember
 
-    known = recall(repo.agora_dir, VERIFIED_FILE, tip)
+    known = recall(repo.agora_path, VERIFIED_FILE, tip)
     if known is not None:
         return known
     keys = chain_keys(repo, tip)
     if not keys:
         return None
     newest = " ".join(keys[-1].split()[:2])
-    remember(repo.agora_dir, VERIFIED_FILE, tip, newest)
+    remember(repo.agora_path, VERIFIED_FILE, tip, newest)
     return newest
 
 

@@ -3,7 +3,6 @@ first use under the user's config directory (`~/.config/git-agora/keys/<account>
 
 import os
 import subprocess
-from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import AgoraError
@@ -17,7 +16,7 @@ class SigningKey(NamedTuple):
     `git commit -S` does with `gpg.format=ssh`: in process for an unencrypted ed25519 key
     (`ssh_sign`), else with ssh-keygen (a passphrase, another key type, a key in an agent)."""
 
-    path: Path
+    path: str | os.PathLike[str]
     public: str
 
     def sign(self, payload: bytes) -> bytes:
@@ -39,24 +38,24 @@ class SigningKey(NamedTuple):
         return proc.stdout
 
 
-def default_key_path(account: str) -> Path:
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "git-agora" / "keys" / f"{account}_ed25519"
+def default_key_path(account: str) -> str:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "git-agora", "keys", f"{account}_ed25519")
 
 
 def signing_key(repo: Repository, account: str, notice=None) -> SigningKey:
     """The account's key: the configured one, else the default one, created when missing (and said so)."""
     configured = repo.git.config_get(KEY_CONFIG)
-    path = Path(configured).expanduser() if configured else default_key_path(account)
-    if configured and not path.is_file():
+    path = os.path.expanduser(configured) if configured else default_key_path(account)
+    if configured and not os.path.isfile(path):
         raise AgoraError(f"the signing key {path} (git config {KEY_CONFIG}) does not exist or is not a file")
-    if not path.exists() and create_key(path, account) and notice is not None:
+    if not os.path.exists(path) and create_key(path, account) and notice is not None:
         notice(f"created the signing key of {account} in {path} (keep it; it is who you are here)")
     public = public_line(path)
     return SigningKey(path, public)
 
 
-def create_key(path: Path, account: str) -> bool:
+def create_key(path: str | os.PathLike[str], account: str) -> bool:
     """Make the key unless another process just did (a lock per keys folder); True when this one made it.
 
     The key appears whole: ssh-keygen writes a draft beside it, whose public half is renamed into place
@@ -65,16 +64,20 @@ def create_key(path: Path, account: str) -> bool:
     import fcntl
 
     require_ssh_keygen()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with open(path.parent / ".lock", "a") as lock:
+    folder, name = os.path.split(os.fspath(path))
+    os.makedirs(folder, exist_ok=True, mode=0o700)
+    with open(os.path.join(folder, ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if path.exists():
+        if os.path.exists(path):
             return False
-        draft = path.with_name(f".{path.name}.draft")
+        draft = os.path.join(folder, f".{name}.draft")
         for half in (draft, _public_half(draft)):  # a draft left by a process killed here
-            half.unlink(missing_ok=True)
+            try:
+                os.unlink(half)
+            except FileNotFoundError:
+                pass
         subprocess.run(
-            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{account}@agora", "-f", str(draft)],
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{account}@agora", "-f", draft],
             check=True,
             capture_output=True,
         )
@@ -92,16 +95,17 @@ def require_ssh_keygen() -> None:
         raise AgoraError("signing needs ssh-keygen (OpenSSH): install openssh-client")
 
 
-def _public_half(path: Path) -> Path:
-    return path.with_name(path.name + ".pub")
+def _public_half(path: str | os.PathLike[str]) -> str:
+    return os.fspath(path) + ".pub"
 
 
-def public_line(path: Path) -> str:
+def public_line(path: str | os.PathLike[str]) -> str:
     pub = _public_half(path)
-    if pub.is_file():
-        return pub.read_text().strip()
+    if os.path.isfile(pub):
+        with open(pub) as public:
+            return public.read().strip()
     require_ssh_keygen()
-    proc = subprocess.run(["ssh-keygen", "-y", "-f", str(path)], capture_output=True, text=True)
+    proc = subprocess.run(["ssh-keygen", "-y", "-f", os.fspath(path)], capture_output=True, text=True)
     if proc.returncode != 0:
         raise AgoraError(f"cannot read the signing key {path}: {proc.stderr.strip() or 'unreadable'}")
     return proc.stdout.strip()

@@ -14,7 +14,6 @@ import base64
 import os
 import struct
 from collections.abc import Callable
-from pathlib import Path
 
 from ..digests import sha512
 
@@ -64,7 +63,7 @@ class Ed25519Key:
         return armored_signature(self.public_blob, self.private.sign, payload, namespace)
 
 
-def load_ed25519(path: Path) -> Ed25519Key | None:
+def load_ed25519(path: str | os.PathLike[str]) -> Ed25519Key | None:
     """The key in `path` when it is an unencrypted OpenSSH ed25519 private key that ssh-keygen would use
     as it is (owned by us and not readable by others); None otherwise (the caller asks ssh-keygen, which
     also gives the reason when it refuses)."""

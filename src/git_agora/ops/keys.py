@@ -52,7 +52,7 @@ def key_info(project: Project) -> KeyInfo:
     key = project.signing_key
     tip = project.repo.ref(IDENTITY_PREFIX + project.account)
     chain = tuple(chain_keys(project.repo, tip)) if tip else ()
-    return KeyInfo(project.account, key.path, key.public, _configured(project) is not None, chain)
+    return KeyInfo(project.account, Path(key.path), key.public, _configured(project) is not None, chain)
 
 
 def rotate_key(project: Project, new_key: Path | None = None, push: bool = True) -> Rotation:
@@ -82,9 +82,8 @@ def rotate_key(project: Project, new_key: Path | None = None, push: bool = True)
         raise AgoraError(f"the identity of {account} moved while rotating; run the rotation again")
     new, retired = _install(project, old, new, new_key is not None)
     problem = _push(project, push)
-    return Rotation(
-        account, old.public, new.public, new.path, retired, sha, project.remote, problem, _members_notice(project, new)
-    )
+    notice = _members_notice(project, new)
+    return Rotation(account, old.public, new.public, Path(new.path), retired, sha, project.remote, problem, notice)
 
 
 def _configured(project: Project) -> str | None:
@@ -98,7 +97,8 @@ def _new_key(project: Project, old: SigningKey, given: Path | None) -> SigningKe
         if not path.is_file():
             raise AgoraError(f"the new key {path} does not exist or is not a file")
         return SigningKey(path, public_line(path))
-    path = old.path.with_name(f"{old.path.name}-{time.strftime('%Y%m%d%H%M%S')}")
+    current = Path(old.path)
+    path = current.with_name(f"{current.name}-{time.strftime('%Y%m%d%H%M%S')}")
     create_key(path, project.account)
     return SigningKey(path, public_line(path))
 
@@ -109,12 +109,13 @@ def _install(project: Project, old: SigningKey, new: SigningKey, given: bool) ->
     if given or _configured(project) is not None:
         project.repo.git.config_set(KEY_CONFIG, str(new.path))
         return new, None
-    retired = old.path.with_name(f"{old.path.name}.retired-{time.strftime('%Y%m%d%H%M%S')}")
+    old_path, new_path = Path(old.path), Path(new.path)
+    retired = old_path.with_name(f"{old_path.name}.retired-{time.strftime('%Y%m%d%H%M%S')}")
     for suffix in ("", ".pub"):
-        source = old.path.with_name(old.path.name + suffix)
+        source = old_path.with_name(old_path.name + suffix)
         if source.exists():
             source.rename(retired.with_name(retired.name + suffix))
-        new.path.with_name(new.path.name + suffix).rename(source)
+        new_path.with_name(new_path.name + suffix).rename(source)
     return SigningKey(old.path, new.public), retired
 
 

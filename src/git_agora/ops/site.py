@@ -744,7 +744,7 @@ class _ChunkDiffs:
     def __init__(self, data: _Data, start: int, c: dict[str, list], scored_rows):
         from ..refs.diffs import diffs
 
-        cwd = data.project.repo.git.cwd
+        cwd = data.project.repo.worktree
         code = [i for i, bearing in enumerate(c["code_bearing"]) if bearing]
         pairs = [(c["sha"][i], _first(c["parents"][i]), bool(scored_rows[start + i])) for i in code]
         self.streams: list[Any] = [  # generators: closed (git waited for) on exit
@@ -974,7 +974,7 @@ def _diff_page(data: _Data, sha: str) -> str | None:
     if row is None:
         return None
     parent = data.first_parent(row)
-    diff = diff_one(data.project.repo.git.cwd, sha, parent)
+    diff = diff_one(data.project.repo.worktree, sha, parent)
     files = [(f.word, f.path) for f in diff.files]
     patch = diff.patch or ""
     if diff.truncated:

@@ -4,9 +4,9 @@ commits a command reads (`Repository.commit_info`)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
-from pathlib import Path
 
 from .git import GitError
 from .objects import is_sha
@@ -17,10 +17,10 @@ BATCH = 1024  # shas asked at once: 41 KiB of questions, under a pipe's 64 KiB
 class CatFile:
     """One `git cat-file --batch` process (a context manager); safe to share between threads."""
 
-    def __init__(self, git_dir: Path, started: subprocess.Popen | None = None):
+    def __init__(self, git_dir: str | os.PathLike[str], started: subprocess.Popen | None = None):
         """A new process reading the objects of `git_dir`, or `started`, one already reading them."""
         self.proc = started or subprocess.Popen(
-            ["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+            ["git", "--git-dir", os.fspath(git_dir), "cat-file", "--batch"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

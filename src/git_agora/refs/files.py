@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 
 from .shared import adjust, make_folders
 
@@ -20,19 +19,19 @@ _SHA = re.compile(rb"[0-9a-f]{40}\n?")
 _REF_PART = re.compile(r"[A-Za-z0-9_@+=,-][A-Za-z0-9._@+=,-]*")
 
 
-def read_refs(common_dir: Path, prefix: str) -> dict[str, str] | None:
+def read_refs(common_dir: str | os.PathLike[str], prefix: str) -> dict[str, str] | None:
     """Ref name -> sha under `prefix` (ending in "/"), read from the files git keeps them in, as `git
     for-each-ref` lists them: loose refs override packed ones, packed-refs' peeled lines are skipped,
     `.lock` files (an update in progress) are not refs. None where only git can tell: a reftable
     repository, a symbolic or unreadable ref, a name git may refuse, a longer hash. At 1,000 loose refs
     this takes 5 ms against 10-25 ms for the git process."""
-    if (common_dir / "reftable").exists():
+    if os.path.exists(os.path.join(common_dir, "reftable")):
         return None
     found: dict[str, str] = {}
-    if not _read_loose(common_dir / prefix, prefix, found):  # loose first: a concurrent pack-refs moves
+    if not _read_loose(os.path.join(common_dir, prefix), prefix, found):  # loose first: a concurrent pack-refs moves
         return None  # refs from loose to packed, never back
     try:
-        packed = (common_dir / "packed-refs").read_bytes()
+        packed = _read_bytes(os.path.join(common_dir, "packed-refs"))
     except FileNotFoundError:
         packed = b""
     except OSError:
@@ -50,7 +49,7 @@ def read_refs(common_dir: Path, prefix: str) -> dict[str, str] | None:
     return dict(sorted(found.items()))
 
 
-def _read_loose(folder: Path, prefix: str, found: dict[str, str]) -> bool:
+def _read_loose(folder: str, prefix: str, found: dict[str, str]) -> bool:
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
@@ -63,7 +62,7 @@ def _read_loose(folder: Path, prefix: str, found: dict[str, str]) -> bool:
         if not _REF_PART.fullmatch(entry.name) or entry.is_symlink():
             return False
         if entry.is_dir():
-            if not _read_loose(Path(entry.path), f"{prefix}{entry.name}/", found):
+            if not _read_loose(entry.path, f"{prefix}{entry.name}/", found):
                 return False
             continue
         if not entry.is_file():
@@ -84,14 +83,14 @@ def _read_loose(folder: Path, prefix: str, found: dict[str, str]) -> bool:
     return True
 
 
-def read_ref(common_dir: Path, name: str) -> str | None:
+def read_ref(common_dir: str | os.PathLike[str], name: str) -> str | None:
     """The sha ref `name` (a full name, `refs/...`) points at, None when there is no such ref: the loose
     file first, then packed-refs (a concurrent `git pack-refs` moves refs from loose to packed, never
     back)."""
-    if (common_dir / "reftable").exists() or not all(_REF_PART.fullmatch(p) for p in name.split("/")):
+    if os.path.exists(os.path.join(common_dir, "reftable")) or not all(_REF_PART.fullmatch(p) for p in name.split("/")):
         raise NotPlain(name)
     try:
-        with open(common_dir / name, "rb") as loose:
+        with open(os.path.join(common_dir, name), "rb") as loose:
             content = loose.read(128)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         content = None
@@ -104,9 +103,9 @@ def read_ref(common_dir: Path, name: str) -> str | None:
     return _packed(common_dir, name)
 
 
-def _packed(common_dir: Path, name: str) -> str | None:
+def _packed(common_dir: str | os.PathLike[str], name: str) -> str | None:
     try:
-        packed = (common_dir / "packed-refs").read_bytes()
+        packed = _read_bytes(os.path.join(common_dir, "packed-refs"))
     except FileNotFoundError:
         return None
     except OSError:
@@ -123,7 +122,12 @@ def _packed(common_dir: Path, name: str) -> str | None:
 
 
 def swap_ref(
-    common_dir: Path, name: str, old: str | None, new: str, unconditional: bool = False, shared: int = 0
+    common_dir: str | os.PathLike[str],
+    name: str,
+    old: str | None,
+    new: str,
+    unconditional: bool = False,
+    shared: int = 0,
 ) -> bool:
     """Point ref `name` at `new` if it still points at `old` (None: only if there is no such ref), or
     whatever it points at when `unconditional`. False when it points elsewhere or another process holds
@@ -131,9 +135,9 @@ def swap_ref(
     current = read_ref(common_dir, name)  # raises NotPlain before any lock is taken
     if not unconditional and current != old:
         return False
-    path = common_dir / name
-    lock = path.with_name(path.name + ".lock")
-    make_folders(path.parent, shared)
+    path = os.path.join(common_dir, name)
+    lock = path + ".lock"
+    make_folders(os.path.dirname(path), shared)
     try:
         fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     except FileExistsError:
@@ -149,4 +153,16 @@ def swap_ref(
         return done
     finally:
         if not done:
-            lock.unlink(missing_ok=True)
+            _remove(lock)
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 
 class GitError(RuntimeError):
@@ -28,7 +27,7 @@ class GitError(RuntimeError):
 class Git:
     """Runs git in one work tree (or bare repository)."""
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: str | os.PathLike[str]) -> None:
         self.cwd = cwd
         self._config: dict[str, str] = {}  # read once, on first use
 
@@ -152,7 +151,7 @@ class Git:
 _LOADED = "\0loaded"  # marks the cache as read even when git has no config at all
 
 
-def _read_config(cwd: Path) -> dict[str, str]:
+def _read_config(cwd: str | os.PathLike[str]) -> dict[str, str]:
     return _parse_config(subprocess.run(["git", "config", "--list", "-z"], cwd=cwd, capture_output=True).stdout)
 
 

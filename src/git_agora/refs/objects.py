@@ -8,7 +8,6 @@ zlib and CPython's SHA-1 (`digests`; dulwich's object store took 15 ms to import
 
 import os
 import zlib
-from pathlib import Path
 from typing import NamedTuple
 
 from ..digests import sha1
@@ -51,17 +50,17 @@ def object_id(kind: str, body: bytes) -> str:
     return sha1(b"%s %d\0%s" % (kind.encode(), len(body), body)).hexdigest()
 
 
-def write_loose(objects_dir: Path, kind: str, body: bytes, shared: int = 0) -> str:
+def write_loose(objects_dir: str | os.PathLike[str], kind: str, body: bytes, shared: int = 0) -> str:
     """Store an object as git does (zlib-deflated `kind size\\0body` under objects/xx/yyyy..., written to a
     temporary file and renamed into place, read-only, with `core.sharedRepository`'s modes: `shared`);
     an object already there is left alone. Returns its sha."""
     sha = object_id(kind, body)
-    folder = objects_dir / sha[:2]
-    final = folder / sha[2:]
-    if final.exists():
+    folder = os.path.join(objects_dir, sha[:2])
+    final = os.path.join(folder, sha[2:])
+    if os.path.exists(final):
         return sha
     make_folders(folder, shared)
-    temporary = folder / f"tmp_obj_{os.getpid()}_{sha[2:12]}"
+    temporary = os.path.join(folder, f"tmp_obj_{os.getpid()}_{sha[2:12]}")
     data = zlib.compress(b"%s %d\0%s" % (kind.encode(), len(body), body))
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o444)
     try:
@@ -70,7 +69,10 @@ def write_loose(objects_dir: Path, kind: str, body: bytes, shared: int = 0) -> s
         adjust(temporary, shared)
         os.replace(temporary, final)
     except BaseException:
-        temporary.unlink(missing_ok=True)
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
         raise
     return sha
 

@@ -4,7 +4,6 @@ that a group (or everybody) shares, applied the same way to the objects and refs
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 GROUP, EVERYBODY = 0o660, 0o664
 
@@ -26,7 +25,7 @@ def shared_permission(value: str | None) -> int:
     return -((mode & 0o666) | 0o600)
 
 
-def adjust(path: Path, shared: int, folder: bool = False) -> None:
+def adjust(path: str | os.PathLike[str], shared: int, folder: bool = False) -> None:
     """Give `path` the mode git would (calc_shared_perm and adjust_shared_perm in git's path.c)."""
     if shared == 0:
         return
@@ -42,12 +41,16 @@ def adjust(path: Path, shared: int, folder: bool = False) -> None:
         os.chmod(path, new & 0o7777)
 
 
-def make_folders(folder: Path, shared: int) -> None:
+def make_folders(folder: str | os.PathLike[str], shared: int) -> None:
     """Create `folder` and any missing parents, each with the shared mode."""
     missing = []
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
+    path = os.path.abspath(folder)
+    while not os.path.exists(path):
+        missing.append(path)
+        path = os.path.dirname(path)
     for created in reversed(missing):
-        created.mkdir(exist_ok=True)
+        try:
+            os.mkdir(created)
+        except FileExistsError:  # another process made it meanwhile
+            pass
         adjust(created, shared, folder=True)

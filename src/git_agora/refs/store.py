@@ -9,7 +9,7 @@ import time
 import weakref
 from collections.abc import Callable
 from functools import cached_property
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..contribution import Contribution, ContributionError
 from .catfile import CatFile
@@ -19,6 +19,9 @@ from .headstart import HeadStart
 from .names import LogRef
 from .objects import CommitInfo, commit_body, parse_commit, write_loose
 from .shared import shared_permission
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 LOG_TITLE = "agora log"
 LOG_FORMAT_TRAILER = "Agora-Log-Format: 1"
@@ -38,36 +41,45 @@ class RefBusy(RuntimeError):
 
 
 class Repository:
-    """A Git repository (work tree or bare) as git-agora sees it."""
+    """A Git repository (work tree or bare) as git-agora sees it.
 
-    def __init__(self, worktree: Path, git_dir: Path, common_dir: Path, bare: bool = False):
-        self.worktree = worktree
-        self.git_dir = git_dir
-        self.common_dir = common_dir
+    Its folders are kept as strings (`worktree_path`, `git_path`, `common_path`), which is all a post
+    needs: importing pathlib would cost it 3 ms. `worktree`, `git_dir`, `common_dir` and the folders
+    under them are `Path`s for every other caller."""
+
+    def __init__(
+        self,
+        worktree: str | os.PathLike[str],
+        git_dir: str | os.PathLike[str],
+        common_dir: str | os.PathLike[str],
+        bare: bool = False,
+    ):
+        self.worktree_path = os.fspath(worktree)
+        self.git_path = os.fspath(git_dir)
+        self.common_path = os.fspath(common_dir)
         self.bare = bare
-        self.git = Git(worktree)
+        self.git = Git(self.worktree_path)
         self.signer: Callable[[bytes], bytes] | None = None  # signs every commit written, when set
         self._objects: CatFile | None = None
         self._objects_pid = 0
 
     @classmethod
-    def discover(cls, start: Path | str = ".", head_start: HeadStart | None = None) -> Repository:
+    def discover(cls, start: str | os.PathLike[str] = ".", head_start: HeadStart | None = None) -> Repository:
         """The repository `start` is in; `head_start`'s processes (started in `start`) are taken over."""
-        start = Path(start)
         with head_start or HeadStart(start, config=False, objects=False) as started:
             found = started.take_location()
             out = found.decode("utf-8", "surrogateescape").splitlines() if found else []
             if len(out) < 3:
-                raise NotARepository(f"not a Git repository: {start.resolve()}")
+                raise NotARepository(f"not a Git repository: {os.path.realpath(start)}")
             bare = out[0] == "true"
-            git_dir, common_dir = Path(out[1]), Path(out[2])
+            git_dir, common_dir = out[1], out[2]
             if bare:
                 repo = cls(git_dir, git_dir, common_dir, bare=True)
             elif len(out) < 4:  # not bare, yet no work tree (inside .git): git says why
                 Git(start).run("rev-parse", "--show-toplevel")
-                raise NotARepository(f"no work tree: {start.resolve()}")
+                raise NotARepository(f"no work tree: {os.path.realpath(start)}")
             else:
-                repo = cls(Path(out[3]), git_dir, common_dir)
+                repo = cls(out[3], git_dir, common_dir)
             repo.git.take_config(started.take_config())
             repo.take_objects(started.take_objects())
         return repo
@@ -87,13 +99,29 @@ class Repository:
             self._start_objects(started)
 
     def _start_objects(self, started: subprocess.Popen | None) -> None:
-        self._objects = CatFile(self.common_dir, started)
+        self._objects = CatFile(self.common_path, started)
         self._objects_pid = os.getpid()
         weakref.finalize(self, self._objects.close)
+
+    @cached_property
+    def worktree(self) -> Path:
+        return _path(self.worktree_path)
+
+    @cached_property
+    def git_dir(self) -> Path:
+        return _path(self.git_path)
+
+    @cached_property
+    def common_dir(self) -> Path:
+        return _path(self.common_path)
 
     @property
     def objects_dir(self) -> Path:
         return self.common_dir / "objects"
+
+    @property
+    def objects_path(self) -> str:
+        return os.path.join(self.common_path, "objects")
 
     @cached_property
     def shared(self) -> int:
@@ -107,8 +135,16 @@ class Repository:
         return self.common_dir / "agora"
 
     @property
+    def agora_path(self) -> str:
+        return os.path.join(self.common_path, "agora")
+
+    @property
     def worktree_state_dir(self) -> Path:
         return self.git_dir / "agora"
+
+    @property
+    def worktree_state_path(self) -> str:
+        return os.path.join(self.git_path, "agora")
 
     # --- objects ---------------------------------------------------------------------------
 
@@ -152,7 +188,7 @@ class Repository:
         body = commit_body(tree, parents, identity, when, message)
         if self.signer is not None:
             body = commit_body(tree, parents, identity, when, message, self.signer(body))
-        return write_loose(self.objects_dir, "commit", body, self.shared)
+        return write_loose(self.objects_path, "commit", body, self.shared)
 
     def write_contribution(self, contribution: Contribution, tree: str, timestamp: int | None = None) -> str:
         parents = list(contribution.parents)
@@ -160,7 +196,7 @@ class Repository:
 
     @cached_property
     def empty_tree(self) -> str:
-        return write_loose(self.objects_dir, "tree", b"", self.shared)
+        return write_loose(self.objects_path, "tree", b"", self.shared)
 
     # --- refs --------------------------------------------------------------------------------
 
@@ -169,12 +205,12 @@ class Repository:
         read from the ref files where that is plain (`files.read_refs`), else by git."""
         from .files import read_refs
 
-        found = read_refs(self.common_dir, prefix)
+        found = read_refs(self.common_path, prefix)
         return found if found is not None else self.git.for_each_ref(prefix)
 
     def ref(self, name: str) -> str | None:
         try:
-            return read_ref(self.common_dir, name)
+            return read_ref(self.common_path, name)
         except NotPlain:
             out = self.git.run("show-ref", "--verify", "--hash", name, check=False).strip()
             return out or None
@@ -185,7 +221,7 @@ class Repository:
         A ref locked by another process counts as a lost race; the caller retries.
         """
         try:
-            return swap_ref(self.common_dir, name, old, new, shared=self.shared)
+            return swap_ref(self.common_path, name, old, new, shared=self.shared)
         except NotPlain:
             return self.git.ok("update-ref", name, new, old or "0" * 40)
 
@@ -194,7 +230,7 @@ class Repository:
 
         def attempt() -> str | None:
             try:
-                swapped = swap_ref(self.common_dir, name, None, new, unconditional=True, shared=self.shared)
+                swapped = swap_ref(self.common_path, name, None, new, unconditional=True, shared=self.shared)
             except NotPlain:
                 self.git.run("update-ref", name, new)
                 swapped = True
@@ -263,3 +299,9 @@ def _retried(name: str, attempt: Callable[[], str | None]) -> str:
 
 def log_message(account: str, entry: str) -> str:
     return f"{LOG_TITLE}: {account}\n\n{LOG_FORMAT_TRAILER}\n{LOG_ENTRY_KEY}: {entry}\n"
+
+
+def _path(text: str) -> Path:
+    from pathlib import Path  # on first use: a post never needs one
+
+    return Path(text)
