@@ -44,10 +44,10 @@ def adjust(path: str | os.PathLike[str], shared: int, folder: bool = False) -> N
 def make_folders(folder: str | os.PathLike[str], shared: int) -> None:
     """Create `folder` and any missing parents, each with the shared mode."""
     missing = []
-    path = os.path.abspath(folder)
+    path = os.fspath(folder)
     while not os.path.exists(path):
         missing.append(path)
-        path = os.path.dirname(path)
+        path = os.path.dirname(path) or os.curdir
     for created in reversed(missing):
         try:
             os.mkdir(created)
