@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import suppress
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -267,10 +268,8 @@ class Project:
     def restore_base(self, recorded: str | None) -> None:
         """Put back what `recorded_base` returned (a rolled-back checkout)."""
         if recorded is None:
-            try:
+            with suppress(FileNotFoundError):
                 os.unlink(self._base_file)
-            except FileNotFoundError:
-                pass
         else:
             self.set_base(recorded)
 

@@ -3,6 +3,7 @@ first use under the user's config directory (`~/.config/git-agora/keys/<account>
 
 import os
 import subprocess
+from contextlib import suppress
 from typing import NamedTuple
 
 from ..errors import AgoraError
@@ -72,10 +73,8 @@ def create_key(path: str | os.PathLike[str], account: str) -> bool:
             return False
         draft = os.path.join(folder, f".{name}.draft")
         for half in (draft, _public_half(draft)):  # a draft left by a process killed here
-            try:
+            with suppress(FileNotFoundError):
                 os.unlink(half)
-            except FileNotFoundError:
-                pass
         subprocess.run(
             ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{account}@agora", "-f", draft],
             check=True,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import suppress
 
 from .shared import adjust, make_folders
 
@@ -153,16 +154,10 @@ def swap_ref(
         return done
     finally:
         if not done:
-            _remove(lock)
+            with suppress(FileNotFoundError):
+                os.unlink(lock)
 
 
 def _read_bytes(path: str) -> bytes:
     with open(path, "rb") as file:
         return file.read()
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass

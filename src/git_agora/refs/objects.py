@@ -8,6 +8,7 @@ zlib and CPython's SHA-1 (`digests`; dulwich's object store took 15 ms to import
 
 import os
 import zlib
+from contextlib import suppress
 from typing import NamedTuple
 
 from ..digests import sha1
@@ -69,10 +70,8 @@ def write_loose(objects_dir: str | os.PathLike[str], kind: str, body: bytes, sha
         adjust(temporary, shared)
         os.replace(temporary, final)
     except BaseException:
-        try:
+        with suppress(FileNotFoundError):
             os.unlink(temporary)
-        except FileNotFoundError:
-            pass
         raise
     return sha
 
