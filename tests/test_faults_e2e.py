@@ -265,3 +265,29 @@ def test_concurrent_probed_fetches_take_turns_and_lose_nothing(tmp_path, remote,
     assert {f"first of newcomer {n}" for n in range(10)} <= titles
     assert git(b, "for-each-ref", sync.BOUNDARY_PREFIX) == ""
     agora(b, "index", "--check")
+
+
+def test_a_project_in_a_folder_whose_name_is_not_utf8_works_throughout(tmp_path):
+    """Linux and git accept any bytes in a folder's name. pyarrow took the index's paths as UTF-8, so in
+    such a folder every command that reads the index crashed with a traceback, and a UTF-8 locale's
+    strict stdout refused to print the folder's name."""
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/caf\xe9"))  # Latin-1: not UTF-8
+    odd.mkdir()
+    remote = odd / "remote.git"
+    git(odd, "init", "-q", "--bare", str(remote))
+    a = make_clone(odd, "a", str(remote), "alice")
+    (a / "model.py").write_text("order = 3\n")
+    agora(a, "init", "--metric", "bpc", "--direction", "min", "--tolerance", "0.01")
+    posted = agora(a, "post", "-m", "an insight from an odd folder", "--tag", "insight", "--json").json()["sha"]
+    assert posted in {c["sha"] for c in agora(a, "log", "--json").json()}
+    assert "identical to a rebuild" in agora(a, "index", "--check").stdout
+    strict = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    rebuilt = subprocess.run(["git", "agora", "index", "--rebuild"], cwd=a, capture_output=True, env=strict)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert b"/caf\xe9/a/.git/agora/index" in rebuilt.stdout  # the folder's own bytes, as git prints them
+    analyzed = agora(a, "analyze", "--json").json()  # writes and reads the embedding and follow-on caches
+    assert posted in {row["sha"] for row in analyzed["views"]["recent"]["rows"]}
+    assert analyzed["diversity"]["coverage"] == 1.0
+    b = make_clone(odd, "b", str(remote), "bob")
+    agora(b, "fetch")
+    assert agora(b, "show", posted, "--json").json()["description"] == "an insight from an odd folder"

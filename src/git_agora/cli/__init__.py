@@ -36,6 +36,7 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
+    _print_names_as_their_bytes()
     from .quick import parse_post, run_post_quickly
 
     call = parse_post(args)
@@ -45,6 +46,15 @@ def main(argv: list[str] | None = None) -> None:
     from .group import cli
 
     sys.exit(run_cli(cli, args))
+
+
+def _print_names_as_their_bytes() -> None:
+    """A file name that is not UTF-8 (Linux and git accept any bytes) reaches Python as lone surrogates,
+    which a UTF-8 locale's strict stdout refuses with a traceback: print its original bytes instead, as
+    git does. stderr already escapes them."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None and sys.stdout.errors == "strict":
+        reconfigure(errors="surrogateescape")
 
 
 def __getattr__(name: str):

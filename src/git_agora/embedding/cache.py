@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..frontier.embeddings import RowReader
+from ..index.osfiles import writing
 from ..index.schema import EMBEDDINGS
 from ..index.segments import WriteFailed, discard, read_parquet, sync_dir
 from ..index.state import index_dir
@@ -179,7 +180,8 @@ def _write_vectors(path: Path, start: int, flat: np.ndarray) -> None:
 
 
 def _write_keys(keys: pa.Table, path: Path) -> None:
-    pq.write_table(keys, path, compression="zstd", use_dictionary=["model"], row_group_size=KEYS_GROUP)
+    with writing(path) as sink:
+        pq.write_table(keys, sink, compression="zstd", use_dictionary=["model"], row_group_size=KEYS_GROUP)
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -213,7 +215,8 @@ def write_embeddings(repo: Repository, table: pa.Table) -> None:
         tmp_keys = directory / f".{EMBEDDINGS_FILE}.{os.getpid()}"
         try:
             flat.tofile(tmp_vectors)
-            pq.write_table(keys, tmp_keys, compression="zstd", use_dictionary=["model"], row_group_size=KEYS_GROUP)
+            with writing(tmp_keys) as sink:
+                pq.write_table(keys, sink, compression="zstd", use_dictionary=["model"], row_group_size=KEYS_GROUP)
             os.replace(tmp_vectors, directory / VECTORS_FILE)
             os.replace(tmp_keys, directory / EMBEDDINGS_FILE)
         except OSError as exc:  # a full disk: one line naming the file, nothing half-written left

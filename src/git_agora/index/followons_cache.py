@@ -25,6 +25,7 @@ from ..frontier.evidence import FollowOnCounter
 from ..frontier.followons import FollowOns, follow_on_counts
 from ..frontier.graph import Graph
 from ..refs.store import Repository
+from .osfiles import reading, writing
 from .segments import WriteFailed, discard
 from .state import index_dir
 from .store import locked
@@ -39,7 +40,8 @@ SCHEMA = pa.schema(
 def read_follow_ons(repo: Repository) -> FollowOns | None:
     """The cached state, or None when there is none or it cannot be trusted (module docstring)."""
     try:
-        table = pq.read_table(index_dir(repo) / FOLLOW_ONS_FILE, page_checksum_verification=True)
+        with reading(index_dir(repo) / FOLLOW_ONS_FILE) as source:
+            table = pq.read_table(source, page_checksum_verification=True)
     except (OSError, ValueError, pa.ArrowException):
         return None
     if (table.schema.metadata or {}).get(b"rules") != RULES or not table.schema.equals(SCHEMA):
@@ -64,7 +66,8 @@ def write_follow_ons(repo: Repository, state: FollowOns) -> None:
         tmp = directory / f".{FOLLOW_ONS_FILE}.{os.getpid()}"
         try:
             # plain pages: a million shas read back in a tenth of the time zstd or a dictionary takes
-            pq.write_table(table, tmp, compression="none", use_dictionary=False, write_page_checksum=True)
+            with writing(tmp) as sink:
+                pq.write_table(table, sink, compression="none", use_dictionary=False, write_page_checksum=True)
             os.replace(tmp, directory / FOLLOW_ONS_FILE)
         except OSError as exc:
             discard(tmp)

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from ..errors import AgoraError
 from ..locks import READ_ONLY_ERRORS
+from .osfiles import reading, writing
 from .schema import CONTRIBUTIONS, CROSS_REFS, FORMAT_VERSION
 from .state import checksum, intact, tips_digest
 
@@ -444,15 +445,16 @@ def _write_table(folder: Path, name: str, table: pa.Table, statistics: list[str]
 
 def _write_parquet(table: pa.Table, path: Path, statistics: list[str] | None) -> None:
     # uncompressed: the index is a local cache and update time matters more than disk
-    pq.write_table(
-        table,
-        path,
-        compression="none",
-        use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
-        write_statistics=statistics or False,
-        row_group_size=ROW_GROUP,
-        write_page_checksum=True,
-    )
+    with writing(path) as sink:
+        pq.write_table(
+            table,
+            sink,
+            compression="none",
+            use_dictionary=[c for c in DICTIONARY_COLUMNS if c in table.column_names],
+            write_statistics=statistics or False,
+            row_group_size=ROW_GROUP,
+            write_page_checksum=True,
+        )
 
 
 def commit(directory: Path, manifest: Manifest) -> Manifest:
@@ -529,8 +531,9 @@ def read_parquet(
     decodes on a thread pool, twice the memory for a few milliseconds saved; measured on a 100k
     index's search columns: +47 MB against +91 MB for 19 MB of columns). `keep`: the rows to keep of
     each row group, applied as it is read (a few rows of a million-row column cost one row group)."""
-    f = pq.ParquetFile(path, page_checksum_verification=page_checksums, pre_buffer=False)
-    return _row_groups(f, range(f.num_row_groups), None if columns is None else list(columns), keep)
+    with reading(path) as source:
+        f = pq.ParquetFile(source, page_checksum_verification=page_checksums, pre_buffer=False)
+        return _row_groups(f, range(f.num_row_groups), None if columns is None else list(columns), keep)
 
 
 def _row_groups(
@@ -610,7 +613,7 @@ def _parquet_file(path: Path, ref: FileRef) -> pq.ParquetFile:
     """A segment file opened for reads checked by page checksums, its footer parsed once per process
     (1 ms for a segment of a million rows, paid by each lookup otherwise)."""
     key = (str(path), ref)
-    f = pq.ParquetFile(path, metadata=_FOOTERS.get(key), page_checksum_verification=True, pre_buffer=False)
+    f = pq.ParquetFile(reading(path), metadata=_FOOTERS.get(key), page_checksum_verification=True, pre_buffer=False)
     if key not in _FOOTERS:
         if len(_FOOTERS) >= 4 * MAX_SEGMENTS:
             _FOOTERS.clear()

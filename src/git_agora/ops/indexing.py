@@ -208,13 +208,15 @@ def export_index(index, directory: Path) -> tuple[Path, ...]:
     """Every table as a Parquet file, for DuckDB, pandas or polars."""
     import pyarrow.parquet as pq
 
+    from ..index.osfiles import writing
     from ..index.schema import TABLES
 
     directory.mkdir(parents=True, exist_ok=True)
     written = []
     for name in TABLES:
         path = directory / f"{name}.parquet"
-        pq.write_table(index.table(name), path)
+        with writing(path) as sink:
+            pq.write_table(index.table(name), sink)
         written.append(path)
     return tuple(written)
 
