@@ -43,9 +43,9 @@ class RefBusy(RuntimeError):
 class Repository:
     """A Git repository (work tree or bare) as git-agora sees it.
 
-    Its folders are kept as strings (`worktree_path`, `git_path`, `common_path`), which is all a post
-    needs: importing pathlib would cost it 3 ms. `worktree`, `git_dir`, `common_dir` and the folders
-    under them are `Path`s for every other caller."""
+    Its folders are kept as strings (`worktree_path`, `git_path`, `common_path` and the `*_path` folders
+    under them), which is all a post needs: importing pathlib would cost it 3 ms. `worktree`, `git_dir`,
+    `common_dir` and `agora_dir` are the same folders as `Path`s, for every other caller."""
 
     def __init__(
         self,
@@ -116,10 +116,6 @@ class Repository:
         return _path(self.common_path)
 
     @property
-    def objects_dir(self) -> Path:
-        return self.common_dir / "objects"
-
-    @property
     def objects_path(self) -> str:
         return os.path.join(self.common_path, "objects")
 
@@ -131,16 +127,12 @@ class Repository:
     # --- private state under .git/agora (per clone) and the per-worktree git dir -------------
 
     @property
-    def agora_dir(self) -> Path:
-        return self.common_dir / "agora"
-
-    @property
     def agora_path(self) -> str:
         return os.path.join(self.common_path, "agora")
 
     @property
-    def worktree_state_dir(self) -> Path:
-        return self.git_dir / "agora"
+    def agora_dir(self) -> Path:
+        return _path(self.agora_path)
 
     @property
     def worktree_state_path(self) -> str:
