@@ -397,7 +397,7 @@ def _cluster_map(analysis, rows_: Any, row_of_node):
         warning=warning,
         model=diversity.model,
         coverage=diversity.coverage,
-        explained=projection.explained,
+        explained=(round(projection.explained[0], 4), round(projection.explained[1], 4)),  # not LAPACK's last bits
         x=np.round(projection.coordinates[:, 0], 4).tolist(),
         y=np.round(projection.coordinates[:, 1], 4).tolist(),
         cluster=clustering.labels.tolist(),
