@@ -92,6 +92,7 @@ CLI_MAY_USE = (
     "git_agora.refs.sync.PushOutcome",
     "git_agora.frontier.views.VIEW_NAMES",
     "git_agora.demo.run",
+    "git_agora.visible",  # text from the record or an evaluator, shown with its control characters escaped
 )
 
 

@@ -1,4 +1,4 @@
-"""`[eval] comparable_on`: push --check keeps the evaluator's whole output (strings too), and
+"""`[eval] comparable_on`: push --check keeps the declared output fields (strings too), and
 `analyze` and `show` warn when results measured on different data are compared."""
 
 from __future__ import annotations
@@ -21,9 +21,12 @@ direction = "min"
 tolerance = 0.001
 
 [eval]
+format = 2
 command = "python3 score.py"
 files = ["score.py"]
 comparable_on = ["data_sha256"]
+output = ["bpb", "data_sha256", "data_source", "texts"]
+env = ["AGORA_TEST_DATA"]  # the sandbox passes only the variables the setup names
 """
 
 
@@ -46,7 +49,7 @@ def push_checked(clone, order: int, monkeypatch, data: str | None = None) -> str
     return agora(clone, "push", "--check", "-m", f"order {order}", "--tag", "result", "--json").json()["sha"]
 
 
-def test_push_check_records_the_non_numeric_fields(cmp_project, monkeypatch):
+def test_push_check_records_the_declared_fields_strings_too(cmp_project, monkeypatch):
     sha = push_checked(cmp_project, 3, monkeypatch)
     check = agora(cmp_project, "show", sha, "--json").json()["metadata"]["check"]
     assert check["output"] == {"bpb": 1.0, "data_sha256": "a" * 20, "data_source": "stand-in", "texts": 8}

@@ -3,6 +3,8 @@ the evaluator's stderr on a terminal, stopping it (SIGTERM from `timeout`, SIGIN
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -19,14 +21,15 @@ from agora_testing import agora, demo_task_clone, make_clone
 
 TASK = files("git_agora") / "demo" / "task"
 
-# An evaluator that says where it runs, then waits: for the GO file (the pty test), else for ten minutes.
-SLOW = """import json, os, sys, time
-open(os.environ["AGORA_TEST_PIDFILE"], "w").write(str(os.getpid()))
+# An evaluator that says it started, then waits for SIGUSR1 (or ten minutes): the test finds it among
+# git-agora's descendants and signals it, which works in the sandbox too (it sees none of the host's files).
+SLOW = """import json, signal, sys, time
+go = []
+signal.signal(signal.SIGUSR1, lambda *_: go.append(1))
 sys.stderr.write("warming up\\n")
 sys.stderr.flush()
-go = os.environ.get("AGORA_TEST_GO")
 deadline = time.time() + 600
-while time.time() < deadline and not (go and os.path.exists(go)):
+while time.time() < deadline and not go:
     time.sleep(0.05)
 sys.stderr.write("scored\\n")
 print(json.dumps({"x": 1.5}))
@@ -34,20 +37,23 @@ print(json.dumps({"x": 1.5}))
 
 
 @pytest.fixture
-def slow_project(tmp_path, remote, monkeypatch):
+def slow_project(tmp_path, remote):
     a = make_clone(tmp_path, "a", str(remote), "alice")
     (a / "slow.py").write_text(SLOW)
     agora(a, "init", "--metric", "x", "--eval", "python3 slow.py")
-    pidfile = tmp_path / "evaluator.pid"
-    monkeypatch.setenv("AGORA_TEST_PIDFILE", str(pidfile))
-    return a, pidfile
+    return a
 
 
-def wait_for(path: Path, proc: subprocess.Popen, limit: float = 60.0) -> None:
+def evaluator_of(pid: int, limit: float = 60.0, alive=lambda: True) -> psutil.Process:
+    """The evaluator (`python3 slow.py`) among the descendants of `pid`, once it has started."""
     deadline = time.monotonic() + limit
-    while not (path.exists() and path.read_text()):
-        assert proc.poll() is None, f"git agora run ended before the evaluator started: {proc.communicate()}"
+    while True:
+        assert alive(), "git agora run ended before the evaluator started"
         assert time.monotonic() < deadline, "the evaluator never started"
+        for child in descendants(pid):
+            with contextlib.suppress(psutil.Error):
+                if child.cmdline()[-1:] == ["slow.py"]:
+                    return child
         time.sleep(0.05)
 
 
@@ -64,29 +70,33 @@ def assert_all_gone(processes: list[psutil.Process]) -> None:
     assert not alive, f"left behind: {[(p.pid, p.cmdline()) for p in alive]}"
 
 
-def test_sigterm_from_timeout_leaves_no_evaluator_behind(slow_project):
-    clone, pidfile = slow_project
+SANDBOXED = pytest.mark.parametrize("mode", [[], ["--no-sandbox"]], ids=["sandbox", "no-sandbox"])
+
+
+@SANDBOXED
+def test_sigterm_from_timeout_leaves_no_evaluator_behind(slow_project, mode):
     proc = subprocess.Popen(
-        ["timeout", "8", "git", "agora", "run"], cwd=clone, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ["timeout", "8", "git", "agora", "run", *mode],
+        cwd=slow_project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    wait_for(pidfile, proc)
+    evaluator = evaluator_of(proc.pid, alive=lambda: proc.poll() is None)
     tree = descendants(proc.pid)
-    evaluator = int(pidfile.read_text())
-    assert evaluator in {p.pid for p in tree}
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 124, (out, err)
     assert_all_gone(tree)
-    assert not psutil.pid_exists(evaluator) or psutil.Process(evaluator).status() == psutil.STATUS_ZOMBIE
+    assert not evaluator.is_running() or evaluator.status() == psutil.STATUS_ZOMBIE
 
 
-def test_sigint_leaves_no_evaluator_behind(slow_project):
-    clone, pidfile = slow_project
+@SANDBOXED
+def test_sigint_leaves_no_evaluator_behind(slow_project, mode):
     proc = subprocess.Popen(
-        ["git", "agora", "run"], cwd=clone, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ["git", "agora", "run", *mode], cwd=slow_project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    wait_for(pidfile, proc)
+    evaluator_of(proc.pid, alive=lambda: proc.poll() is None)
     tree = descendants(proc.pid)
-    assert int(pidfile.read_text()) in {p.pid for p in tree}
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     # git re-raises the signal after passing it on (-2); git-agora itself exits 130
@@ -94,16 +104,15 @@ def test_sigint_leaves_no_evaluator_behind(slow_project):
     assert_all_gone(tree)
 
 
-def test_a_terminal_sees_the_command_before_the_evaluator_ends_and_its_stderr_live(slow_project, tmp_path):
-    clone, _ = slow_project
-    go = tmp_path / "go"
-    env = {**os.environ, "AGORA_TEST_GO": str(go), "COLUMNS": "100"}
-    child = pexpect.spawn("git", ["agora", "run"], cwd=str(clone), env=env, encoding="utf-8", timeout=60)
+def test_a_terminal_sees_the_command_before_the_evaluator_ends_and_its_stderr_live(slow_project):
+    env = {**os.environ, "COLUMNS": "100"}
+    child = pexpect.spawn("git", ["agora", "run"], cwd=str(slow_project), env=env, encoding="utf-8", timeout=60)
     try:
-        child.expect(r"evaluating \S+ with `python3 slow\.py` \(timeout 3600 s\)")
+        child.expect(r"command: `python3 slow\.py` \(in the sandbox, timeout 3600 s\)")
         child.expect("warming up")  # the evaluator's stderr, while it still runs
-        assert child.isalive() and not go.exists()
-        go.write_text("")
+        evaluator = evaluator_of(child.pid)
+        assert child.isalive()
+        evaluator.send_signal(signal.SIGUSR1)
         child.expect(r"x = 1\.5")
         child.expect(pexpect.EOF)
     finally:
@@ -111,13 +120,21 @@ def test_a_terminal_sees_the_command_before_the_evaluator_ends_and_its_stderr_li
     assert child.exitstatus == 0
 
 
-def test_json_output_never_carries_the_evaluators_stderr(slow_project, tmp_path, monkeypatch):
-    clone, _ = slow_project
-    (tmp_path / "go").write_text("")
-    monkeypatch.setenv("AGORA_TEST_GO", str(tmp_path / "go"))
-    out = agora(clone, "run", "--json")
-    assert out.json()["metrics"] == {"x": 1.5} and out.json()["comparable"] is True
-    assert "warming up" not in out.stdout + out.stderr  # not a terminal: kept out of the way
+def test_json_output_never_carries_the_evaluators_stderr(slow_project):
+    proc = subprocess.Popen(
+        ["git", "agora", "run", "--json"], cwd=slow_project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    evaluator = evaluator_of(proc.pid, alive=lambda: proc.poll() is None)
+    logs = slow_project / ".git" / "agora" / "runs"
+    while not any("warming up" in log.read_text() for log in logs.glob("*/command.err")):  # its handler is set
+        assert proc.poll() is None
+        time.sleep(0.05)
+    evaluator.send_signal(signal.SIGUSR1)
+    stdout, stderr = proc.communicate(timeout=60)
+    out = json.loads(stdout)
+    assert out["metrics"] == {"x": 1.5} and out["comparable"] is True and out["sandbox"] is True
+    assert "warming up" not in stdout + stderr  # not a terminal: kept out of the way
+    assert "warming up" in (Path(out["run_folder"]) / "command.err").read_text()  # kept here, for the person
 
 
 @pytest.fixture
@@ -147,11 +164,10 @@ def test_push_check_never_uses_the_quick_evaluation(task_clone):
 
 
 def test_quick_without_a_declared_quick_evaluation_is_one_line(slow_project):
-    clone, pidfile = slow_project
-    r = agora(clone, "run", "--quick", check=False)
+    r = agora(slow_project, "run", "--quick", check=False)
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr == "git agora: error: the project declares no quick evaluation ([eval] quick in agora.toml)\n"
-    assert not pidfile.exists()  # nothing ran
+    assert not (slow_project / ".git" / "agora" / "runs").exists()  # nothing ran
 
 
 if sys.platform != "linux":  # pragma: no cover

@@ -36,8 +36,10 @@ def test_every_command_of_the_tutorial_runs(tmp_path, monkeypatch):
     assert "bpc = 2.72938" in out  # the full run of the change, as the push message says
     assert re.search(r"^published [0-9a-f]{40}$", out, re.M) and "pushed" in out
     assert "Legend" in out and "Where to work next" in out
-    assert re.search(r"note: build: `python3 train\.py --out \S+` in \S+ \(timeout 60 s\)", proc.stderr)
-    assert re.search(r"note: score: `python3 score\.py \S+ --quick` in \S+, the evaluator files only", proc.stderr)
+    assert "note: build: `python3 train.py --out /agora/artifact` (in the sandbox, timeout 60 s)" in proc.stderr
+    assert re.search(
+        r"note: score: `python3 score\.py /agora/artifact --quick` \(in the sandbox, timeout \d+ s\)", proc.stderr
+    )
 
     agora(founder, "fetch")
     log = agora(founder, "log", "--json").json()

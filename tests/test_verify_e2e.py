@@ -2,6 +2,7 @@
 
 import shutil
 from importlib.resources import files
+from pathlib import Path
 
 import pytest
 
@@ -74,8 +75,10 @@ def test_a_crashing_result_fails_with_the_reason(task_project):
     crash = agora(a, "push", "-m", "bogus method", "--tag", "result", "--metric", "bpc=2.0", "--json").json()
     agora(b, "fetch")
     out = agora(b, "verify", crash["sha"], "--json").json()
-    assert out["verdict"] == "failed"
-    assert "exited 1" in out["reason"] and "unknown METHOD" in out["reason"]
+    assert out["verdict"] == "failed" and out["reason"] == "score failed" and out["exit_status"] == 1
+    # the scorer's own words stay on the verifier's machine: kept in the run folder, never published
+    assert "unknown METHOD" in (Path(out["run_folder"]) / "score.err").read_text()
+    assert "unknown METHOD" not in git(b, "cat-file", "commit", out["sha"])
 
 
 def test_push_check_refuses_a_wrong_claim(task_project):
@@ -103,12 +106,9 @@ def test_run_evaluates_exactly_what_push_publishes(task_project):
 @pytest.mark.parametrize(
     "script, reason",
     [
-        ("print('no model written')", "did not create the artifact directory"),
-        (
-            "import os, sys; os.makedirs(sys.argv[2]); open(sys.argv[2] + '/model.json', 'w').write('{garbage')",
-            "score step: the evaluation exited 1",
-        ),
-        ("raise SystemExit(3)", "build step: the evaluation exited 3"),
+        ("print('no model written')", "the build wrote no artifact"),
+        ("import sys; open(sys.argv[2] + '/model.json', 'w').write('{garbage')", "score failed"),
+        ("raise SystemExit(3)", "build failed"),
         ("import time; time.sleep(30)", "timed out"),
     ],
 )
@@ -119,7 +119,9 @@ def test_broken_builds_give_failed_verdicts(task_project, script, reason):
     agora(b, "fetch")
     before = git(b, "for-each-ref", "refs/agora/")
     out = agora(b, "verify", bad["sha"], "--no-publish", "--timeout", "2", "--json").json()
-    assert out["verdict"] == "failed" and reason in out["reason"]
+    assert out["verdict"] == "failed" and out["reason"] == reason
+    expected = {"the build wrote no artifact": 0, "score failed": 1, "build failed": 3, "timed out": None}
+    assert out["exit_status"] == expected[reason]
     assert git(b, "for-each-ref", "refs/agora/") == before
 
 

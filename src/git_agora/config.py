@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +31,77 @@ class ConfigError(ValueError):
     pass
 
 
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+_UNITS = {"": 1, "b": 1, "k": KiB, "kb": KiB, "kib": KiB, "m": MiB, "mb": MiB, "mib": MiB, "g": GiB, "gb": GiB}
+_UNITS["gib"] = GiB
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(value: Any, name: str) -> int:
+    """Bytes from an integer or a size such as "512M", "4G", "2 GiB"."""
+    if isinstance(value, bool):
+        raise ConfigError(f"[eval.limits] {name} must be a size such as 4G, not {value!r}")
+    if isinstance(value, int):
+        number, unit = float(value), ""
+    else:
+        match = _SIZE.match(str(value))
+        if not match or match.group(2).lower() not in _UNITS:
+            raise ConfigError(f"[eval.limits] {name} must be a size such as 512M or 4G, not {value!r}")
+        number, unit = float(match.group(1)), match.group(2).lower()
+    size = int(number * _UNITS[unit])
+    if size <= 0:
+        raise ConfigError(f"[eval.limits] {name} must be positive")
+    return size
+
+
+@dataclass(frozen=True)
+class Limits:
+    """`[eval.limits]` of agora.toml; the defaults fit a CPU evaluation of a small model."""
+
+    memory: int = 4 * GiB  # the step's processes together (cgroup), or each one's address space (rlimit)
+    processes: int = 256
+    disk: int = 1 * GiB  # each writable folder of the sandbox: the work tree, /tmp
+    artifact: int = 1 * GiB  # what the build leaves for the score step
+
+    @classmethod
+    def parse(cls, values: Mapping[str, Any]) -> Limits:
+        unknown = sorted(set(values) - {"memory", "processes", "disk", "artifact"})
+        if unknown:
+            raise ConfigError(f"[eval.limits] has unknown keys ({', '.join(unknown)})")
+        processes = values.get("processes", cls.processes)
+        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+            raise ConfigError("[eval.limits] processes must be a positive integer")
+        return cls(
+            memory=parse_size(values.get("memory", cls.memory), "memory"),
+            processes=processes,
+            disk=parse_size(values.get("disk", cls.disk), "disk"),
+            artifact=parse_size(values.get("artifact", cls.artifact), "artifact"),
+        )
+
+    def dump(self) -> dict[str, Any]:
+        return {
+            "memory": size_text(self.memory),
+            "processes": self.processes,
+            "disk": size_text(self.disk),
+            "artifact": size_text(self.artifact),
+        }
+
+
+def size_text(size: int) -> str:
+    for unit, scale in (("G", GiB), ("M", MiB), ("K", KiB)):
+        if size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
+
+
 ARTIFACT = "{artifact}"
+EVAL_FORMAT = 2  # the newest [eval] format this git-agora reads
+_KEYS = {
+    1: {"command", "build", "score", "files", "scorer", "timeout", "quick", "comparable_on", "format"},
+    2: {"output", "env", "mounts", "network", "pins", "limits"},
+}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -49,6 +120,14 @@ class EvalSpec:
     identity); `quick`: extra arguments for a quick, not comparable run (`git agora run --quick`);
     `comparable_on`: fields of the evaluator's JSON output that must agree for two results to compare
     (e.g. `data_sha256`): `analyze` and `show` warn when compared results differ on one.
+
+    Format 2 (`format = 2`, required by the keys below; an older git-agora says it needs a newer one):
+    `output`: the fields of the evaluator's JSON output a published result or verdict records (default:
+    `comparable_on`), each a finite number or a plain word; `env`: environment variables passed into
+    the sandbox; `mounts`: host paths shown read-only inside it (e.g. a folder of donor models);
+    `network`: whether the steps may use the network (default: no, loopback included); `pins`: scorer
+    package -> the sha256 of its files (`git agora show` of a claim prints it), refused when the
+    installed one differs; `[eval.limits]`: memory, processes, disk, artifact (`evaluate.limits`).
     """
 
     command: str | None = None
@@ -59,6 +138,13 @@ class EvalSpec:
     timeout: float = 3600.0
     quick: str | None = None
     comparable_on: tuple[str, ...] = ()
+    output: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    mounts: tuple[str, ...] = ()
+    network: bool = False
+    pins: Mapping[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    format: int = 1
 
     def __post_init__(self) -> None:
         if (self.build is None) != (self.score is None):
@@ -70,6 +156,17 @@ class EvalSpec:
                 raise ConfigError(f"[eval] {name} must name the artifact directory as {ARTIFACT}")
         if not self.timeout > 0:
             raise ConfigError("[eval] timeout must be a positive number of seconds")
+        for name in self.env:
+            if not _ENV_NAME.match(name):
+                raise ConfigError(f"[eval] env: {name!r} is not an environment variable's name")
+        for name, digest in self.pins.items():
+            if name not in self.scorer or not _SHA256.match(digest):
+                raise ConfigError(f"[eval] pins: {name!r} must be a scorer package pinned to a sha256 (64 hex digits)")
+
+    @property
+    def declared_output(self) -> tuple[str, ...]:
+        """The output fields a published record keeps: `output`, else `comparable_on`."""
+        return self.output or self.comparable_on
 
     @property
     def configured(self) -> bool:
@@ -81,6 +178,29 @@ class EvalSpec:
 
     @classmethod
     def parse(cls, values: Mapping[str, Any]) -> EvalSpec:
+        version = values.get("format", 1)
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ConfigError("[eval] format must be a positive integer")
+        if version > EVAL_FORMAT:
+            raise ConfigError(
+                f"[eval] is written in format {version}: needs a newer git-agora (this one reads {EVAL_FORMAT})"
+            )
+        unknown = sorted(set(values) - _KEYS[1] - (_KEYS[2] if version >= 2 else set()))
+        if unknown:
+            newer = [k for k in unknown if k in _KEYS[2]]
+            if newer:
+                raise ConfigError(f"[eval] {', '.join(newer)} need format = 2 in [eval]")
+            raise ConfigError(f"[eval] has keys this git-agora does not know ({', '.join(unknown)}): a newer one may")
+        network = values.get("network", False)
+        if not isinstance(network, bool):
+            raise ConfigError("[eval] network must be true or false")
+        pins = values.get("pins", {})
+        if not isinstance(pins, Mapping) or not all(isinstance(v, str) for v in pins.values()):
+            raise ConfigError("[eval] pins must be a table of package = sha256")
+        limits = values.get("limits", {})
+        if not isinstance(limits, Mapping):
+            raise ConfigError("[eval.limits] must be a table")
+        parsed_limits = Limits.parse(limits)
         return cls(
             command=_optional_str(values, "command"),
             build=_optional_str(values, "build"),
@@ -90,6 +210,13 @@ class EvalSpec:
             timeout=float(values.get("timeout", 3600.0)),
             quick=_optional_str(values, "quick"),
             comparable_on=_str_list(values, "comparable_on"),
+            output=_str_list(values, "output"),
+            env=_str_list(values, "env"),
+            mounts=_str_list(values, "mounts"),
+            network=network,
+            pins=dict(pins),
+            limits=parsed_limits,
+            format=version,
         )
 
     def dump(self) -> list[str]:
@@ -107,7 +234,27 @@ class EvalSpec:
         if self.comparable_on:
             fields = ", ".join(_toml(f) for f in self.comparable_on)
             lines.append(f"comparable_on = [{fields}]  # output fields that must agree for results to compare")
-        return lines + [f"timeout = {_toml(self.timeout)}", ""]
+        lines.append(f"timeout = {_toml(self.timeout)}")
+        if self.format >= 2:
+            lines.insert(1, f"format = {self.format}  # the [eval] keys below need a git-agora that reads format 2")
+            for key, value, note in (
+                ("output", list(self.output), "output fields a published result records"),
+                ("env", list(self.env), "environment variables passed into the sandbox"),
+                ("mounts", list(self.mounts), "host paths shown read-only in the sandbox"),
+            ):
+                if value:
+                    lines.append(f"{key} = {_toml(value)}  # {note}")
+            if self.network:
+                lines.append("network = true  # the steps may use the network")
+            if self.pins:
+                lines.append(f"pins = {_toml(dict(self.pins))}  # scorer packages' sha256, refused when they differ")
+            if self.limits != Limits():
+                lines += ["", "[eval.limits]"] + [f"{k} = {_toml(v)}" for k, v in self.limits.dump().items()]
+        return lines + [""]
+
+    def uses_format_2(self) -> bool:
+        """Whether this spec needs `format = 2` (it uses a key older readers would ignore)."""
+        return bool(self.output or self.env or self.mounts or self.network or self.pins or self.limits != Limits())
 
 
 def _optional_str(values: Mapping[str, Any], key: str) -> str | None:

@@ -206,6 +206,19 @@ class Contribution(NamedTuple):
         )
 
 
+def dotgit_component(path: str) -> bool:
+    """Whether a path has a `.git` component as `git fsck` judges it: any case, and the names NTFS and
+    HFS+ would read as `.git` (trailing dots or spaces, the 8.3 name `git~1`)."""
+    for name in path.split("/"):
+        folded = name.lower().rstrip(". ")
+        if folded == ".git" or folded == "git~1":
+            return True
+    return False
+
+
+DOTGIT_REASON = "a .git path component, which git refuses to check out"
+
+
 def check_format(declared: list[str]) -> None:
     """One `Agora-Format` trailer naming this protocol version; a newer one needs a newer reader."""
     if declared == [FORMAT]:

@@ -10,8 +10,6 @@ is itself an amendment, and `run`, `push --check` and `verify` always evaluate w
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import json
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -118,44 +116,6 @@ def load_policy_config(repo: Repository, sha: str) -> ProjectConfig:
     assert info is not None, sha
     text = repo.file_text(info.tree, CONFIG_FILE)
     return ProjectConfig.parse(text) if text else ProjectConfig()
-
-
-def evaluator_identity(policy: Policy) -> dict[str, object]:
-    """What a score depends on besides the contribution: the commands, the evaluator files' object ids,
-    the scorer packages' versions and file hashes; `sha256` digests all of it."""
-    spec = policy.config.evaluation
-    commands = {k: v for k, v in (("command", spec.command), ("build", spec.build), ("score", spec.score)) if v}
-    identity: dict[str, object] = {
-        "commands": commands,
-        "files": dict(sorted(policy.evaluator_files.items())),
-        "scorer": {name: package_identity(name) for name in spec.scorer},
-    }
-    identity["sha256"] = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
-    return identity
-
-
-def package_identity(name: str) -> dict[str, str | None]:
-    """An installed package's version and a digest of its Python files (None when not installed).
-    The files are found through the import system, so editable installs are covered too."""
-    import importlib.util
-    from importlib import metadata
-    from pathlib import Path
-
-    module = name.replace("-", "_")
-    distribution = (metadata.packages_distributions().get(module) or [name])[0]
-    try:
-        version: str | None = metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        version = None
-    spec = importlib.util.find_spec(module)
-    if spec is None:
-        return {"version": version, "sha256": None}
-    roots = [Path(p) for p in spec.submodule_search_locations or []] or [Path(spec.origin or "")]
-    digest = hashlib.sha256()
-    for root in roots:
-        for file in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
-            digest.update(str(file.relative_to(root.parent)).encode() + b"\0" + file.read_bytes())
-    return {"version": version, "sha256": digest.hexdigest()}
 
 
 @dataclass(frozen=True)

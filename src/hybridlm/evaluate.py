@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hybridlm.artifact import file_sha256
 from hybridlm.build import check_transfer_source
 from hybridlm.determinism import default_threads
 from hybridlm.errors import EvalError
@@ -66,7 +67,13 @@ def evaluate(opts: EvalOptions) -> dict:
         raise EvalError(str(exc)) from None
     threads = opts.threads or default_threads()
     with tempfile.TemporaryDirectory(prefix="hybridlm-artifact-") as out:
+        built = time.perf_counter()
         run_child(build_command(opts, out, threads))
+        transfer = {
+            "transfer_file": opts.transfer_file,
+            "transfer_sha256": file_sha256(Path(opts.transfer_file)),  # the file this evaluator ran
+            "transfer_seconds": round(time.perf_counter() - built, 3),  # the child's whole run, as timed here
+        }
         result = score_artifact(
             ScoreOptions(
                 artifact=out,
@@ -79,6 +86,7 @@ def evaluate(opts: EvalOptions) -> dict:
                 config_name=opts.config_name,
             )
         )
+    result.update(transfer)
     result["seconds"] = round(time.perf_counter() - started, 3)
     return result
 

@@ -114,7 +114,9 @@ def load_checked_model(directory: Path, manifest: dict, config_name: str):
 
 
 def score_artifact(opts: ScoreOptions) -> dict:
-    """The whole score step; returns the result record (today's `eval --json` line) or raises EvalError."""
+    """The whole score step; returns the result record or raises EvalError. Every field is computed here
+    or read from this scorer's own data: nothing the artifact's manifest says is repeated (the artifact
+    is the build's to write, and a scorer that echoed it would publish whatever the build chose)."""
     started = time.perf_counter()
     check_options(opts.chunk, opts.batch_size)
     directory = Path(opts.artifact)
@@ -145,8 +147,6 @@ def score_artifact(opts: ScoreOptions) -> dict:
         "data_sha256": texts.textset.sha256,
         "comparable_to_paper": texts.textset.comparable_to_paper,
         "data_note": texts.textset.note,
-        "transfer_file": manifest["transfer_file"],
-        "transfer_sha256": manifest["transfer_sha256"],
         "config": opts.config_name,
         "parameters": count_parameters(model),
         "device": device_label(opts.device),
@@ -154,7 +154,6 @@ def score_artifact(opts: ScoreOptions) -> dict:
         "batch_size": opts.batch_size,
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
-        "transfer_seconds": manifest["transfer_seconds"],
         "score_seconds": round(score_seconds, 3),
         "tokens_per_second": round(n_tokens / score_seconds, 1) if score_seconds > 0 else None,
         "seconds": round(time.perf_counter() - started, 3),

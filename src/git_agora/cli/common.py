@@ -56,6 +56,16 @@ def account_option(f: Callable) -> Callable:
     )
 
 
+def sandbox_option(f: Callable) -> Callable:
+    return click.option(
+        "--sandbox/--no-sandbox",
+        "sandbox",
+        default=None,
+        help="Run contribution code in the sandbox (the default; git config agora.sandbox off turns it off "
+        "for this clone) or, with --no-sandbox, on this machine as you, said on every use and recorded.",
+    )(f)
+
+
 def json_option(f: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs instead of text.")(f)
 

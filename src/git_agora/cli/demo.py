@@ -21,7 +21,10 @@ import click
 )
 @click.option("--keep", is_flag=True, help="Keep the project directory at the end to look around.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the workers' choices.")
-def command(workers, rounds, directory, keep, seed):
+@click.option(
+    "--no-sandbox", is_flag=True, help="Run the evaluations unsandboxed (where bubblewrap cannot run), as you."
+)
+def command(workers, rounds, directory, keep, seed, no_sandbox):
     """Create a throwaway project (a bare repository as the remote, one clone per worker), run
     scripted workers that analyze, pick a slot, change the model, evaluate, publish, share insights
     and verify each other, then show the frontier, the statistics and the best result's lineage."""
@@ -29,7 +32,7 @@ def command(workers, rounds, directory, keep, seed):
     from .render import demo_progress, print_demo_summary
 
     started = time.monotonic()
-    plan = DemoPlan.create(directory, workers, rounds, seed)
+    plan = DemoPlan.create(directory, workers, rounds, seed, sandbox=not no_sandbox)
     click.secho(
         f"git agora demo: {workers} workers x {rounds} rounds on a character n-gram model, in {plan.directory}",
         bold=True,

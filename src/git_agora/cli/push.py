@@ -13,6 +13,7 @@ from .common import (
     parse_metrics,
     ref_option,
     report_published,
+    sandbox_option,
 )
 
 
@@ -33,11 +34,14 @@ from .common import (
     "--check", is_flag=True, help="Evaluate a clean export first; record the measured metric, refuse a wrong claim."
 )
 @click.option("--rerun", is_flag=True, help="This result re-measures its parent: the tree is unchanged on purpose.")
+@sandbox_option
 @ref_option
 @account_option
 @json_option
 @click.pass_context
-def command(ctx, description, tags, parents, metrics, meta, prediction, check, rerun, cross_refs, account, as_json):
+def command(
+    ctx, description, tags, parents, metrics, meta, prediction, check, rerun, sandbox, cross_refs, account, as_json
+):
     """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
     contribution, then move HEAD to it when HEAD was detached there."""
     from ..ops.publish import publish_worktree
@@ -54,5 +58,6 @@ def command(ctx, description, tags, parents, metrics, meta, prediction, check, r
         cross_refs=cross_refs,
         rerun=rerun,
         prediction=prediction,
+        sandbox=sandbox,
     )
     return report_published(published, as_json, "published")

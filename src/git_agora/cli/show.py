@@ -55,6 +55,7 @@ def command(ctx, sha, as_json):
         lines.append("evidence     none: this commit is rejected (see `git agora log --rejected`)")
     if shown.evaluator_note:
         lines.append(f"note         {shown.evaluator_note}")
+    lines += [f"note         {note}" for note in shown.run_notes]
     if shown.comparability_warning:
         lines.append(f"WARNING      {shown.comparability_warning}")
     if c.metadata:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .common import account_option, emit_json, json_option, open_project, report_published
+from ..visible import visible
+from .common import account_option, emit_json, json_option, open_project, report_published, sandbox_option
 
 
 @click.command("verify")
@@ -12,9 +13,7 @@ from .common import account_option, emit_json, json_option, open_project, report
 @click.option("--tolerance", type=float, help="Reproduction tolerance (default: the project's).")
 @click.option("--timeout", type=float, help="Seconds before the evaluation counts as failed (default: the project's).")
 @click.option("--no-publish", is_flag=True, help="Only report the verdict; publish nothing.")
-@click.option(
-    "--sandbox", is_flag=True, help="Run every step under bubblewrap: no network, read-only outside the export."
-)
+@sandbox_option
 @account_option
 @json_option
 @click.pass_context
@@ -23,8 +22,10 @@ def command(ctx, sha, tolerance, timeout, no_publish, sandbox, account, as_json)
     compare with its claim, and publish a verification (confirmed, partial or failed) whose only parent
     and target is SHA.
 
-    The build step (or the one command) runs SHA's code on this machine, as you: use --sandbox
-    (bubblewrap) to cut its network and keep it from writing outside the export."""
+    The build step (or the one command) runs SHA's code in the sandbox (bubblewrap: no network, none of
+    your files or keys, an unprivileged user; docs/protocol.md, "Threat model"); --no-sandbox runs it
+    on this machine as you, and the verdict records that. The verdict carries numbers and a reason from
+    a fixed list; the evaluator's output stays in .git/agora/runs/."""
     from ..ops.verify import verify
 
     project = open_project(ctx, account, as_json=as_json)
@@ -33,5 +34,5 @@ def command(ctx, sha, tolerance, timeout, no_publish, sandbox, account, as_json)
         emit_json(done.to_dict())
         return done.published.exit_code if done.published else 0
     suffix = "" if done.published else " (not published)"
-    click.echo(f"{done.verdict}: {done.judgement.reason}{suffix}")
+    click.echo(f"{done.verdict}: {visible(done.judgement.reason)}{suffix}")
     return report_published(done.published, False, "verification") if done.published else 0

@@ -36,10 +36,12 @@ direction = "min"
 tolerance = 1e-06
 
 [eval]
+format = 2  # output needs a git-agora that reads [eval] format 2
 build = "python3 train.py --out {artifact}"  # the contribution's code: writes the model
 score = "python3 score.py {artifact}"  # the evaluator alone: scores the held-out text as written
 files = ["score.py", "corpus.py"]  # the evaluator files: fixed by this setup
 quick = "--quick"  # git agora run --quick: scores 2,000 of the 12,000 held-out characters
+output = ["train_chars", "test_chars"]  # what a published result records of the scorer's output
 timeout = 60
 
 [embeddings]
@@ -70,13 +72,19 @@ class DemoPlan:
     workers: int
     rounds: int
     seed: int
+    sandbox: bool = True  # False: every clone says `git config agora.sandbox off`
 
     @classmethod
-    def create(cls, directory: Path | None, workers: int, rounds: int, seed: int) -> DemoPlan:
-        """A plan in `directory` (default: a new temporary one), made empty for the run."""
+    def create(cls, directory: Path | None, workers: int, rounds: int, seed: int, sandbox: bool = True) -> DemoPlan:
+        """A plan in `directory` (default: a new temporary one), made empty for the run. The sandbox is
+        checked first: where it cannot start, nothing is made and the error says what to do."""
+        if sandbox:
+            from ..evaluate.sandbox import require_bwrap
+
+            require_bwrap()
         directory = (directory or default_directory()).resolve()
         prepare_directory(directory)
-        return cls(directory, workers, rounds, seed)
+        return cls(directory, workers, rounds, seed, sandbox)
 
 
 def prepare_directory(directory: Path) -> None:
@@ -105,6 +113,8 @@ def make_clone(plan: DemoPlan, name: str, account: str) -> Path:
     git(clone, "init", "-q")
     git(clone, "remote", "add", "origin", str(plan.directory / "remote.git"))
     git(clone, "config", "agora.account", account)
+    if not plan.sandbox:
+        git(clone, "config", "agora.sandbox", "off")
     return clone
 
 

@@ -356,7 +356,23 @@ def _evaluator_policy_table(
     columns = [table.column(c).take(picked).combine_chunks() for c in ("sha", "tree", "policy")]
     problems = evaluator_violations(repo, *columns, root, ahead)
     rows = picked.to_numpy()
-    return _append_reasons(table, {int(rows[at]): found for at, found in problems.items()})
+    found = {int(rows[at]): reasons for at, reasons in problems.items()}
+    changed = pc.indices_nonzero(pc.fill_null(table.column("code_bearing"), False))
+    shas = table.column("sha").take(changed).to_pylist()
+    for at, reason in zip(changed.to_pylist(), _dotgit_reasons(repo, shas)):
+        if reason:
+            found[at] = found.get(at, []) + [reason]
+    return _append_reasons(table, found)
+
+
+def _dotgit_reasons(repo: Repository, shas: list[str]) -> list[str | None]:
+    """For each code-bearing contribution, the reason it is invalid when its tree adds a `.git` path
+    (git refuses to check it out: it could be neither evaluated nor verified)."""
+    from ..contribution import DOTGIT_REASON
+    from ..refs.diffs import dotgit_paths
+
+    paths = dotgit_paths(repo.common_path, shas)
+    return [f"the tree holds {paths[sha]!r}: {DOTGIT_REASON}" if sha in paths else None for sha in shas]
 
 
 def _has_tag(table: pa.Table, tag: str) -> pa.Array:
@@ -498,8 +514,8 @@ def _members(repo: Repository) -> signatures.Members:
 
 
 def _apply_evaluator_policy(repo: Repository, rows: list[dict], root: str | None) -> None:
-    """Mark invalid the code-bearing rows whose tree changes a file their policy fixes, and the
-    amendments whose policy is broken (`policy.evaluator_violations`: one git process)."""
+    """Mark invalid the code-bearing rows whose tree changes a file their policy fixes or adds a `.git`
+    path, and the amendments whose policy is broken (`policy.evaluator_violations`, `_dotgit_reasons`)."""
     from ..policy import evaluator_violations
 
     todo = [
@@ -507,10 +523,14 @@ def _apply_evaluator_policy(repo: Repository, rows: list[dict], root: str | None
         for r in rows
         if build.needs_evaluator_check(r) or (r["policy"] == r["sha"] and r["sha"] != root and "setup" not in r["tags"])
     ]
-    if not todo:
-        return
-    columns = [pa.array(column, pa.string()) for column in zip(*todo)]
-    problems = {todo[at][0]: found for at, found in evaluator_violations(repo, *columns, root).items()}
+    problems: dict[str, list[str]] = {}
+    if todo:
+        columns = [pa.array(column, pa.string()) for column in zip(*todo)]
+        problems = {todo[at][0]: found for at, found in evaluator_violations(repo, *columns, root).items()}
+    changed = [r["sha"] for r in rows if r["code_bearing"]]
+    for sha, reason in zip(changed, _dotgit_reasons(repo, changed)):
+        if reason:
+            problems[sha] = problems.get(sha, []) + [reason]
     for row in rows:
         if row["sha"] in problems:
             row["reasons"] = row["reasons"] + problems[row["sha"]]

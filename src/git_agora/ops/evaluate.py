@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import AgoraError
 from ..evaluate import EvalRun
 from ..project import Project
+
+SANDBOX_CONFIG = "agora.sandbox"
 
 
 @dataclass(frozen=True)
@@ -15,6 +18,9 @@ class Evaluated:
     tree: str
     evaluator: dict[str, Any]  # the evaluator identity (commands, files, scorer packages, sha256)
     quick: bool = False  # a quick run: not comparable, never published as a claim
+    sandbox: bool = True
+    limits: dict[str, Any] | None = None
+    run_folder: str | None = None  # where the steps' stdout and stderr are kept, on this machine only
 
     def to_dict(self) -> dict:
         return {
@@ -23,18 +29,42 @@ class Evaluated:
             "evaluator": self.evaluator,
             "quick": self.quick,
             "comparable": not self.quick,
+            "sandbox": self.sandbox,
+            "limits": self.limits,
+            "run_folder": self.run_folder,
         }
 
 
-def run(project: Project, timeout: float | None = None, quick: bool = False) -> Evaluated:
+def sandbox_choice(project: Project, requested: bool | None) -> bool:
+    """Whether contribution code runs in the sandbox: `requested` (--sandbox / --no-sandbox), else
+    `git config agora.sandbox` (on unless set off). Every evaluation that runs unsandboxed says so."""
+    source = "--no-sandbox"
+    if requested is None:
+        value = (project.repo.git.config_get(SANDBOX_CONFIG) or "on").strip().lower()
+        if value in ("on", "true", "yes", "1"):
+            return True
+        if value not in ("off", "false", "no", "0"):
+            raise AgoraError(f"git config {SANDBOX_CONFIG} is {value!r}: set it to on or off")
+        requested, source = False, f"git config {SANDBOX_CONFIG} {value}"
+    if not requested:
+        project.feedback.notice(
+            f"the sandbox is off ({source}): contribution code runs on this machine as you, "
+            "with your files, keys and network"
+        )
+    return requested
+
+
+def run(project: Project, timeout: float | None = None, quick: bool = False, sandbox: bool | None = None) -> Evaluated:
     """Evaluate a clean export of the work tree (tracked and untracked, non-ignored files: the tree
     `publish_worktree` would publish) with the evaluator of the policy in force for the checked-out
-    contribution; local changes to evaluator files are ignored, and a notice says so."""
+    contribution, in the sandbox unless `sandbox` is False (None: `sandbox_choice`); local changes to
+    evaluator files are ignored, and a notice says so."""
     from ..evaluate import evaluate_tree
     from ..policy import changed_protected_files
     from ..workspace import snapshot
 
     policy = project.policy(project.base)
+    sandboxed = sandbox_choice(project, sandbox)
     with snapshot(project.repo) as snap:
         changed = changed_protected_files(project.repo, snap.tree, policy)
         if changed:
@@ -42,5 +72,13 @@ def run(project: Project, timeout: float | None = None, quick: bool = False) -> 
                 f"your changes to {', '.join(changed)} are not used: the evaluator comes from "
                 f"the project's policy ({policy.sha[:12]})"
             )
-        evaluation = evaluate_tree(project.repo, policy, snap.tree, timeout, project.feedback, quick)
-    return Evaluated(evaluation.run, snap.tree, evaluation.identity, quick)
+        evaluation = evaluate_tree(project.repo, policy, snap.tree, timeout, project.feedback, quick, sandboxed)
+    return Evaluated(
+        evaluation.run,
+        snap.tree,
+        evaluation.identity,
+        quick,
+        evaluation.sandbox,
+        dict(evaluation.limits),
+        evaluation.run_folder,
+    )

@@ -34,6 +34,7 @@ class Shown:
     evaluator_note: str | None = None  # set when the claim was made under another evaluator identity
     best: str | None = None  # the best result it was compared with ([eval] comparable_on), if any
     incomparable: tuple[Any, ...] = ()  # `frontier.comparable.Difference`s between it and the best
+    run_notes: tuple[str, ...] = ()  # how its evaluation ran: unsandboxed, or a setup's sandbox settings
 
     @property
     def comparability_warning(self) -> str | None:
@@ -60,6 +61,7 @@ class Shown:
             "cross_ref_titles": [r.to_dict() for r in self.cross_refs],
             "evidence": self.evidence,
             "evaluator_note": self.evaluator_note,
+            "run_notes": list(self.run_notes),
             "compared_with_best": self.best,
             "incomparable": [d.to_dict() for d in self.incomparable],
         }
@@ -82,18 +84,37 @@ def show(project: Project, rev: str) -> Shown:
     parents = tuple(_reference(project, sha) for sha in c.parents)
     cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
     best, incomparable = _against_best(project, c, contributions, table) if score else (None, ())
-    return Shown(c, score, parents, cited, _evaluator_note(project, c), best, incomparable)
+    notes = _run_notes(project, c)
+    return Shown(c, score, parents, cited, _evaluator_note(project, c), best, incomparable, notes)
+
+
+def _run_notes(project: Project, c: Contribution) -> tuple[str, ...]:
+    """A verdict or checked claim that ran unsandboxed says so; a setup or amendment says how its
+    evaluations run (network, limits)."""
+    check = c.metadata.get("check")
+    ran = c.metadata if c.is_verification else check if isinstance(check, dict) else {}
+    notes = []
+    if ran.get("sandbox") is False:
+        what = "this verdict" if c.is_verification else "this claim's check"
+        notes.append(f"{what} ran unsandboxed: its author ran the code as itself, with its files and network")
+    if c.sha is not None and (c.is_setup or "policy" in c.tags):
+        spec = project.policy_config(c.sha).evaluation
+        if spec.configured:
+            limits = ", ".join(f"{k} {v}" for k, v in spec.limits.dump().items())
+            network = "network allowed ([eval] network = true)" if spec.network else "no network"
+            notes.append(f"evaluations run in the sandbox: {network}; {limits}")
+    return tuple(notes)
 
 
 def _evaluator_note(project: Project, c: Contribution) -> str | None:
     """Whether the claim's recorded evaluator identity differs from the one its policy gives today."""
-    from ..policy import evaluator_identity
+    from ..evaluate.identity import policy_identity
     from .verify import claimed_evaluator
 
     claimed = claimed_evaluator(c)
     if claimed is None or c.sha is None:
         return None
-    now = str(evaluator_identity(project.policy(c.sha))["sha256"])
+    now = str(policy_identity(project.repo, project.policy(c.sha))["sha256"])
     if claimed == now:
         return None
     return f"claimed under evaluator {claimed[:12]}, the project's evaluator is now {now[:12]}: verify before comparing"

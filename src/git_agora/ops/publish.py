@@ -46,12 +46,36 @@ def publish(project: Project, contribution: Contribution, tree: str, timestamp: 
     contribution: `Repository.next_timestamp`) and append it to the account log before any network I/O,
     so a failed or interrupted push loses nothing: the log is pushed now or by the next sync."""
     _validate(project, contribution)
+    _refuse_secrets(contribution)
+    _refuse_dotgit(project, contribution, tree)
     _check_membership(project, contribution)
     project.enable_signing()
     when = project.repo.next_timestamp(contribution.account) if timestamp is None else timestamp
     sha = project.repo.write_contribution(contribution, tree, when)
     project.repo.append_to_log(contribution.account, [sha])
     return Published(sha, push_log(project.repo, contribution.account, project.remote), contribution.parents)
+
+
+def _refuse_secrets(contribution: Contribution) -> None:
+    """Nothing that looks like a key or a token is published (`leaks`: a second line of defence)."""
+    from ..leaks import secret_in
+
+    kind = secret_in(contribution.to_message())
+    if kind is not None:
+        raise AgoraError(f"the contribution's text holds what looks like {kind}: remove it; nothing was published")
+
+
+def _refuse_dotgit(project: Project, contribution: Contribution, tree: str) -> None:
+    """A tree that adds a `.git` path is refused (readers would mark it invalid: git cannot check it out)."""
+    first = project.repo.commit_info(contribution.parents[0]) if contribution.parents else None
+    if first is not None and first.tree == tree:
+        return  # the parent's tree, unchanged: not judged again
+    from ..contribution import DOTGIT_REASON
+    from ..refs.diffs import dotgit_path_between
+
+    found = dotgit_path_between(project.repo.common_path, first.tree if first else project.repo.empty_tree, tree)
+    if found is not None:
+        raise AgoraError(f"the tree holds {found!r}: {DOTGIT_REASON}; nothing was published")
 
 
 def _check_membership(project: Project, contribution: Contribution) -> None:
@@ -94,13 +118,15 @@ def publish_worktree(
     cross_refs: Iterable[str] = (),
     rerun: bool = False,
     prediction: str | Sequence[float] | None = None,
+    sandbox: bool | None = None,
 ) -> Published:
     """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
     contribution and `parents`. With `check_claim`, evaluate a clean export first and record the
     measured metric (a claim the run contradicts is refused). A result must change the tree of the
     contribution it builds on, unless `rerun` says it re-measures it (recorded as `rerun: true`).
     `prediction`, the band the metric was expected in (`LOW..HIGH` or a pair), is recorded in
-    Agora-Meta (`with_prediction`)."""
+    Agora-Meta (`with_prediction`). The check runs in the sandbox unless `sandbox` is False (None:
+    `ops.evaluate.sandbox_choice`)."""
     from ..workspace import advance_head, check_size, snapshot
 
     _ = project.account  # who publishes is the first thing to know
@@ -125,7 +151,7 @@ def publish_worktree(
         if rerun:
             metadata["rerun"] = True
         if check_claim:
-            measured, metadata["check"] = _checked_claim(project, policy, snap.tree, measured)
+            measured, metadata["check"] = _checked_claim(project, policy, snap.tree, measured, sandbox)
         published = publish(project, draft._replace(metrics=measured, metadata=metadata), snap.tree)
         advance_head(project.repo, base, published.sha, snap)
     project.set_base(published.sha)
@@ -169,12 +195,16 @@ def _check_rerun(project: Project, parent: str, tree: str, tags: tuple[str, ...]
         )
 
 
-def _checked_claim(project: Project, policy, tree: str, claimed: dict[str, float]) -> tuple[dict[str, float], dict]:
+def _checked_claim(
+    project: Project, policy, tree: str, claimed: dict[str, float], sandbox: bool | None
+) -> tuple[dict[str, float], dict]:
     """Evaluate the tree; fill in the metric; refuse a claim the run contradicts. Returns the metrics and
-    what to record: the evaluator identity, the evaluator's whole JSON output, the duration."""
+    what to record (`Evaluation.record`: numbers and fixed words, never the evaluator's free text)."""
     from ..evaluate import evaluate_tree
+    from .evaluate import sandbox_choice
 
-    evaluation = evaluate_tree(project.repo, policy, tree, feedback=project.feedback)
+    sandboxed = sandbox_choice(project, sandbox)
+    evaluation = evaluate_tree(project.repo, policy, tree, feedback=project.feedback, sandbox=sandboxed)
     run, config = evaluation.run, policy.config
     if not run.ok:
         raise AgoraError(f"push --check: {run.error}; nothing published")
@@ -187,12 +217,8 @@ def _checked_claim(project: Project, policy, tree: str, claimed: dict[str, float
                 f"{measured:.6g} (tolerance {config.tolerance:g}); nothing published"
             )
         metrics[config.metric] = measured
-    record = {
-        "evaluator": evaluation.identity,
-        "output": dict(run.output or {}),
-        "measured": dict(run.metrics),
-        "duration_s": round(run.duration_s, 3),
-    }
+    record = evaluation.record(config.evaluation, config.metric)
+    del record["reason"], record["exit_status"]  # a published claim ran to the end
     return metrics, record
 
 

@@ -18,13 +18,14 @@ class Verification:
     judgement: Judgement
     metadata: dict[str, Any]
     published: Published | None  # None with publish=False
+    run_folder: str | None = None  # the evaluation's stdout and stderr, kept on this machine only
 
     @property
     def verdict(self) -> str:
         return self.judgement.verdict
 
     def to_dict(self) -> dict:
-        report = {"target": self.target, "verdict": self.verdict, **self.metadata}
+        report = {"target": self.target, "verdict": self.verdict, **self.metadata, "run_folder": self.run_folder}
         return {**self.published.to_dict(), **report} if self.published else report
 
 
@@ -35,6 +36,7 @@ class Reproduction:
     target: Contribution
     judgement: Judgement
     metadata: dict[str, Any]
+    run_folder: str | None = None
 
 
 def reproduce(
@@ -42,12 +44,15 @@ def reproduce(
     rev: str,
     tolerance: float | None = None,
     timeout: float | None = None,
-    sandbox: bool = False,
+    sandbox: bool | None = None,
 ) -> Reproduction:
     """Evaluate a clean export of `rev`'s tree with the evaluator of the policy in force for it (never
     the contribution's own evaluator files) and judge its claim. Publishes nothing; anyone may ask,
-    the author too. The build step (or the one command) runs the contribution's code on this machine."""
+    the author too. The build step (or the one command) runs the contribution's code in the sandbox
+    unless `sandbox` is False (None: `ops.evaluate.sandbox_choice`). What it records is numbers and
+    fixed words (`Evaluation.record`): the evaluator's free text stays on this machine."""
     from ..evaluate import evaluate_tree, hardware, judge
+    from .evaluate import sandbox_choice
 
     target = project.contribution(rev)
     assert target.sha is not None and target.tree is not None
@@ -56,29 +61,37 @@ def reproduce(
     policy = project.policy(target.sha)
     config = policy.config
     tolerance = config.tolerance if tolerance is None else tolerance
-    evaluation = evaluate_tree(project.repo, policy, target.tree, timeout, project.feedback, sandbox=sandbox)
+    sandboxed = sandbox_choice(project, sandbox)
+    evaluation = evaluate_tree(project.repo, policy, target.tree, timeout, project.feedback, sandbox=sandboxed)
     run = evaluation.run
-    judgement = judge(dict(target.metrics), run, tolerance, config.metric)
+    fields = config.evaluation.declared_output
+    judgement = judge(dict(target.metrics), run, tolerance, config.metric, fields)
     claimed_under = claimed_evaluator(target)
     if claimed_under and claimed_under != evaluation.identity["sha256"]:
         project.feedback.notice(
             f"{target.sha[:12]} was claimed under another evaluator identity "
             f"({claimed_under[:12]}; now {str(evaluation.identity['sha256'])[:12]})"
         )
+    if not run.ok:
+        project.feedback.notice(f"the evaluation ended: {run.error}")
+    record = evaluation.record(config.evaluation, config.metric)
     metadata = {
         "claimed": dict(judgement.claimed),
         "reproduced": dict(judgement.reproduced),
         "difference": {k: round(v, 12) for k, v in judgement.differences.items()},
         "tolerance": tolerance,
-        "reason": judgement.reason,
+        "reason": judgement.code.value,
         "evaluator": evaluation.identity,
         "claimed_under_evaluator": claimed_under,
         "same_evaluator": claimed_under == evaluation.identity["sha256"] if claimed_under else None,
-        "output": dict(run.output or {}),
+        "output": record["output"],
         "hardware": hardware(),
-        "duration_s": round(run.duration_s, 3),
+        "duration_s": record["duration_s"],
+        "exit_status": record["exit_status"],
+        "sandbox": evaluation.sandbox,
+        "limits": record["limits"],
     }
-    return Reproduction(target, judgement, metadata)
+    return Reproduction(target, judgement, metadata, evaluation.run_folder)
 
 
 def verify(
@@ -87,7 +100,7 @@ def verify(
     tolerance: float | None = None,
     timeout: float | None = None,
     publish_verdict: bool = True,
-    sandbox: bool = False,
+    sandbox: bool | None = None,
 ) -> Verification:
     """Reproduce `rev` (see `reproduce`) and publish the verdict as a verification (confirmed, partial
     or failed) whose only parent and target is `rev`."""
@@ -98,16 +111,16 @@ def verify(
     except ContributionError as exc:
         raise AgoraError(str(exc)) from None
     done = reproduce(project, rev, tolerance, timeout, sandbox)
-    judgement, metadata = done.judgement, {**done.metadata, "sandbox": sandbox}
+    judgement, metadata = done.judgement, done.metadata
     assert target.sha is not None and target.tree is not None
     if not publish_verdict:
-        return Verification(target.sha, judgement, metadata, None)
+        return Verification(target.sha, judgement, metadata, None, done.run_folder)
     metric = project.policy(target.sha).config.metric
     primary = metric if metric in judgement.reproduced else None
     metrics = {primary: judgement.reproduced[primary]} if primary else {}
     verdict = Verdict(judgement.verdict)
     verification = _verification(project.account, target, verdict, judgement.reason, metadata, metrics)
-    return Verification(target.sha, judgement, metadata, publish(project, verification, target.tree))
+    return Verification(target.sha, judgement, metadata, publish(project, verification, target.tree), done.run_folder)
 
 
 def claimed_evaluator(target: Contribution) -> str | None:
@@ -127,7 +140,9 @@ def _verification(
     metrics: dict[str, float],
 ) -> Contribution:
     assert target.sha is not None
-    description = f"Verification of {target.sha[:12]} ({target.account}: {target.title}): {verdict.value}\n\n{reason}."
+    how = " (unsandboxed)" if metadata.get("sandbox") is False else ""
+    title = f"Verification of {target.sha[:12]} ({target.account}: {target.title}): {verdict.value}{how}"
+    description = f"{title}\n\n{reason}."
     return Contribution(
         account=account,
         tags=("verification",),

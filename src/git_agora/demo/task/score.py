@@ -20,16 +20,57 @@ METHODS = ("additive", "absolute", "witten_bell")
 QUICK_CHARS = 2_000
 
 
+MAX_ORDER = 12
+
+
+def check(data):
+    """Refuse a model the scorer cannot trust: every probability it gives must be positive and sum to 1
+    over the alphabet, which the smoothing formulas guarantee only for well-formed counts (positive
+    integers, known characters, contexts of the right length)."""
+    if not isinstance(data, dict):
+        raise SystemExit("model.json is not an object")
+    order = data.get("order")
+    if not isinstance(order, int) or isinstance(order, bool) or not 0 <= order <= MAX_ORDER:
+        raise SystemExit(f"order must be an integer from 0 to {MAX_ORDER}")
+    if data.get("method") not in METHODS:
+        raise SystemExit(f"unknown METHOD {data.get('method')!r}")
+    for knob in ("additive_alpha", "discount"):
+        value = data.get(knob)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < math.inf:
+            raise SystemExit(f"{knob} must be a finite number >= 0")
+    if not isinstance(data.get("interpolate"), bool) or not isinstance(data.get("lowercase_context"), bool):
+        raise SystemExit("interpolate and lowercase_context must be true or false")
+    vocab = data.get("vocab")
+    if not isinstance(vocab, list) or "\0" not in vocab or len(set(vocab)) != len(vocab):
+        raise SystemExit("vocab must be a list of distinct characters holding \\0")
+    if not all(isinstance(ch, str) and len(ch) == 1 for ch in vocab):
+        raise SystemExit("vocab must hold single characters")
+    counts = data.get("counts")
+    if not isinstance(counts, list) or len(counts) != order + 1:
+        raise SystemExit("counts must hold one table per order, 0 to order")
+    known = set(vocab)
+    for k, level in enumerate(counts):
+        if not isinstance(level, dict):
+            raise SystemExit(f"counts[{k}] must be an object")
+        for context, table in level.items():
+            if len(context) != k or not isinstance(table, dict) or not table:
+                raise SystemExit(f"counts[{k}] has a bad context {context[:20]!r}")
+            for ch, n in table.items():
+                if ch not in known or not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                    raise SystemExit(f"counts[{k}][{context[:20]!r}] must map known characters to positive counts")
+    if "" not in counts[0]:
+        raise SystemExit("counts[0] must hold the unigram table (context '')")
+
+
 class Model:
     def __init__(self, data):
-        self.order = int(data["order"])
+        check(data)
+        self.order = data["order"]
         self.method = data["method"]
-        if self.method not in METHODS:
-            raise SystemExit(f"unknown METHOD {self.method!r}")
         self.alpha = float(data["additive_alpha"])
-        self.discount = min(max(float(data["discount"]), 0.0), 1.0)
-        self.interpolate = bool(data["interpolate"])
-        self.lowercase_context = bool(data["lowercase_context"])
+        self.discount = min(float(data["discount"]), 1.0)
+        self.interpolate = data["interpolate"]
+        self.lowercase_context = data["lowercase_context"]
         self.vocab = list(data["vocab"])
         self.counts = data["counts"]
 
@@ -58,8 +99,11 @@ class Model:
 
 
 def main():
-    with open(os.path.join(sys.argv[1], "model.json")) as handle:
-        model = Model(json.load(handle))
+    try:
+        with open(os.path.join(sys.argv[1], "model.json")) as handle:
+            model = Model(json.load(handle))
+    except (OSError, ValueError) as exc:  # ValueError: not JSON
+        raise SystemExit(f"model.json cannot be read: {exc}") from None
     train, test = corpus.split()
     if "--quick" in sys.argv[2:]:
         test = test[:QUICK_CHARS]
