@@ -13,6 +13,7 @@ import os
 import tarfile
 from typing import BinaryIO
 
+from .export import make_folders
 from .record import Reason
 
 MAX_ENTRIES = 100_000
@@ -40,7 +41,7 @@ def receive(stream: BinaryIO, dest: str, limit: int) -> int:
                 if name is None:
                     continue  # the folder itself
                 if member.isdir():
-                    os.makedirs(os.path.join(dest, name), mode=0o755, exist_ok=True)
+                    make_folders(dest, name)
                     continue
                 if not member.isreg():
                     raise ArtifactRefused(Reason.ARTIFACT_SPECIAL, f"{name!r} is not a regular file")
@@ -70,9 +71,8 @@ def _relative(name: str) -> str | None:
 
 def _copy(source: BinaryIO, dest: str, name: str, mode: int) -> None:
     path = os.path.join(dest, name)
-    folder = os.path.dirname(path)
-    if folder != dest:
-        os.makedirs(folder, mode=0o755, exist_ok=True)
+    if "/" in name:
+        make_folders(dest, os.path.dirname(name))
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags, mode)

@@ -88,7 +88,7 @@ def export_tree(
                     raise ExportError(f"the tree is larger than the evaluation's disk limit ({max_bytes} bytes)")
                 _write(dest, path, body, 0o755 if entries[path][0] == EXECUTABLE else 0o644)
         for path in sorted(p for p, (mode, _) in entries.items() if mode == GITLINK):
-            os.makedirs(os.path.join(dest, path), mode=0o755, exist_ok=True)
+            make_folders(dest, path)
         targets = sorted(links)
         for path, body in zip(targets, _blobs(repo, [entries[path][1] for path in targets], targets)):
             _make_parents(dest, path)
@@ -110,10 +110,21 @@ def _blobs(repo: Repository, oids: list[str], paths: list[str]) -> list[bytes]:
     return found
 
 
+def make_folders(top: str, relative: str) -> None:
+    """`top/relative` and the folders between, each 0755 whatever the umask (the sandbox's user must
+    read them)."""
+    path = top
+    for name in relative.split("/"):
+        path = os.path.join(path, name)
+        if not os.path.isdir(path) or os.path.islink(path):
+            os.mkdir(path)
+            os.chmod(path, 0o755)
+
+
 def _make_parents(dest: str, path: str) -> None:
     folder = os.path.dirname(path)
     if folder:
-        os.makedirs(os.path.join(dest, folder), mode=0o755, exist_ok=True)
+        make_folders(dest, folder)
 
 
 def _write(dest: str, path: str, body: bytes, mode: int) -> None:
