@@ -608,3 +608,48 @@ def test_as_an_unprivileged_user_the_sandbox_hides_what_is_not_listed():
     assert lines[0] == "65534" and "0000000000000000" in done.stdout
     assert int(lines[3]) <= 4  # its own PID namespace: the reaper, sh, ls and grep
     assert int(lines[-2]) <= 1024  # the 1 MiB /tmp: the 4 MiB write was cut short
+
+
+def test_where_user_namespaces_are_off_the_command_refuses_in_one_line(tmp_path, remote, monkeypatch):
+    """bubblewrap that cannot make its namespaces (as on Ubuntu 24.04's AppArmor default): nothing runs
+    unsandboxed, and the one line says why and what to do."""
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    (a / "e.py").write_text("open('/tmp/ran-unsandboxed', 'w')\nprint('{\"m\": 1}')\n")
+    agora(a, "init", "--metric", "m", "--eval", "python3 e.py")
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "bwrap").write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to creating new namespace, likely because the kernel does not "
+        "allow non-privileged user namespaces.' >&2\nexit 1\n"
+    )
+    (tools / "bwrap").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    r = agora(a, "run", check=False)
+    error = [line for line in r.stderr.splitlines() if "error" in line]
+    assert r.returncode == 1 and len(error) == 1, r.stderr
+    assert "the sandbox cannot start" in error[0] and "user namespaces are off here" in error[0]
+    assert "--no-sandbox" in error[0] and "agora.sandbox off" in error[0]
+    assert not Path("/tmp/ran-unsandboxed").exists()
+
+
+def test_the_setups_mounts_are_shown_read_only_and_a_key_folder_never(tmp_path, remote, monkeypatch):
+    donors = tmp_path / "donors"
+    donors.mkdir()
+    (donors / "weights.txt").write_text("42\n")
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    (a / "e.py").write_text(
+        "import json, os\nfolder = os.environ['DONORS']\nvalue = float(open(folder + '/weights.txt').read())\n"
+        "try:\n    open(folder + '/weights.txt', 'w')\n    wrote = 1\nexcept OSError:\n    wrote = 0\n"
+        "print(json.dumps({'m': value, 'wrote': wrote}))\n"
+    )
+    (a / "agora.toml").write_text(
+        '[metric]\nname = "m"\n[eval]\nformat = 2\ncommand = "python3 e.py"\nfiles = ["e.py"]\n'
+        'env = ["DONORS"]\nmounts = ["$DONORS"]\n'
+    )
+    agora(a, "init")
+    monkeypatch.setenv("DONORS", str(donors))
+    out = agora(a, "run", "--json").json()
+    assert out["metrics"] == {"m": 42.0, "wrote": 0.0} and (donors / "weights.txt").read_text() == "42\n"
+    monkeypatch.setenv("DONORS", os.environ["HOME"])  # a folder that holds the signing keys
+    r = agora(a, "run", check=False)
+    assert r.returncode == 1 and "the sandbox would show" in r.stderr and "holds" in r.stderr
