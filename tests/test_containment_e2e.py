@@ -308,7 +308,8 @@ def test_every_hostile_build_ends_in_a_verdict(two_phase, name):
     sha = claim(a, build, 1.0)
     agora(b, "fetch")
     started = time.monotonic()
-    r = agora(b, "verify", sha, "--json", "--timeout", "20", timeout=120)
+    limit = "3" if name == "sleeps forever" else "20"  # the others finish long before theirs
+    r = agora(b, "verify", sha, "--json", "--timeout", limit, timeout=120)
     out = r.json()
     assert "Traceback" not in r.stderr
     assert (out["reason"] if out["verdict"] == "failed" else out["verdict"]) in reasons, out
@@ -343,7 +344,7 @@ def test_fork_bomb_and_memory_hog_hit_their_caps(two_phase):
     if limits["processes"]["by"] != "cgroup" or limits["memory"]["by"] != "cgroup":
         assert os.environ.get("CI") is None or os.geteuid() != 0, "as root in CI the cgroup caps must apply"
         pytest.skip(f"no cgroup caps here ({limits}): rlimits only")
-    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    bomb = "import os\nwhile True:\n    os.fork()\n"  # every process forks until the cap refuses one
     hog = "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 24))\n"
     for build, reason in ((bomb, "over the process limit"), (hog, "over the memory limit")):
         sha = claim(a, build)
