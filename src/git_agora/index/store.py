@@ -29,6 +29,7 @@ from ..errors import AgoraError
 from ..locks import acquire, release
 from ..refs.names import ROOT
 from ..refs.store import Repository
+from ..refs.trees import dotgit_paths
 from . import build, compare, delta, discover, listing, parallel, reader, segments, signatures
 from .schema import CONTRIBUTIONS, FORMAT_VERSION, TABLES
 from .segments import MANIFEST, Damaged, Manifest, OtherFormat, Segment, WriteFailed
@@ -322,11 +323,13 @@ def _parallel_rows(
 
         work, listed = parallel.parse_all(blocks, rules.primary_metric, now, listed_by, progress)  # canonical order
         known = _known_parents_of(repo, directory, base, work)
-        with ThreadPoolExecutor(1) as thread:  # git answers about the root policy's files meanwhile
+        with ThreadPoolExecutor(2) as thread:  # git answers about the root policy's files and .git paths meanwhile
             ahead = thread.submit(_answers_ahead, repo, rules.root, work.column("tree"))
+            trees = pc.unique(work.column("tree").filter(pc.is_valid(work.column("account")))).drop_null()
+            dotgit = thread.submit(dotgit_paths, repo.common_path, trees.to_pylist())
             table, refs = parallel.graph_rows(work, known, rules.root, listed)
-            del work
-            table = _evaluator_policy_table(repo, table, rules.root, ahead.result())
+            del work, trees
+            table = _evaluator_policy_table(repo, table, rules.root, ahead.result(), dotgit.result())
         table = _signatures_table(repo, table, rules)
     return table, refs, listed
 
@@ -340,7 +343,11 @@ def _answers_ahead(repo: Repository, root: str | None, trees: pa.ChunkedArray) -
 
 
 def _evaluator_policy_table(
-    repo: Repository, table: pa.Table, root: str | None, ahead: Answers | None = None
+    repo: Repository,
+    table: pa.Table,
+    root: str | None,
+    ahead: Answers | None = None,
+    dotgit: Mapping[str, str] | None = None,
 ) -> pa.Table:
     """`_apply_evaluator_policy` over a table: the rows it judges are picked over whole columns (with the
     answers asked `ahead`, if any)."""
@@ -358,21 +365,21 @@ def _evaluator_policy_table(
     rows = picked.to_numpy()
     found = {int(rows[at]): reasons for at, reasons in problems.items()}
     changed = pc.indices_nonzero(pc.fill_null(table.column("code_bearing"), False))
-    shas = table.column("sha").take(changed).to_pylist()
-    for at, reason in zip(changed.to_pylist(), _dotgit_reasons(repo, shas)):
+    trees = table.column("tree").take(changed).to_pylist()
+    for at, reason in zip(changed.to_pylist(), _dotgit_reasons(repo, trees, dotgit)):
         if reason:
             found[at] = found.get(at, []) + [reason]
     return _append_reasons(table, found)
 
 
-def _dotgit_reasons(repo: Repository, shas: list[str]) -> list[str | None]:
-    """For each code-bearing contribution, the reason it is invalid when its tree adds a `.git` path
-    (git refuses to check it out: it could be neither evaluated nor verified)."""
+def _dotgit_reasons(repo: Repository, trees: list[str], found: Mapping[str, str] | None = None) -> list[str | None]:
+    """For the trees of code-bearing contributions, the reason such a contribution is invalid when its
+    tree holds a `.git` path (git refuses to check it out: it could be neither evaluated nor
+    verified); `found`: what `refs.trees.dotgit_paths` already said of a set of trees holding these."""
     from ..contribution import DOTGIT_REASON
-    from ..refs.diffs import dotgit_paths
 
-    paths = dotgit_paths(repo.common_path, shas)
-    return [f"the tree holds {paths[sha]!r}: {DOTGIT_REASON}" if sha in paths else None for sha in shas]
+    paths = dotgit_paths(repo.common_path, trees) if found is None else found
+    return [f"the tree holds {paths[tree]!r}: {DOTGIT_REASON}" if tree in paths else None for tree in trees]
 
 
 def _has_tag(table: pa.Table, tag: str) -> pa.Array:
@@ -527,10 +534,10 @@ def _apply_evaluator_policy(repo: Repository, rows: list[dict], root: str | None
     if todo:
         columns = [pa.array(column, pa.string()) for column in zip(*todo)]
         problems = {todo[at][0]: found for at, found in evaluator_violations(repo, *columns, root).items()}
-    changed = [r["sha"] for r in rows if r["code_bearing"]]
-    for sha, reason in zip(changed, _dotgit_reasons(repo, changed)):
+    changed = [r for r in rows if r["code_bearing"]]
+    for row, reason in zip(changed, _dotgit_reasons(repo, [r["tree"] for r in changed])):
         if reason:
-            problems[sha] = problems.get(sha, []) + [reason]
+            problems[row["sha"]] = problems.get(row["sha"], []) + [reason]
     for row in rows:
         if row["sha"] in problems:
             row["reasons"] = row["reasons"] + problems[row["sha"]]

@@ -66,14 +66,14 @@ def _refuse_secrets(contribution: Contribution) -> None:
 
 
 def _refuse_dotgit(project: Project, contribution: Contribution, tree: str) -> None:
-    """A tree that adds a `.git` path is refused (readers would mark it invalid: git cannot check it out)."""
+    """A tree that holds a `.git` path is refused (readers would mark it invalid: git cannot check it out)."""
     first = project.repo.commit_info(contribution.parents[0]) if contribution.parents else None
     if first is not None and first.tree == tree:
         return  # the parent's tree, unchanged: not judged again
     from ..contribution import DOTGIT_REASON
-    from ..refs.diffs import dotgit_path_between
+    from ..refs.trees import dotgit_paths
 
-    found = dotgit_path_between(project.repo.common_path, first.tree if first else project.repo.empty_tree, tree)
+    found = dotgit_paths(project.repo.common_path, [tree]).get(tree)
     if found is not None:
         raise AgoraError(f"the tree holds {found!r}: {DOTGIT_REASON}; nothing was published")
 

@@ -15,8 +15,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..contribution import dotgit_component
-
 _HEADER = re.compile(rb"^[0-9a-f]{40}$")
 STATUS_WORDS = {"A": "added", "D": "deleted", "M": "modified", "T": "type changed", "R": "renamed", "C": "copied"}
 
@@ -125,43 +123,3 @@ def diff_one(cwd: Path, sha: str, parent: str | None, max_bytes: int = 2_000_000
     for diff in diffs(cwd, [(sha, parent)], max_bytes=max_bytes):
         return diff
     raise subprocess.SubprocessError(f"git diff-tree gave nothing for {sha}")
-
-
-# Every path a `.git` component could hide in, in any case (`git fsck`'s hasDotgit, with the names NTFS
-# and HFS+ read as `.git`); `dotgit_component` decides each path git lists.
-_DOTGIT_PATHSPECS = [
-    f":(glob,icase){prefix}{name}{rest}"
-    for prefix in ("", "**/")
-    for name in (".git", ".git[. ]*", "git~1")
-    for rest in ("", "/**")
-]
-
-
-def dotgit_paths(cwd: str | Path, shas: Iterable[str]) -> dict[str, str]:
-    """sha -> the first path with a `.git` component that each commit adds or changes against its first
-    parent (a root commit: in its whole tree), for the commits that have one; one `git diff-tree`."""
-    shas = list(shas)
-    if not shas:
-        return {}
-    args = ["git", "diff-tree", "--stdin", "--root", "-r", "--name-only", "-z", "--no-renames"]
-    args += ["--diff-merges=first-parent", "--diff-filter=d", "--", *_DOTGIT_PATHSPECS]
-    out = subprocess.run(
-        args, cwd=cwd, input="".join(f"{sha}\n" for sha in shas).encode(), capture_output=True, check=True
-    ).stdout
-    found: dict[str, str] = {}
-    current = None
-    for field in out.split(b"\0"):
-        text = field.strip(b"\n").decode("utf-8", "surrogateescape")
-        if len(text) == 40 and _HEADER.match(field.strip(b"\n")):
-            current = text
-        elif current and text and current not in found and dotgit_component(text):
-            found[current] = text
-    return found
-
-
-def dotgit_path_between(cwd: str | Path, old_tree: str, new_tree: str) -> str | None:
-    """The first path with a `.git` component that `new_tree` adds or changes against `old_tree`."""
-    args = ["git", "diff-tree", "-r", "--name-only", "-z", "--no-renames", "--diff-filter=d", old_tree, new_tree]
-    out = subprocess.run([*args, "--", *_DOTGIT_PATHSPECS], cwd=cwd, capture_output=True, check=True).stdout
-    paths = [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
-    return next((path for path in paths if dotgit_component(path)), None)
