@@ -291,3 +291,23 @@ def test_a_project_in_a_folder_whose_name_is_not_utf8_works_throughout(tmp_path)
     b = make_clone(odd, "b", str(remote), "bob")
     agora(b, "fetch")
     assert agora(b, "show", posted, "--json").json()["description"] == "an insight from an odd folder"
+
+
+def test_a_sha256_repository_is_refused_in_one_line_and_left_as_it_was(tmp_path):
+    """Agora format 1 names contributions by 40-hex SHA-1 ids: a SHA-256 repository is refused by every
+    command before anything is written (it used to get SHA-1-named objects and broken refs)."""
+    import shutil
+
+    a = tmp_path / "a"
+    subprocess.run(["git", "init", "-q", "--object-format=sha256", str(a)], check=True)
+    subprocess.run(["git", "init", "-q", "--bare", str(tmp_path / "r.git")], check=True)
+    git(a, "remote", "add", "origin", str(tmp_path / "r.git"))
+    (a / "m.py").write_text("x = 1\n")
+    before = sorted(p.relative_to(a) for p in (a / ".git").rglob("*"))
+    for args in (["init", "--metric", "m", "--account", "al"], ["post", "-m", "x", "--tag", "insight"], ["log"]):
+        r = agora(a, *args, check=False)
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "is a sha256 repository" in r.stderr and "plain `git init`" in r.stderr
+    assert sorted(p.relative_to(a) for p in (a / ".git").rglob("*")) == before
+    fsck = subprocess.run(["git", "fsck"], cwd=a, capture_output=True, text=True)
+    assert fsck.returncode == 0 and "bad" not in fsck.stdout + fsck.stderr

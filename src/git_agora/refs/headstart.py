@@ -12,7 +12,7 @@ import os
 import subprocess
 
 LOCATION = ["rev-parse", "--path-format=absolute", "--is-bare-repository", "--git-dir", "--git-common-dir"]
-LOCATION += ["--show-toplevel"]  # last: git stops before it in a bare repository
+LOCATION += ["--show-object-format", "--show-toplevel"]  # the top level last: git stops before it when bare
 CONFIG = ["config", "--list", "-z"]
 OBJECTS = ["cat-file", "--batch"]
 

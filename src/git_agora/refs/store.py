@@ -69,17 +69,22 @@ class Repository:
         with head_start or HeadStart(start, config=False, objects=False) as started:
             found = started.take_location()
             out = found.decode("utf-8", "surrogateescape").splitlines() if found else []
-            if len(out) < 3:
+            if len(out) < 4:
                 raise NotARepository(f"not a Git repository: {os.path.realpath(start)}")
             bare = out[0] == "true"
-            git_dir, common_dir = out[1], out[2]
+            git_dir, common_dir, object_format = out[1], out[2], out[3]
+            if object_format != "sha1":  # before anything is read or written: ids are 40 hex digits here
+                raise NotARepository(
+                    f"{os.path.realpath(start)} is a {object_format} repository (extensions.objectformat): "
+                    "Agora format 1 names contributions by SHA-1; use a repository made by plain `git init`"
+                )
             if bare:
                 repo = cls(git_dir, git_dir, common_dir, bare=True)
-            elif len(out) < 4:  # not bare, yet no work tree (inside .git): git says why
+            elif len(out) < 5:  # not bare, yet no work tree (inside .git): git says why
                 Git(start).run("rev-parse", "--show-toplevel")
                 raise NotARepository(f"no work tree: {os.path.realpath(start)}")
             else:
-                repo = cls(out[3], git_dir, common_dir)
+                repo = cls(out[4], git_dir, common_dir)
             repo.git.take_config(started.take_config())
             repo.take_objects(started.take_objects())
         return repo
