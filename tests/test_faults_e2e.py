@@ -296,7 +296,6 @@ def test_a_project_in_a_folder_whose_name_is_not_utf8_works_throughout(tmp_path)
 def test_a_sha256_repository_is_refused_in_one_line_and_left_as_it_was(tmp_path):
     """Agora format 1 names contributions by 40-hex SHA-1 ids: a SHA-256 repository is refused by every
     command before anything is written (it used to get SHA-1-named objects and broken refs)."""
-    import shutil
 
     a = tmp_path / "a"
     subprocess.run(["git", "init", "-q", "--object-format=sha256", str(a)], check=True)
