@@ -10,6 +10,7 @@ from git_agora.contribution import (
     ContributionError,
     Verdict,
     contribution_weight,
+    encode_metadata,
     graph_problems,
     intrinsic_problems,
     normalize_description,
@@ -174,3 +175,17 @@ def test_a_contribution_is_what_it_says_not_how_its_meta_was_spelt():
     with pytest.raises(AttributeError):
         read.account = "mallory"  # immutable
     assert make().metrics == {} and make().metadata == {}
+
+
+def test_a_contribution_hashes_and_shares_no_mutable_default():
+    """A record in a set or as a key; the empty metrics and metadata every instance starts with cannot be
+    changed in place (one shared `{}` once could, for every contribution at once)."""
+    a = Contribution("alice", ("insight",), "one")
+    b = Contribution("alice", ("insight",), "one")
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert {a: 1}[b] == 1
+    with pytest.raises(TypeError):
+        a.metrics["bpc"] = 1.0  # type: ignore[index]
+    with pytest.raises(TypeError):
+        a.metadata["x"] = 1  # type: ignore[index]
+    assert Contribution("bob", ("insight",), "two").metrics == {} and encode_metadata(a.metadata) == "{}"

@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
+from types import MappingProxyType
 from typing import NamedTuple
 
 FORMAT = "1"
@@ -98,6 +99,9 @@ def contribution_weight(tags: Sequence[str], verdict: str | None, weights: Mappi
     return max((weights[t] for t in tags if t in weights), default=0.0)
 
 
+_EMPTY: Mapping = MappingProxyType({})  # the default metrics and metadata: one read-only empty mapping
+
+
 class Contribution(NamedTuple):
     """One node: what the commit says, plus what Git knows about it (sha, parents, time).
 
@@ -109,8 +113,8 @@ class Contribution(NamedTuple):
     tags: tuple[str, ...]
     description: str
     parents: tuple[str, ...] = ()
-    metrics: Mapping[str, float] = {}
-    metadata: Mapping[str, object] = {}
+    metrics: Mapping[str, float] = _EMPTY
+    metadata: Mapping[str, object] = _EMPTY
     target: str | None = None
     verdict: Verdict | None = None
     cross_refs: tuple[str, ...] = ()
@@ -126,8 +130,8 @@ class Contribution(NamedTuple):
     def __ne__(self, other: object) -> bool:
         return not self == other
 
-    def __hash__(self) -> int:
-        return hash(self[:-1])
+    def __hash__(self) -> int:  # equal contributions have the same sha and text (their dicts are not hashable)
+        return hash((self.sha, self.account, self.description))
 
     @property
     def title(self) -> str:
@@ -326,7 +330,7 @@ def parse_metric(text: str) -> tuple[str, float]:
 
 
 def encode_metadata(metadata: Mapping[str, object]) -> str:
-    return json.dumps(metadata, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return json.dumps(dict(metadata), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
 def decode_metadata(text: str) -> dict[str, object]:
