@@ -133,3 +133,15 @@ def test_index_never_writes_refs_or_prints(path):
     text = path.read_text()
     for forbidden in ("set_ref(", "compare_and_swap(", "update-ref", "print(", "click"):
         assert forbidden not in text, f"index/{path.name} uses {forbidden}"
+
+
+def test_docs_api_names_every_exported_workflow():
+    """Every function `import git_agora` exports has its row in docs/api.md."""
+    import inspect
+
+    import git_agora
+
+    text = (Path(__file__).parents[1] / "docs" / "api.md").read_text()
+    functions = [name for name in git_agora.__all__ if inspect.isfunction(getattr(git_agora, name))]
+    missing = [name for name in functions if f"`{name}(" not in text and f"(also `{name}`)" not in text]
+    assert not missing, f"docs/api.md leaves out {missing}"
