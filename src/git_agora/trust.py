@@ -147,7 +147,7 @@ def trusted_keys(repo: Repository, refs: Mapping[str, str]) -> dict[str, tuple[s
             continue
         pins[account] = pinned
         matching = [keys for keys in chains if _same_key(keys[0], pinned)]
-        trusted[account] = tuple(max(matching, key=len)) if matching else (pinned,)
+        trusted[account] = tuple(max(matching, key=lambda keys: len(list(keys)))) if matching else (pinned,)
     for account, pinned in pins.items():  # an identity gone from the remote: the pinned key still holds
         trusted.setdefault(account, (pinned,))
     if json.dumps(data, sort_keys=True) != before:

@@ -22,7 +22,7 @@ MODEL_FILE = "model.safetensors"
 MANIFEST_FILE = "manifest.json"
 FORMAT = "hybridlm-artifact/1"
 MAX_MANIFEST_BYTES = 64 * 1024
-MANIFEST_TYPES = {
+MANIFEST_TYPES: dict[str, type | tuple[type, ...]] = {
     "format": str,
     "config": str,
     "transfer_file": str,

@@ -72,6 +72,8 @@ def load_transfer(path: Path):
     if folder not in sys.path:
         sys.path.append(folder)  # its small helper modules; appended, so they shadow nothing installed
     spec = importlib.util.spec_from_file_location(TRANSFER_MODULE, path)
+    if spec is None or spec.loader is None:
+        raise EvalError(f"{path.name} cannot be imported as a module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     try:

@@ -153,7 +153,7 @@ def _stand_in_pieces() -> list[tuple[str, str]]:
     blank lines into pieces of at least 1,500 characters (a short remainder joins the previous piece)."""
     from pydoc_data.topics import topics
 
-    out = []
+    out: list[tuple[str, str]] = []
     for name in sorted(topics):
         pieces, current = [], ""
         for paragraph in topics[name].strip().split("\n\n"):

@@ -141,12 +141,13 @@ def _scan(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
             a = torch.cat([a[:, :step], a[:, step:] * a[:, :-step]], dim=1)
             step *= 2
         return a, b
-    buffers = [None, None]
+    buffers: list[tuple[torch.Tensor, torch.Tensor] | None] = [None, None]
     while step < T:
         i = (step.bit_length() - 1) % 2
-        if buffers[i] is None:
-            buffers[i] = (torch.empty_like(a), torch.empty_like(b))
-        a_next, b_next = buffers[i]
+        pair = buffers[i]
+        if pair is None:
+            pair = buffers[i] = (torch.empty_like(a), torch.empty_like(b))
+        a_next, b_next = pair
         b_next[:, :step] = b[:, :step]
         torch.addcmul(b[:, step:], a[:, step:], b[:, :-step], out=b_next[:, step:])
         a_next[:, :step] = a[:, :step]

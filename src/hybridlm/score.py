@@ -15,10 +15,14 @@ import platform
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hybridlm import artifact
 from hybridlm.determinism import configure_determinism, default_threads, device_label
 from hybridlm.errors import EvalError
+
+if TYPE_CHECKING:
+    from hybridlm.data import TextSet
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,7 @@ class ScoreOptions:
 
 @dataclass(frozen=True)
 class EvalTexts:
-    textset: object  # hybridlm.data.TextSet
+    textset: TextSet
     token_docs: list
     n_bytes: int
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+from typing import Any
 
 METHODS = ("additive", "absolute", "witten_bell")
 _LINE = re.compile(r"^(?P<name>[A-Z_]+) = (?P<value>[^#\n]+?)(?P<rest>\s*#.*)?$")
@@ -61,7 +62,8 @@ def propose(values: dict[str, object], rng: random.Random, knob: str | None = No
 
 
 def _change(values: dict[str, object], rng: random.Random, knob: str) -> Change:
-    old = values[knob]
+    old: Any = values[knob]
+    new: Any
     if knob == "ORDER":
         new = min(7, max(0, int(old) + rng.choice([-1, 1, 1, 2])))
     elif knob == "METHOD":

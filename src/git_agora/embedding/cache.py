@@ -101,7 +101,7 @@ def row_reader(repo: Repository, cache: pa.Table | None) -> RowReader | None:
         with open(path, "rb", buffering=0) as handle:
             for first, end in zip(np.r_[0, breaks], np.r_[breaks, len(rows)]):
                 handle.seek(int(starts[first]) * 4)
-                if handle.readinto(out[first:end]) != out[first:end].nbytes:
+                if handle.readinto(out[first:end].data.cast("B")) != out[first:end].nbytes:
                     raise ValueError(f"{path.name} is shorter than its index says")
         return out.astype(np.float32, copy=False)
 
@@ -169,7 +169,7 @@ def _write_vectors(path: Path, start: int, flat: np.ndarray) -> None:
     never touched: readers holding the old keys see the same vectors throughout."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
-        data, offset = memoryview(flat).cast("B"), start * 4
+        data, offset = np.ascontiguousarray(flat).data.cast("B"), start * 4
         while data:
             written = os.pwrite(fd, data, offset)
             data, offset = data[written:], offset + written

@@ -127,7 +127,7 @@ def embed_missing(
     backend: EmbeddingBackend,
     *,
     batch_size: int = 256,
-    progress: Progress | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> pa.Table:
     """Return ``cache`` plus vectors for the shas in ``texts`` it lacks for ``backend.model``.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tarfile
-from typing import BinaryIO
+from typing import IO
 
 from .export import make_folders
 from .record import Reason
@@ -26,7 +26,7 @@ class ArtifactRefused(Exception):
         self.reason = reason
 
 
-def receive(stream: BinaryIO, dest: str, limit: int) -> int:
+def receive(stream: IO[bytes], dest: str, limit: int) -> int:
     """Write the tar `stream` into the existing, empty folder `dest`; returns the number of files
     written (an artifact of empty folders only counts as none).
     Raises ArtifactRefused with the reason when the stream is not an acceptable artifact."""
@@ -69,7 +69,7 @@ def _relative(name: str) -> str | None:
     return "/".join(parts)
 
 
-def _copy(source: BinaryIO, dest: str, name: str, mode: int) -> None:
+def _copy(source: IO[bytes], dest: str, name: str, mode: int) -> None:
     path = os.path.join(dest, name)
     if "/" in name:
         make_folders(dest, os.path.dirname(name))

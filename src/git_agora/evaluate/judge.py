@@ -54,8 +54,8 @@ def judge(
     return Judgement("failed", reason, claimed, reproduced, diffs, code)
 
 
-def hardware() -> dict:
-    info = {
+def hardware() -> dict[str, object]:
+    info: dict[str, object] = {
         "machine": platform.machine(),
         "system": platform.system(),
         "cpus": os.cpu_count(),

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import IO
 
 from ..feedback import Feedback
 from ..visible import visible
@@ -41,7 +41,7 @@ class StepOutcome:
 class _Reader(threading.Thread):
     """Reads one stream to its end: writes it to `log` (bounded), keeps a tail, hands out lines."""
 
-    def __init__(self, stream: BinaryIO, log: str | None, keep: int, on_line: Callable[[str], None] | None):
+    def __init__(self, stream: IO[bytes], log: str | None, keep: int, on_line: Callable[[str], None] | None):
         super().__init__(daemon=True)
         self.stream, self.log_path, self.keep, self.on_line = stream, log, keep, on_line
         self.tail = bytearray()

@@ -84,7 +84,9 @@ class Frame:
         """Nodes that may be suggested as parents: not wip, endorsement, verification or failed."""
         return self.buildable
 
-    def rows(self, nodes: Sequence[int] | np.ndarray, **extra: Sequence[Any]) -> tuple[dict[str, Any], ...]:
+    def rows(
+        self, nodes: Sequence[int] | np.ndarray, **extra: Sequence[Any] | np.ndarray
+    ) -> tuple[dict[str, Any], ...]:
         """Row dicts for ``nodes`` (base fields + ``extra`` columns aligned with ``nodes``)."""
         nodes = np.asarray(nodes, dtype=np.int64)
         if len(nodes) == 0:
@@ -215,7 +217,7 @@ def int_column(column: pa.ChunkedArray, default: int) -> np.ndarray:
     return np.asarray(pc.fill_null(column, default).to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def _jsonable(values: Sequence[Any]) -> list[Any]:
+def _jsonable(values: Sequence[Any] | np.ndarray) -> list[Any]:
     out = []
     for v in np.asarray(values, dtype=object).tolist() if isinstance(values, np.ndarray) else values:
         if isinstance(v, float) and np.isnan(v):

@@ -279,12 +279,12 @@ def _explore_known(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray
     metric_note = None
     if ctx.clustering is None:
         pool = np.flatnonzero(promising & (f.follow_ons <= p.few_follow_ons))
-        note = _join(
+        thin_note = _join(
             f"no clusters (too few embeddings): thin means at most {p.few_follow_ons} follow-on(s) "
             "instead of a small cluster",
             metric_note,
         )
-        return _fill(ctx, "explore_known", purpose, pool, note)
+        return _fill(ctx, "explore_known", purpose, pool, thin_note)
     pool = np.flatnonzero(promising & (ctx.size > 0) & (ctx.size <= p.thin_cluster))
     return _fill(ctx, "explore_known", purpose, pool, metric_note)
 

@@ -157,12 +157,16 @@ def _policies(batch: list[ParsedCommit], lookup: Mapping[str, Known], root: str 
     root_account = root_known.account if root_known else None
     found: dict[str, str | None] = {}
     for sha in new:
-        chain, current = [], sha
+        chain: list[str] = []
+        current: str | None = sha
         while current in new and current not in found:
             chain.append(current)
             parents = new[current].parents
             current = parents[0] if parents else None
-        base = found.get(current) if current in found else (lookup[current].policy if current in lookup else None)
+        if current is None:
+            base = None
+        else:
+            base = found.get(current) if current in found else (lookup[current].policy if current in lookup else None)
         for link in reversed(chain):
             c = new[link]
             if c.is_setup or (POLICY_TAG in c.tags and root_account is not None and c.account == root_account):

@@ -118,7 +118,7 @@ def place_log_seq(
             first[account] = min(first.get(account, (t, sha)), (t, sha))
         else:
             in_work[account] = in_work.get(account, 0) + 1
-    out = []
+    out: list = []
     for sha, account, t, seq in zip(shas, accts, ts, seqs):
         if account is None:
             out.append(None)

@@ -289,7 +289,7 @@ def logical(tables: Sequence[pa.Table], segments: Sequence[Segment]) -> pa.Table
         raise ValueError("no segments")
     if any(s.replaces for s in segments):
         return newest_versions(pa.concat_tables(tables))[0].sort_by(KEY)
-    order = sorted((i for i in range(len(tables)) if segments[i].first), key=lambda i: segments[i].first)
+    order = sorted((i for i in range(len(tables)) if segments[i].first), key=lambda i: segments[i].first or (0, ""))
     parts: list[pa.Table] = []
     run: list[int] = []
     reach: Key | None = None

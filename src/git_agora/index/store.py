@@ -361,7 +361,7 @@ def _evaluator_policy_table(
         amends = pc.and_(amends, pc.not_equal(sha, root))
     picked = pc.indices_nonzero(pc.fill_null(pc.or_(judged, amends), False))
     columns = [table.column(c).take(picked).combine_chunks() for c in ("sha", "tree", "policy")]
-    problems = evaluator_violations(repo, *columns, root, ahead)
+    problems = evaluator_violations(repo, columns[0], columns[1], columns[2], root, ahead)
     rows = picked.to_numpy()
     found = {int(rows[at]): reasons for at, reasons in problems.items()}
     changed = pc.indices_nonzero(pc.fill_null(table.column("code_bearing"), False))
@@ -533,7 +533,8 @@ def _apply_evaluator_policy(repo: Repository, rows: list[dict], root: str | None
     problems: dict[str, list[str]] = {}
     if todo:
         columns = [pa.array(column, pa.string()) for column in zip(*todo)]
-        problems = {todo[at][0]: found for at, found in evaluator_violations(repo, *columns, root).items()}
+        shas, trees, policies = columns
+        problems = {todo[at][0]: found for at, found in evaluator_violations(repo, shas, trees, policies, root).items()}
     changed = [r for r in rows if r["code_bearing"]]
     for row, reason in zip(changed, _dotgit_reasons(repo, [r["tree"] for r in changed])):
         if reason:

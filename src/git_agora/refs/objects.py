@@ -88,7 +88,7 @@ def parse_commit(sha: str, raw: bytes) -> CommitInfo | None:
         return None
     count = next((i for i, line in enumerate(lines[1:]) if not line.startswith(b"parent ")), len(lines) - 1)
     parents = [line[7:] for line in lines[1 : 1 + count]]
-    people = {}
+    people: dict[bytes, bytes] = {}
     for line in lines[1 + count :]:
         name, _, value = line.partition(b" ")
         if name in (b"author", b"committer"):

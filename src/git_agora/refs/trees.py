@@ -33,7 +33,7 @@ def dotgit_paths(git_dir: str | os.PathLike[str], trees: Iterable[str]) -> dict[
     own: dict[str, str] = {}  # tree -> an offending entry of its own
     level = roots
     while level:
-        found = []
+        below: list[str] = []
         for tree, kind, body in _read(git_dir, level):
             if kind != b"tree":  # "flat": a tree with nothing to look at; "missing": not here
                 children[tree] = []
@@ -49,8 +49,8 @@ def dotgit_paths(git_dir: str | os.PathLike[str], trees: Iterable[str]) -> dict[
                 if match.group(1) == _TREE_MODE:
                     subtrees.append((name, match.group(3).hex()))
             children[tree] = subtrees
-            found += [oid for _, oid in subtrees]
-        level = [oid for oid in dict.fromkeys(found) if oid not in children]
+            below += [oid for _, oid in subtrees]
+        level = [oid for oid in dict.fromkeys(below) if oid not in children]
     if not own:  # the common case: no tree holds one
         return {}
     memo: dict[str, str | None] = {}
@@ -66,7 +66,7 @@ def dotgit_paths(git_dir: str | os.PathLike[str], trees: Iterable[str]) -> dict[
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 10_000))  # one level per folder: a forged tree may nest deep
     try:
-        found = {}
+        found: dict[str, str] = {}
         for tree in roots:
             try:
                 path = path_in(tree)

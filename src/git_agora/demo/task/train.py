@@ -14,7 +14,9 @@ import corpus
 
 
 def count(text, order):
-    counts = [defaultdict(lambda: defaultdict(int)) for _ in range(order + 1)]
+    counts: list[defaultdict[str, defaultdict[str, int]]] = [
+        defaultdict(lambda: defaultdict(int)) for _ in range(order + 1)
+    ]
     for i, ch in enumerate(text):
         for k in range(order + 1):
             if i - k < 0:
