@@ -140,3 +140,43 @@ def test_cut_and_flow():
     assert cut("Supercalifragilistic", 8) == "Superca…"  # one long word: cut inside it
     assert flow(["a,", "bb,", "U = 1.5"], 9, indent=2) == ["a, bb,", "  U = 1.5"]
     assert flow(["x"], 10, first="note:") == ["note: x"]
+
+
+HOSTILE_TEXT = "ok \x1b[2J\x1b[31mred\x1b]8;;http://evil.example\x07link\x1b]8;;\x07 \u202egnp.exe\rhidden\x1b[8m"
+
+
+def test_text_from_the_record_never_steers_the_terminal(tmp_path, remote):
+    """ANSI sequences, OSC 8 links, bidi overrides and a bare carriage return in a description, title or
+    trailer value are shown escaped by log, show, analyze, search and lineage, and a cut never splits an
+    escape; --json keeps them as they are."""
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    (a / "model.py").write_text("order = 3\n")
+    agora(a, "init", "--metric", "bpc", "--direction", "min")
+    (a / "model.py").write_text("order = 4\n")
+    sha = agora(
+        a,
+        "push",
+        "-m",
+        f"{HOSTILE_TEXT} title\n\nbody {HOSTILE_TEXT}",
+        "--tag",
+        "result",
+        "--metric",
+        "bpc=2",
+        "--meta",
+        f"note={HOSTILE_TEXT}",
+        "--json",
+    ).json()["sha"]
+    outputs = {
+        "log": agora(a, "log").stdout,
+        "show": agora(a, "show", sha).stdout,
+        "analyze": agora(a, "analyze").stdout,
+        "search": agora(a, "search", "red", "link").stdout,
+        "lineage": agora(a, "lineage", sha).stdout,
+    }
+    for name, text in outputs.items():
+        for raw in ("\x1b", "\x07", "\u202e", "\r"):
+            assert raw not in text, f"{name} printed {raw!r} raw"
+        assert not re.search(r"\\(x[0-9a-f]?|u[0-9a-f]{0,3})(…|\s|$)", text), f"{name} cut inside an escape"
+    assert "\\x1b[2J" in outputs["log"] and "\\u202e" in outputs["show"]
+    data = agora(a, "show", sha, "--json").json()  # --json is data, as it was (a description's \r is a line break)
+    assert HOSTILE_TEXT.replace("\r", "\n") in data["description"] and data["metadata"]["note"] == HOSTILE_TEXT

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..visible import visible
 from .common import emit_json, json_option, open_project
 
 
@@ -32,7 +33,8 @@ def command(ctx, accounts, tags, limit, rejected, as_json):
     for e in entries:
         metrics = " ".join(f"{k}={v:g}" for k, v in e.metrics.items())
         verdict = f" {e.verdict}→{(e.target or '')[:8]}" if e.verdict else ""
-        click.echo(f"{e.sha[:10]} {str(e.account or '?'):<12} {','.join(e.tags):<18} {metrics}{verdict}  {e.title}")
+        line = f"{e.sha[:10]} {str(e.account or '?'):<12} {','.join(e.tags):<18} {metrics}{verdict}  {e.title}"
+        click.echo(visible(line))
         for reason in e.reasons if rejected else ():
-            click.echo(f"           rejected: {reason}")
+            click.echo(f"           rejected: {visible(reason)}")
     return 0

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AgoraError, ExitCode
+from ..visible import visible
 
 if TYPE_CHECKING:
     from ..refs.headstart import HeadStart
@@ -34,7 +35,7 @@ def report_failure(exc: BaseException) -> int:
         raise exc
     line, code = known
     if line:
-        say(line, err=True)
+        say(visible(line), err=True)  # one line, whatever the message quotes
     return code
 
 
@@ -81,7 +82,7 @@ def cli_feedback(as_json: bool = False):
 
     terminal = not as_json and sys.stderr.isatty()
     return Feedback(
-        on_notice=lambda m: say(f"git agora: note: {m}", err=True),
+        on_notice=lambda m: say(f"git agora: note: {visible(m)}", err=True),
         on_progress=_progress_bar if terminal else None,
         on_output=_evaluator_line if terminal else None,
     )

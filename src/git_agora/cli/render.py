@@ -16,6 +16,8 @@ from contextlib import contextmanager
 
 import click
 
+from ..visible import visible
+
 DEFAULT_WIDTH = 100  # when neither COLUMNS nor a terminal says
 ELLIPSIS = "…"
 MIN_TITLE = 16  # a table drops columns rather than cut titles shorter than this
@@ -60,7 +62,7 @@ class _Out:
     def line(self, text: str, style: str | None = None) -> None:
         from rich.text import Text
 
-        self.console.print(Text(text.rstrip(), style=style or ""), soft_wrap=True)
+        self.console.print(Text(visible(text.rstrip()), style=style or ""), soft_wrap=True)
         self.after_blank = False
 
     def blank(self) -> None:
@@ -92,17 +94,23 @@ def flow(fields: Sequence[str], width: int, indent: int = 0, first: str = "") ->
 
 
 def cut(text: str, width: int) -> str:
-    """`text` in at most `width` cells, cut at a word boundary with an ellipsis when too long."""
+    """`text` in at most `width` cells, its control characters shown (`visible`), cut at a word boundary
+    with an ellipsis when too long, never inside an escape."""
+    text = visible(text)
     if _cells(text) <= width:
         return text
     room = max(width - 1, 0)
     head = text
     while _cells(head) > room:
         head = head[:-1]
+    head = _PARTIAL_ESCAPE.sub("", head)
     at_word = head.rsplit(" ", 1)[0] if " " in head else ""
     if text[len(head) : len(head) + 1] != " " and len(at_word) >= len(head) // 2:
         head = at_word  # prefer a whole word unless that throws away more than half
     return head.rstrip(" ,;:-") + ELLIPSIS
+
+
+_PARTIAL_ESCAPE = re.compile(r"\\(?:x[0-9a-f]?|u[0-9a-f]{0,3})?$")  # an escape `visible` wrote, cut short
 
 
 def _cells(text: str) -> int:
@@ -437,13 +445,13 @@ def print_stats(data: dict) -> None:
 
 def print_lineage(result, titles: dict[str, str], metric: str | None) -> None:
     target = result.sha
-    click.echo(f"lineage of {target[:12]} {titles.get(target, '')!r}")
+    click.echo(f"lineage of {target[:12]} {visible(repr(titles.get(target, '')))}")
     click.echo(f"  ancestry      {result.size} contributions by {len(result.accounts)} accounts")
     click.echo(f"  parent edges  {result.edges}, {result.cross_account_edges} across accounts")
     click.echo(f"  reproduced    {len(result.reproduced)} ancestors independently confirmed")
     click.echo(f"  milestones    {len(result.milestones)} new bests of {metric or 'metric'}:")
     for m in result.milestones:
-        click.echo(f"    {m.sha[:10]} {m.value:<10.6g} {m.account:<12} {titles.get(m.sha, '')[:60]}")
+        click.echo(f"    {m.sha[:10]} {m.value:<10.6g} {visible(m.account):<12} {cut(titles.get(m.sha, ''), 60)}")
 
 
 @contextmanager

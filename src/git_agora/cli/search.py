@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import click
 
+from ..visible import visible
 from .common import emit_json, json_option, open_project
+from .render import cut
 
 
 @click.command("search")
@@ -25,15 +27,17 @@ def command(ctx, query, limit, model, as_json):
         return 0
     model = f", {result.model}" if result.model else ""
     via = f" via {result.encoder}" if result.encoder else ""
-    click.echo(f"nearest to {text!r} ({result.method}{model}{via}):")
+    click.echo(f"nearest to {visible(repr(text))} ({result.method}{model}{via}):")
     if result.note:
-        click.echo(f"  note: {result.note}")
+        click.echo(f"  note: {visible(result.note)}")
     for hit in result.hits:
         metric = "-" if hit.metric is None else f"{hit.metric:.6g}"
         by = " (keyword)" if hit.method != result.method else ""
-        click.echo(f"  {hit.score:5.2f}  {hit.sha[:10]} {metric:>9}  {hit.account[:12]:<12} {hit.title[:60]}{by}")
+        account = cut(hit.account, 12)
+        click.echo(f"  {hit.score:5.2f}  {hit.sha[:10]} {metric:>9}  {account:<12} {cut(hit.title, 60)}{by}")
         for claim in hit.claimed_by:
-            click.echo(f"         claimed by {claim['account']} until {_utc(claim['until'])}: {claim['title'][:50]}")
+            until = _utc(claim["until"])
+            click.echo(f"         claimed by {visible(claim['account'])} until {until}: {cut(claim['title'], 50)}")
     if not result.hits:
         click.echo("  nothing similar yet")
     return 0

@@ -6,6 +6,7 @@ from datetime import UTC
 
 import click
 
+from ..visible import visible
 from .common import emit_json, json_option, open_project
 
 
@@ -60,5 +61,6 @@ def command(ctx, sha, as_json):
         lines.append(f"WARNING      {shown.comparability_warning}")
     if c.metadata:
         lines.append(f"metadata     {encode_metadata(c.metadata)}")
-    click.echo("\n".join(lines + [""] + [f"    {line}" for line in c.description.splitlines()]))
+    body = [f"    {line}" for line in visible(c.description, keep_newlines=True).split("\n")]
+    click.echo("\n".join([visible(line) for line in lines] + [""] + body))
     return 0
