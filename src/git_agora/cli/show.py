@@ -54,13 +54,12 @@ def command(ctx, sha, as_json):
         )
     else:
         lines.append("evidence     none: this commit is rejected (see `git agora log --rejected`)")
-    if shown.evaluator_note:
-        lines.append(f"note         {shown.evaluator_note}")
-    lines += [f"note         {note}" for note in shown.run_notes]
+    notes = [shown.evaluator_note] if shown.evaluator_note else []
+    lines += [f"note         {note}" for note in notes + list(shown.run_notes)]
     if shown.comparability_warning:
         lines.append(f"WARNING      {shown.comparability_warning}")
     if c.metadata:
         lines.append(f"metadata     {encode_metadata(c.metadata)}")
     body = [f"    {line}" for line in visible(c.description, keep_newlines=True).split("\n")]
-    click.echo("\n".join([visible(line) for line in lines] + [""] + body))
+    click.echo("\n".join([*map(visible, lines), "", *body]))
     return 0
