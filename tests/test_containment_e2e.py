@@ -407,41 +407,11 @@ def test_a_tree_with_a_dotgit_path_is_invalid_for_readers_and_refused_by_writers
     (a / "e.py").write_text("print('{\"bpc\": 1}')\n")
     agora(a, "init", "--metric", "bpc", "--direction", "min", "--eval", "python3 e.py")
     setup = agora(a, "whoami", "--json").json()["setup"]
-    blob = subprocess.run(
-        ["git", "hash-object", "-w", "--stdin"],
-        cwd=a,
-        input="[core]\n\tfsmonitor = touch /tmp/p\n",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    inner = subprocess.run(
-        ["git", "mktree"], cwd=a, input=f"100644 blob {blob}\tconfig\n", capture_output=True, text=True, check=True
-    ).stdout.strip()
-    hooks = subprocess.run(
-        ["git", "mktree"],
-        cwd=a,
-        input=f"100755 blob {blob}\tpost-checkout\n",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    dotgit = subprocess.run(
-        ["git", "mktree"],
-        cwd=a,
-        input=f"100644 blob {blob}\tconfig\n040000 tree {hooks}\thooks\n",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    top = subprocess.run(
-        ["git", "mktree"],
-        cwd=a,
-        input=f"040000 tree {dotgit}\t.Git\n040000 tree {inner}\tsub\n",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    blob = run_git(a, "hash-object", "-w", "--stdin", input="[core]\n\tfsmonitor = touch /tmp/p\n")
+    inner = run_git(a, "mktree", input=f"100644 blob {blob}\tconfig\n")
+    hooks = run_git(a, "mktree", input=f"100755 blob {blob}\tpost-checkout\n")
+    dotgit = run_git(a, "mktree", input=f"100644 blob {blob}\tconfig\n040000 tree {hooks}\thooks\n")
+    top = run_git(a, "mktree", input=f"040000 tree {dotgit}\t.Git\n040000 tree {inner}\tsub\n")
     message = "hostile\n\nAgora-Format: 1\nAgora-Account: mallory\nAgora-Tag: result\nAgora-Metric: bpc=1\n"
     hostile = forge(a, message, [setup], tree=top)
     publish_forged_log(a, "mallory", [hostile])
