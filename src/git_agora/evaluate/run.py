@@ -244,7 +244,7 @@ class _Steps:
         )
         if self.sandbox:
             jail.require_bwrap()  # a missing bubblewrap is a one-line error before any work
-            self.env = self._sandbox_env()
+            self.env, self.mounts = self._sandbox_env()
             jail.write_etc(os.path.join(self.tmp, "etc"))
         return self
 
@@ -407,9 +407,9 @@ class _Steps:
 
     # --- the environment ---
 
-    def _sandbox_env(self) -> dict[str, str]:
-        """PATH, a locale, HOME, TMPDIR, and only the variables the setup lists; the read-only folders
-        the steps need (interpreters, scorer packages, `[eval] mounts`), refused if one holds a key."""
+    def _sandbox_env(self) -> tuple[dict[str, str], list[str]]:
+        """(PATH, a locale, HOME, TMPDIR and only the variables the setup lists; the read-only folders
+        the steps need: interpreters, scorer packages, `[eval] mounts`, refused if one holds a key)."""
         mounts, bins = jail.interpreter_paths()
         mounts += jail.package_paths(self.spec.scorer)
         named = []
@@ -424,7 +424,6 @@ class _Steps:
             raise AgoraError(f"[eval] mounts names {', '.join(missing)}, which does not exist here")
         mounts += [os.path.abspath(p) for p in named]
         jail.refuse_secret_folders(mounts, jail.secret_folders(self._private_paths()))
-        self.mounts = jail._outermost(mounts)
         env = {
             "PATH": jail.sandbox_path(bins),
             "HOME": jail.SANDBOX_HOME,
@@ -437,7 +436,7 @@ class _Steps:
         for name in self.spec.env:
             if name in os.environ:
                 env[name] = os.environ[name]
-        return env
+        return env, jail.outermost(mounts)
 
     def _private_paths(self) -> list[str]:
         """This clone's git folders and its configured signing key's folder: never shown to a step."""

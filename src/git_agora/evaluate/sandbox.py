@@ -203,7 +203,7 @@ def interpreter_paths() -> tuple[list[str], list[str]]:
         if entry and os.path.isabs(entry) and ("site-packages" in entry or "dist-packages" in entry):
             if os.path.isdir(entry):
                 mounts.append(entry)
-    return _outermost(p for p in mounts if p not in ("/usr", "/")), list(dict.fromkeys(bins))
+    return outermost(p for p in mounts if p not in ("/usr", "/")), list(dict.fromkeys(bins))
 
 
 def _python_prefix(executable: str) -> str | None:
@@ -258,7 +258,7 @@ def package_paths(names: Iterable[str]) -> list[str]:
     return found
 
 
-def _outermost(paths: Iterable[str]) -> list[str]:
+def outermost(paths: Iterable[str]) -> list[str]:
     """The paths without those inside another of them (a bind of the outer one shows them already)."""
     kept: list[str] = []
     for path in sorted({os.path.normpath(p) for p in paths}):
