@@ -363,7 +363,7 @@ def test_a_verdict_carries_numbers_and_fixed_words_only(two_phase):
     sha = claim(a, f"import sys\n{printed}\nopen(sys.argv[2] + '/value.txt', 'w').write('3')\n")
     agora(b, "fetch")
     out = agora(b, "verify", sha, "--json").json()
-    assert out["verdict"] == "failed" and out["reason"] == "contradicts the claim" and out["sandbox"] is True
+    assert out["verdict"] == "failed" and out["reason"] == "contradicts the claim" and out["sandbox"] is True, out
     assert out["output"] == {"note": "plain"} and out["exit_status"] == 0
     assert marker in (Path(out["run_folder"]) / "build.err").read_text()  # kept for the verifier
     remote = Path(git(b, "remote", "get-url", "origin").strip())
@@ -422,7 +422,7 @@ def test_a_tree_with_a_dotgit_path_is_invalid_for_readers_and_refused_by_writers
     assert "the tree holds '.Git'" in reasons and "refuses to check out" in reasons, reasons
     assert agora(c, "index", "--check").returncode == 0
     out = agora(c, "verify", hostile, "--no-publish", "--json").json()  # and it can still be failed
-    assert out["verdict"] == "failed" and out["reason"] == "the tree cannot be exported"
+    assert out["verdict"] == "failed" and out["reason"] == "the tree cannot be exported", out
 
     import git_agora as agora_lib
     from git_agora.ops.publish import publish

@@ -64,7 +64,7 @@ def test_a_replaced_scorer_is_refused_invalid_and_never_confirmed(tmp_path, remo
     summary = agora(c, "analyze", "--json").json()["summary"]
     assert summary["best"]["sha"] == baseline
     verdict = agora(c, "verify", tampered, "--json").json()
-    assert verdict["verdict"] == "failed" and verdict["reproduced"]["bpc"] > 2.0
+    assert verdict["verdict"] == "failed" and verdict["reproduced"]["bpc"] > 2.0, verdict
     assert git(c, "show", f"{tampered}:score.py") == FAKE_SCORE  # the tree still holds the fake
 
 
@@ -97,7 +97,7 @@ def test_a_plain_one_command_project_pins_its_evaluator(tmp_path, remote):
     agora(c, "fetch")
     assert any("changes evaluate.py" in r for r in rejected_reasons(c)[tampered])
     verdict = agora(c, "verify", tampered, "--json").json()
-    assert verdict["verdict"] == "failed" and verdict["reproduced"]["score"] == pytest.approx(1 / 3)
+    assert verdict["verdict"] == "failed" and verdict["reproduced"]["score"] == pytest.approx(1 / 3), verdict
 
 
 def test_agora_toml_is_fixed_too(tmp_path, remote, demo_project):
@@ -228,7 +228,7 @@ def test_the_weight_transfer_kit_scores_with_the_installed_hybridlm(tmp_path, re
     agora(c, "fetch")
     assert any("changes agora.toml" in r for r in rejected_reasons(c)[tampered])
     verdict = agora(c, "verify", tampered, "--json", timeout=600).json()
-    assert verdict["verdict"] == "failed" and verdict["reproduced"]["bpb"] > 3.0
+    assert verdict["verdict"] == "failed" and verdict["reproduced"]["bpb"] > 3.0, verdict
     assert verdict["same_evaluator"] is None  # the forged claim recorded no evaluator
 
 
@@ -274,7 +274,7 @@ def test_unsandboxed_code_runs_as_you_and_the_sandbox_keeps_it_in(tmp_path, remo
     c = make_clone(tmp_path, "c", str(remote), "carol")
     agora(c, "fetch")
     verdict = agora(c, "verify", claim["sha"], "--json").json()  # sandboxed by default
-    assert verdict["verdict"] == "confirmed" and verdict["sandbox"] is True
+    assert verdict["verdict"] == "confirmed" and verdict["sandbox"] is True, verdict
     assert not pwned.exists()
 
 

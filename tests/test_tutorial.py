@@ -46,7 +46,7 @@ def test_every_command_of_the_tutorial_runs(tmp_path, monkeypatch):
     newcomer = [row for row in log if row["account"] == "newcomer"]
     assert {tuple(row["tags"]) for row in newcomer} == {("result",), ("verification",)}
     verdict = next(row for row in newcomer if row["verdict"])
-    assert verdict["verdict"] == "confirmed"
+    assert verdict["verdict"] == "confirmed", verdict
 
 
 def _environ() -> dict[str, str]:

@@ -38,14 +38,14 @@ def test_honest_result_is_confirmed_and_edited_claim_failed(task_project):
 
     agora(b, "fetch")
     ok = agora(b, "verify", honest["sha"], "--json").json()
-    assert ok["verdict"] == "confirmed" and ok["push"] == "pushed"
+    assert ok["verdict"] == "confirmed" and ok["push"] == "pushed", ok
     assert ok["reproduced"]["bpc"] == claimed
     assert ok["evaluator"]["commands"]["score"] == "python3 score.py {artifact}"
     assert set(ok["evaluator"]["files"]) == {"score.py", "corpus.py"} and len(ok["evaluator"]["sha256"]) == 64
     assert ok["same_evaluator"] is True
     assert ok["hardware"]["cpus"] >= 1 and ok["duration_s"] > 0
     bad = agora(b, "verify", edited["sha"], "--json").json()
-    assert bad["verdict"] == "failed"
+    assert bad["verdict"] == "failed", bad
     assert bad["claimed"]["bpc"] == 1.2345 and abs(bad["difference"]["bpc"]) > 0.1
 
     agora(a, "fetch")
@@ -75,7 +75,7 @@ def test_a_crashing_result_fails_with_the_reason(task_project):
     crash = agora(a, "push", "-m", "bogus method", "--tag", "result", "--metric", "bpc=2.0", "--json").json()
     agora(b, "fetch")
     out = agora(b, "verify", crash["sha"], "--json").json()
-    assert out["verdict"] == "failed" and out["reason"] == "score failed" and out["exit_status"] == 1
+    assert out["verdict"] == "failed" and out["reason"] == "score failed" and out["exit_status"] == 1, out
     # the scorer's own words stay on the verifier's machine: kept in the run folder, never published
     assert "unknown METHOD" in (Path(out["run_folder"]) / "score.err").read_text()
     assert "unknown METHOD" not in git(b, "cat-file", "commit", out["sha"])
@@ -119,7 +119,7 @@ def test_broken_builds_give_failed_verdicts(task_project, script, reason):
     agora(b, "fetch")
     before = git(b, "for-each-ref", "refs/agora/")
     out = agora(b, "verify", bad["sha"], "--no-publish", "--timeout", "2", "--json").json()
-    assert out["verdict"] == "failed" and out["reason"] == reason
+    assert out["verdict"] == "failed" and out["reason"] == reason, out
     expected = {"the build wrote no artifact": 0, "score failed": 1, "build failed": 3, "timed out": None}
     assert out["exit_status"] == expected[reason]
     assert git(b, "for-each-ref", "refs/agora/") == before
