@@ -145,3 +145,50 @@ def test_docs_api_names_every_exported_workflow():
     functions = [name for name in git_agora.__all__ if inspect.isfunction(getattr(git_agora, name))]
     missing = [name for name in functions if f"`{name}(" not in text and f"(also `{name}`)" not in text]
     assert not missing, f"docs/api.md leaves out {missing}"
+
+
+def layers() -> dict[str, set[str]]:
+    """The "Layers, enforced" list of docs/architecture.md: room -> the rooms it may import."""
+    section = ARCHITECTURE.read_text().split("### Layers, enforced", 1)[1].split("\n## ", 1)[0]
+    allowed: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        if not line.startswith("- `"):
+            continue
+        rooms, _, may = line[2:].partition(": ")
+        targets = set(re.findall(r"`([\w]+)`", may)) if may.strip() != "nothing" else set()
+        for room in re.findall(r"`([\w]+)`", rooms):
+            allowed[room] = targets
+    return allowed
+
+
+def room_of(module: str) -> str:
+    """`git_agora.index.store` -> `index`; the package itself -> `git_agora`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] != "__init__" else "git_agora"
+
+
+def every_module() -> list[Path]:
+    return sorted(p for p in SRC.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_every_room_is_in_the_layers_and_they_have_no_cycle():
+    allowed = layers()
+    rooms = {room_of(".".join(("git_agora", *p.relative_to(SRC).with_suffix("").parts))) for p in every_module()}
+    assert rooms <= set(allowed), f"rooms missing from docs/architecture.md's layers: {sorted(rooms - set(allowed))}"
+    done: set[str] = set()
+    while len(done) < len(allowed):  # peel the rooms whose imports are all placed: a cycle never peels
+        ready = {room for room, may in allowed.items() if room not in done and may - {room} <= done}
+        assert ready, f"the layers have a cycle among {sorted(set(allowed) - done)}"
+        done |= ready
+
+
+@pytest.mark.parametrize("path", every_module(), ids=lambda p: str(p.relative_to(SRC)))
+def test_every_module_imports_only_what_its_layer_allows(path):
+    allowed = layers()
+    module = ".".join(("git_agora", *path.relative_to(SRC).with_suffix("").parts))
+    mine = room_of(module)
+    found = {n for n in imports_of(path) if n == "git_agora" or n.startswith("git_agora.")}
+    rooms = {room_of(n) for n in found if n != "git_agora" or mine != "git_agora"}
+    rooms = {r for r in rooms if (SRC / r).is_dir() or (SRC / f"{r}.py").exists() or r == "git_agora"}
+    bad = sorted(rooms - allowed[mine] - {mine})
+    assert not bad, f"{path.relative_to(SRC)} ({mine}) imports {bad}, which its layer may not (docs/architecture.md)"

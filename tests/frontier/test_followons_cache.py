@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from frontier_tables import random_table
 
+from git_agora import followons_cache
+from git_agora.followons_cache import FOLLOW_ONS_FILE, cached_counter, read_follow_ons
 from git_agora.frontier.evidence import count_descendants, current_verdicts, follow_on_work
 from git_agora.frontier.graph import build_graph
-from git_agora.index import followons_cache
-from git_agora.index.followons_cache import FOLLOW_ONS_FILE, cached_counter, read_follow_ons
 from git_agora.index.segments import WriteFailed
 
 

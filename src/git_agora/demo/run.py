@@ -79,9 +79,9 @@ class DemoPlan:
         """A plan in `directory` (default: a new temporary one), made empty for the run. The sandbox is
         checked first: where it cannot start, nothing is made and the error says what to do."""
         if sandbox:
-            from ..evaluate.sandbox import require_bwrap
+            from ..ops.evaluate import check_sandbox
 
-            require_bwrap()
+            check_sandbox()
         directory = (directory or default_directory()).resolve()
         prepare_directory(directory)
         return cls(directory, workers, rounds, seed, sandbox)

@@ -30,10 +30,10 @@ def analyze(
     from dataclasses import replace
 
     from ..embedding.cache import read_embeddings
+    from ..followons_cache import cached_counter
     from ..frontier.analyze import AnalyzeConfig, frame_for
     from ..frontier.analyze import analyze as compute
     from ..frontier.needs import vectors_needed
-    from ..index.followons_cache import cached_counter
     from .embedding import project_model, update_embeddings
     from .indexing import load, load_rows
 

@@ -35,6 +35,14 @@ class Evaluated:
         }
 
 
+def check_sandbox() -> None:
+    """Refuse in one line, saying what to do, where the sandbox cannot start (no bubblewrap; as root,
+    no setpriv). Whether user namespaces work shows only when a step starts."""
+    from ..evaluate.sandbox import require_bwrap
+
+    require_bwrap()
+
+
 def sandbox_choice(project: Project, requested: bool | None) -> bool:
     """Whether contribution code runs in the sandbox: `requested` (--sandbox / --no-sandbox), else
     `git config agora.sandbox` (on unless set off). Every evaluation that runs unsandboxed says so."""

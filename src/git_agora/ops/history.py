@@ -72,8 +72,8 @@ def show(project: Project, rev: str) -> Shown:
     import pyarrow.compute as pc
 
     from ..contribution import parse_cross_ref
+    from ..followons_cache import cached_counter
     from ..frontier.evidence import evidence
-    from ..index.followons_cache import cached_counter
     from .indexing import FRAME_COLUMNS, load
 
     c = project.contribution(rev)

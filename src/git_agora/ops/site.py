@@ -227,16 +227,16 @@ class _Data:
         import numpy as np
         import pyarrow.compute as pc
 
-        import git_agora as agora
-
         from ..frontier.views import compute_views
         from ..web.model import SiteInfo
+        from .analyze import analyze
+        from .history import stats as graph_stats
         from .indexing import load
         from .site_rows import Rows
 
         config = project.config
-        stats = agora.stats(project).to_dict()  # first: its working set is gone before the analysis is made
-        analysis = agora.analyze(project, limit=10, embed=False)
+        stats = graph_stats(project).to_dict()  # first: its working set is gone before the analysis is made
+        analysis = analyze(project, limit=10, embed=False)
         frame = analysis.frame
         analysis_dict = analysis.to_dict()
         analysis_dict["views"]["leaders"] = compute_views(frame, 100, ("leaders",))["leaders"].to_dict()

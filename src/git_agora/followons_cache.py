@@ -21,14 +21,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..frontier.evidence import FollowOnCounter
-from ..frontier.followons import FollowOns, follow_on_counts
-from ..frontier.graph import Graph
-from ..refs.store import Repository
-from .osfiles import reading, writing
-from .segments import WriteFailed, discard
-from .state import index_dir
-from .store import locked
+from .frontier.evidence import FollowOnCounter
+from .frontier.followons import FollowOns, follow_on_counts
+from .frontier.graph import Graph
+from .index.osfiles import reading, writing
+from .index.segments import WriteFailed, discard
+from .index.state import index_dir
+from .index.store import locked
+from .refs.store import Repository
 
 FOLLOW_ONS_FILE = "follow_ons.parquet"
 RULES = b"1"  # the follow-on rules of frontier.evidence; a change of them makes every cache stale
