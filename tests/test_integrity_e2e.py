@@ -79,14 +79,16 @@ def test_a_build_cannot_write_the_score(tmp_path, remote, demo_project):
     assert r.returncode == 1 and r.json()["reason"] == "score failed"
 
 
-def test_a_plain_one_command_project_pins_its_evaluator(tmp_path, remote):
+def test_a_one_command_project_pins_the_evaluator_files_it_names(tmp_path, remote):
     a = make_clone(tmp_path, "a", str(remote), "alice")
     (a / "model.py").write_text("quality = 3\n")
     (a / "evaluate.py").write_text(
         "import json, re\nq = int(re.search(r'\\d+', open('model.py').read()).group())\n"
         "print(json.dumps({'score': 1.0 / q}))\n"
     )
-    agora(a, "init", "--metric", "score", "--direction", "min", "--eval", "python3 evaluate.py")
+    args = ["--metric", "score", "--direction", "min", "--eval", "python3 evaluate.py", "--eval-files", "evaluate.py"]
+    said = agora(a, "init", *args).stderr
+    assert "fixed: evaluate.py" in said and "self-scored" not in said
     setup = agora(a, "whoami", "--json").json()["setup"]
     assert 'files = ["evaluate.py"]' in git(a, "show", f"{setup}:agora.toml")
     m = make_clone(tmp_path, "m", str(remote), "mallory")

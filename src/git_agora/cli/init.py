@@ -13,24 +13,43 @@ from .common import account_option, json_option, open_project, report_published
 @click.option("--name", help="Project name (default: the directory name).")
 @click.option("--metric", help="Name of the primary metric, e.g. bpb.")
 @click.option("--direction", type=click.Choice(["min", "max"]), help="Whether the metric is minimised or maximised.")
-@click.option(
-    "--eval", "eval_command", help="Command that evaluates a checkout and prints a JSON object with the metric."
-)
 @click.option("--tolerance", type=float, help="Reproduction tolerance of the metric (differences below it are noise).")
-@click.option(
-    "--brief",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="File to publish as program.md, the brief.",
-)
+@click.option("--eval", "eval_command", help="One command that evaluates a tree and prints the metric (self-scored).")
+@click.option("--build", help="Two phases: the contribution's command that writes {artifact}.")
+@click.option("--score", help="Two phases: the trusted command that scores {artifact} and prints the metric.")
+@click.option("--eval-files", multiple=True, metavar="PATH", help="An evaluator file to fix (repeatable).")
+@click.option("--quick", help="Extra arguments for `git agora run --quick` (not comparable).")
+@click.option("--output", multiple=True, metavar="FIELD", help="An output field results record (repeatable).")
+@click.option("--scorer", multiple=True, metavar="PACKAGE", help="An installed package that scores (repeatable).")
+@click.option("--brief", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="The brief (program.md).")
 @click.option("--remote", help="Git remote to publish to (default: origin if it exists).")
 @account_option
 @json_option
 @click.pass_context
-def command(ctx, name, metric, direction, eval_command, tolerance, brief, remote, account, as_json):
-    """Create the setup contribution: the current files plus agora.toml and program.md; the account
-    is remembered in the clone's git config."""
-    from ..ops.init import init_project
+def command(
+    ctx,
+    name,
+    metric,
+    direction,
+    tolerance,
+    eval_command,
+    build,
+    score,
+    eval_files,
+    quick,
+    output,
+    scorer,
+    brief,
+    remote,
+    account,
+    as_json,
+):
+    """Create the setup contribution: the current files plus agora.toml and program.md. The evaluation
+    is one command (--eval: results are self-scored) or two phases (--build writes {artifact}, --score
+    reads it with the evaluator files alone). Each file it fixes is said; the account is remembered."""
+    from ..ops.init import Evaluation, init_project
 
+    wanted = Evaluation(None, build, score, tuple(eval_files), quick, tuple(output), tuple(scorer))
     project = open_project(ctx, account, remote, as_json=as_json)
-    published = init_project(project, name, metric, direction, eval_command, tolerance, brief, remote)
+    published = init_project(project, name, metric, direction, eval_command, tolerance, brief, remote, wanted)
     return report_published(published, as_json, "setup")

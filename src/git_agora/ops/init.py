@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import BRIEF_FILE, CONFIG_FILE, ConfigError, ProjectConfig
@@ -10,6 +10,19 @@ from ..contribution import Contribution
 from ..errors import AgoraError
 from ..project import Project
 from .publish import Published, publish
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """How `init` sets up the evaluation (`[eval]`): one command, or a build and a trusted score."""
+
+    command: str | None = None
+    build: str | None = None
+    score: str | None = None
+    files: tuple[str, ...] = ()  # evaluator files to fix (two phases: and those the score command names)
+    quick: str | None = None
+    output: tuple[str, ...] = ()
+    scorer: tuple[str, ...] = ()
 
 
 def init_project(
@@ -21,9 +34,13 @@ def init_project(
     tolerance: float | None = None,
     brief: Path | None = None,
     remote: str | None = None,
+    evaluation: Evaluation | None = None,
 ) -> Published:
     """Write agora.toml (from the one in the work tree, if any, with these overrides) and program.md,
-    then publish the work tree as the project's setup."""
+    then publish the work tree as the project's setup. `evaluation` (or `eval_command`, one command)
+    sets `[eval]`. A one-command evaluation fixes no file unless told to (its results are self-scored);
+    a two-phase one fixes the files its score command names. Each fixed file is said, with how to
+    change it later."""
     from ..policy import protected_entries
     from ..workspace import adopt_if_unborn, check_size, snapshot
 
@@ -35,7 +52,12 @@ def init_project(
         raise AgoraError(f"this repository already has an Agora project (setup {existing[:12]})")
     account = project.account
     _ = project.remote  # validate before writing anything
-    config = _config(repo.worktree, eval_command, name=name, metric=metric, direction=direction, tolerance=tolerance)
+    if eval_command and evaluation and (evaluation.build or evaluation.score or evaluation.command):
+        raise AgoraError("--eval is one command; --build and --score are the two phases: choose one form")
+    if eval_command:
+        evaluation = replace(evaluation or Evaluation(), command=eval_command)
+    config = _config(repo.worktree, evaluation, name=name, metric=metric, direction=direction, tolerance=tolerance)
+    _check_programs(config, repo.worktree)
     (repo.worktree / CONFIG_FILE).write_text(config.dump())
     brief_path = repo.worktree / BRIEF_FILE
     if brief:
@@ -59,19 +81,28 @@ def init_project(
         )
         published = publish(project, setup, snap.tree)
         adopt_if_unborn(repo, published.sha, snap)
+    _say_what_is_fixed(project, config)
     repo.git.config_set("agora.setup", published.sha)
     project.set_base(published.sha)
     return published
 
 
-def _config(root: Path, eval_command: str | None, **overrides) -> ProjectConfig:
+def _config(root: Path, wanted: Evaluation | None, **overrides) -> ProjectConfig:
     path = root / CONFIG_FILE
     try:
         base = ProjectConfig.parse(path.read_text()) if path.exists() else ProjectConfig(name=root.name)
         config = replace(base, **{k: v for k, v in overrides.items() if v is not None})
-        evaluation = replace(config.evaluation, command=eval_command) if eval_command else config.evaluation
-        if evaluation.configured and not evaluation.files:
-            evaluation = replace(evaluation, files=_files_named_by(evaluation.score or evaluation.command or "", root))
+        evaluation = config.evaluation
+        if wanted is not None:
+            given = {k: v for k, v in vars(wanted).items() if v not in (None, ())}
+            if wanted.command or wanted.build or wanted.score:  # a new form replaces the file's
+                given = {"build": None, "score": None, "command": None, **given}
+            evaluation = replace(evaluation, **given)
+        if evaluation.two_phase:  # the score runs the fixed files alone: what its command names is one of them
+            named = _files_named_by(evaluation.score or "", root)
+            evaluation = replace(evaluation, files=tuple(dict.fromkeys((*evaluation.files, *named))))
+        if evaluation.uses_format_2() and evaluation.format < 2:
+            evaluation = replace(evaluation, format=2)
         config = replace(config, evaluation=evaluation)
     except ConfigError as exc:
         raise AgoraError(str(exc)) from None
@@ -81,6 +112,39 @@ def _config(root: Path, eval_command: str | None, **overrides) -> ProjectConfig:
 
         sections["ucb"] = UcbParams().to_dict()
     return replace(config, sections=sections)
+
+
+def _check_programs(config: ProjectConfig, root: Path) -> None:
+    """Each evaluation command's program exists: on PATH, or a file of the tree."""
+    import shlex
+    import shutil
+
+    spec = config.evaluation
+    for what, command in (("command", spec.command), ("build", spec.build), ("score", spec.score)):
+        if not command:
+            continue
+        try:
+            words = [w for w in shlex.split(command) if "=" not in w.split("/")[0]]  # past VAR=value
+        except ValueError as exc:
+            raise AgoraError(f"[eval] {what}: {exc}: {command!r}") from None
+        program = words[0] if words else ""
+        if program and not shutil.which(program) and not (root / program).is_file():
+            raise AgoraError(f"[eval] {what} runs {program!r}, which is neither on PATH nor a file of this tree")
+
+
+def _say_what_is_fixed(project: Project, config: ProjectConfig) -> None:
+    """Which files the setup fixes and how to change them; a self-scored evaluation says so."""
+    spec = config.evaluation
+    if spec.configured and not spec.two_phase and not spec.files:
+        project.feedback.notice(
+            "results are self-scored: a contribution can change how it is measured; use --build/--score for "
+            "a trusted scorer, or --eval-files to fix files"
+        )
+    for path in (CONFIG_FILE, *spec.files):
+        project.feedback.notice(
+            f"fixed: {path} (a contribution that changes it is invalid; the setup's account changes it with "
+            "a policy amendment: git agora push --tag policy)"
+        )
 
 
 def _files_named_by(command: str, root: Path) -> tuple[str, ...]:

@@ -1,0 +1,100 @@
+"""A founder's first day: `git agora init` sets up a one-command or a two-phase evaluation from the
+command line, says every file it fixes, and refuses what cannot run."""
+
+from __future__ import annotations
+
+import tomllib
+
+from agora_testing import agora, git, make_clone
+
+TRAIN = "import json, sys\nopen(sys.argv[2] + '/model.txt', 'w').write(open('knob.txt').read())\n"
+SCORE = "import json, sys\nv = float(open(sys.argv[1] + '/model.txt').read())\nprint(json.dumps({'loss': v, 'n': 3}))\n"
+
+
+def founder(tmp_path, remote):
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    (a / "knob.txt").write_text("2.5\n")
+    (a / "train.py").write_text(TRAIN)
+    (a / "score.py").write_text(SCORE)
+    (a / "data.txt").write_text("fixed data\n")
+    return a
+
+
+def setup_toml(clone) -> dict:
+    setup = agora(clone, "whoami", "--json").json()["setup"]
+    return tomllib.loads(git(clone, "show", f"{setup}:agora.toml"))
+
+
+def test_one_command_freezes_nothing_and_says_results_are_self_scored(tmp_path, remote):
+    a = founder(tmp_path, remote)
+    (a / "train.py").write_text("import json\nprint(json.dumps({'loss': float(open('knob.txt').read())}))\n")
+    said = agora(a, "init", "--metric", "loss", "--eval", "python3 train.py").stderr
+    assert "results are self-scored" in said and "--build/--score" in said and "--eval-files" in said
+    assert "fixed: agora.toml" in said and "fixed: train.py" not in said
+    assert setup_toml(a)["eval"]["files"] == []
+    (a / "train.py").write_text((a / "train.py").read_text() + "# a change to the training script\n")
+    agora(a, "push", "--check", "-m", "the command's own script changed", "--tag", "result")  # not refused
+
+
+def test_two_phases_from_the_command_line(tmp_path, remote):
+    a = founder(tmp_path, remote)
+    said = agora(
+        a,
+        "init",
+        "--metric",
+        "loss",
+        "--build",
+        "python3 train.py --out {artifact}",
+        "--score",
+        "python3 score.py {artifact}",
+        "--eval-files",
+        "data.txt",
+        "--quick",
+        "--fast",
+        "--output",
+        "n",
+    ).stderr
+    assert "fixed: data.txt" in said and "fixed: agora.toml" in said and "self-scored" not in said
+    spec = setup_toml(a)["eval"]
+    assert spec["build"] == "python3 train.py --out {artifact}" and spec["score"] == "python3 score.py {artifact}"
+    assert spec["files"] == ["data.txt", "score.py"] and spec["quick"] == "--fast" and spec["output"] == ["n"]
+    assert spec["format"] == 2  # output is a format-2 key
+    assert agora(a, "run", "--json").json()["metrics"] == {"loss": 2.5, "n": 3.0}
+
+
+def test_two_phases_fix_what_the_score_command_names_by_default(tmp_path, remote):
+    a = founder(tmp_path, remote)
+    said = agora(
+        a,
+        "init",
+        "--metric",
+        "loss",
+        "--build",
+        "python3 train.py --out {artifact}",
+        "--score",
+        "python3 score.py {artifact}",
+    ).stderr
+    assert "fixed: score.py" in said and setup_toml(a)["eval"]["files"] == ["score.py"]
+
+
+def test_init_refuses_what_cannot_run_and_publishes_nothing(tmp_path, remote):
+    a = founder(tmp_path, remote)
+    for args, said in [
+        (["--build", "nosuchtool --out {artifact}", "--score", "python3 score.py {artifact}"], "'nosuchtool'"),
+        (
+            [
+                "--build",
+                "python3 train.py --out {artifact}",
+                "--score",
+                "python3 score.py {artifact}",
+                "--eval-files",
+                "missing.py",
+            ],
+            "'missing.py' matches nothing",
+        ),
+        (["--eval", "python3 train.py", "--build", "python3 train.py {artifact}"], "choose one form"),
+        (["--build", "python3 train.py --out {artifact}"], "build and score go together"),
+    ]:
+        r = agora(a, "init", "--metric", "loss", *args, check=False)
+        assert r.returncode == 1 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert git(a, "for-each-ref", "refs/agora/").strip() == ""
