@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 
 import git_agora
-from agora_testing import agora, git
+from agora_testing import agora, git, make_clone
 
 
 def publish_results(project, *values: float) -> list[str]:
@@ -106,3 +106,16 @@ def test_after_a_plain_git_clone_git_agora_fetch_is_the_next_step(tmp_path, remo
     agora(clone, "fetch")
     agora(clone, "checkout", best)
     assert (clone / "model.py").read_text() == "order = 4\n"
+
+
+def test_a_plain_git_clone_is_told_the_one_command_that_fetches_the_project(tmp_path, remote):
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    (a / "model.py").write_text("order = 3\n")
+    agora(a, "init", "--metric", "bpc", "--direction", "min")
+    subprocess.run(["git", "clone", "-q", str(remote), str(tmp_path / "plain")], check=True, capture_output=True)
+    for args in (["log"], ["analyze"], ["post", "-m", "x", "--tag", "insight", "--account", "bob"]):
+        r = agora(tmp_path / "plain", *args, check=False)
+        assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "run `git agora fetch` to fetch it from origin" in r.stderr and str(remote) in r.stderr
+    agora(tmp_path / "plain", "fetch")  # the command it named works
+    assert "Setup:" in agora(tmp_path / "plain", "log").stdout

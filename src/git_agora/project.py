@@ -92,6 +92,18 @@ class Project:
 
     # --- the setup contribution and its config -----------------------------------------------
 
+    def _no_project(self) -> str:
+        """The one command to run where no setup is known: fetch it (a plain `git clone` leaves
+        refs/agora/* behind), found a project, or join one."""
+        name = self.remote_option or self.repo.git.config_get("agora.remote") or "origin"
+        url = self.repo.git.config_get(f"remote.{name}.url")
+        if url:
+            return (
+                f"no Agora project here yet: run `git agora fetch` to fetch it from {name} ({url}); a plain "
+                "`git clone` does not fetch refs/agora/* (or `git agora init` to found a new one here)"
+            )
+        return "no Agora project here: `git agora clone URL` joins one, `git agora init` founds one"
+
     @cached_property
     def setup(self) -> str:
         """The setup contribution's sha: pinned in git config, else the setup at the root of the fetched
@@ -101,9 +113,7 @@ class Project:
             return pinned
         found = self.find_setup()
         if found is None:
-            raise AgoraError(
-                "no Agora project here: run `git agora init`, or `git agora fetch` from a remote that has one"
-            )
+            raise AgoraError(self._no_project())
         self.pin_setup(self.setups())  # the whole graph: only where no index has named the root setups yet
         return found
 
