@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import tomllib
 
+import pytest
+
 from agora_testing import agora, git, make_clone
 
 TRAIN = "import json, sys\nopen(sys.argv[2] + '/model.txt', 'w').write(open('knob.txt').read())\n"
@@ -98,3 +100,16 @@ def test_init_refuses_what_cannot_run_and_publishes_nothing(tmp_path, remote):
         r = agora(a, "init", "--metric", "loss", *args, check=False)
         assert r.returncode == 1 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert git(a, "for-each-ref", "refs/agora/").strip() == ""
+
+
+def test_a_command_that_starts_with_a_shell_word_is_not_refused(tmp_path):
+    from git_agora.config import ProjectConfig
+    from git_agora.errors import AgoraError
+    from git_agora.ops.init import _check_programs
+
+    for command in ("cd . && python3 x.py", "FOO=1 python3 x.py", "exec python3 x.py"):
+        _check_programs(ProjectConfig.parse(f'[eval]\ncommand = "{command}"\n'), tmp_path)
+    (tmp_path / "run.sh").write_text("#!/bin/sh\n")
+    _check_programs(ProjectConfig.parse('[eval]\ncommand = "run.sh"\n'), tmp_path)  # a file of the tree
+    with pytest.raises(AgoraError, match="'nosuch'"):
+        _check_programs(ProjectConfig.parse('[eval]\ncommand = "nosuch x"\n'), tmp_path)

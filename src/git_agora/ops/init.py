@@ -114,6 +114,9 @@ def _config(root: Path, wanted: Evaluation | None, **overrides) -> ProjectConfig
     return replace(config, sections=sections)
 
 
+_SHELL_WORDS = {"cd", "export", "exec", "source", ".", "set", "eval", "test", "[", "if", "for", "while", "(", "{"}
+
+
 def _check_programs(config: ProjectConfig, root: Path) -> None:
     """Each evaluation command's program exists: on PATH, or a file of the tree."""
     import shlex
@@ -128,6 +131,8 @@ def _check_programs(config: ProjectConfig, root: Path) -> None:
         except ValueError as exc:
             raise AgoraError(f"[eval] {what}: {exc}: {command!r}") from None
         program = words[0] if words else ""
+        if program in _SHELL_WORDS:
+            continue  # bash's own (`cd sub && ...`): the program that follows is bash's to find
         if program and not shutil.which(program) and not (root / program).is_file():
             raise AgoraError(f"[eval] {what} runs {program!r}, which is neither on PATH nor a file of this tree")
 
