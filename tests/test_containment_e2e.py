@@ -8,6 +8,7 @@ each probe does find what the sandbox hides.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ import psutil
 import pytest
 
 from agora_testing import agora, demo_task_clone, forge, git, make_clone, publish_forged_log
+from git_agora.config import Limits
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox is bubblewrap, on Linux")
 
@@ -624,3 +626,38 @@ def test_the_setups_mounts_are_shown_read_only_and_a_key_folder_never(tmp_path, 
     monkeypatch.setenv("DONORS", os.environ["HOME"])  # a folder that holds the signing keys
     r = agora(a, "run", check=False)
     assert r.returncode == 1 and "the sandbox would show" in r.stderr and "holds" in r.stderr
+
+
+def test_what_a_killed_evaluation_left_is_swept_by_the_next(tmp_path, remote):
+    """A git-agora killed with SIGKILL leaves its (empty) cgroups and its temporary folder; the next
+    evaluation removes those of processes that are gone (a day-old folder, for /tmp is shared)."""
+    import tempfile
+
+    from git_agora.evaluate.limits import _make_groups
+
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    (a / "e.py").write_text("print('{\"m\": 1}')\n")
+    agora(a, "init", "--metric", "m", "--eval", "python3 e.py")
+    gone = next(pid for pid in range(4_000_000, 4_100_000) if not Path(f"/proc/{pid}").exists())
+    stale_tmp = Path(tempfile.gettempdir()) / f"agora-eval-{gone}-abcdef"
+    (stale_tmp / "tree").mkdir(parents=True)
+    os.utime(stale_tmp, (time.time() - 2 * 86400, time.time() - 2 * 86400))
+    fresh_tmp = Path(tempfile.gettempdir()) / f"agora-eval-{gone}-fresh"  # may be another namespace's
+    fresh_tmp.mkdir()
+    groups = _make_groups(Limits())
+    stale_groups = []
+    for group in groups:
+        os.rmdir(group.path)
+        stale = Path(group.path).with_name(f"agora-{gone}-deadbeef")
+        stale.mkdir()
+        stale_groups.append(stale)
+    try:
+        agora(a, "run")
+        assert not stale_tmp.exists() and fresh_tmp.exists()
+        assert not any(p.exists() for p in stale_groups)
+    finally:
+        shutil.rmtree(fresh_tmp, ignore_errors=True)
+        shutil.rmtree(stale_tmp, ignore_errors=True)
+        for stale in stale_groups:
+            with contextlib.suppress(OSError):
+                stale.rmdir()

@@ -153,6 +153,7 @@ def _enable_v2(parent: str, controllers: set[str]) -> bool:
 def _try_group(parent: str | None, name: str, version: int, controllers: frozenset[str], limits: Limits):
     if parent is None:
         return None
+    sweep_stale(parent, "agora-", os.rmdir)
     group = _Group(os.path.join(parent, name), version, controllers)
     try:
         os.mkdir(group.path)
@@ -174,6 +175,24 @@ def _try_group(parent: str | None, name: str, version: int, controllers: frozens
         _remove(group)
         return None
     return group
+
+
+def sweep_stale(folder: str, prefix: str, remove, older_than_s: float = 0.0) -> None:
+    """Remove what a git-agora that was killed (SIGKILL: no cleanup ran) left in `folder`: the entries
+    named `<prefix><pid>-...` of processes that are gone and not changed for `older_than_s` (a folder
+    shared with another PID namespace may hold a live process's entry; `remove` fails quietly on one in
+    use)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(prefix) :].split("-", 1)[0] if name.startswith(prefix) else ""
+        if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
+            with contextlib.suppress(OSError):
+                path = os.path.join(folder, name)
+                if time.time() - os.lstat(path).st_mtime >= older_than_s:
+                    remove(path)
 
 
 def _remove(group: _Group) -> None:

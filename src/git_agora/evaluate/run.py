@@ -16,6 +16,7 @@ import json
 import os
 import secrets
 import shlex
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -32,7 +33,7 @@ from . import sandbox as jail
 from .artifact import ArtifactRefused, receive
 from .export import ExportError, export_tree, tree_entries
 from .identity import check_pins, evaluator_identity, evaluator_paths, files_identity, policy_identity
-from .limits import Applied, Enforcement, Limits, MiB, enforced
+from .limits import Applied, Enforcement, Limits, MiB, enforced, sweep_stale
 from .process import StepOutcome, run_step
 from .record import Reason, declared_output, finite_numbers, reportable_metrics
 
@@ -239,8 +240,9 @@ class _Steps:
         self.run_folder = _run_folder(repo)
 
     def __enter__(self) -> _Steps:
+        sweep_stale(tempfile.gettempdir(), "agora-eval-", _remove_tree, older_than_s=86400)  # a day: /tmp is shared
         self.tmp = self.stack.enter_context(
-            tempfile.TemporaryDirectory(prefix="agora-eval-", ignore_cleanup_errors=True)
+            tempfile.TemporaryDirectory(prefix=f"agora-eval-{os.getpid()}-", ignore_cleanup_errors=True)
         )
         if self.sandbox:
             jail.require_bwrap()  # a missing bubblewrap is a one-line error before any work
@@ -465,6 +467,10 @@ def _unavailable(step: StepOutcome) -> jail.SandboxUnavailable:
     return jail.SandboxUnavailable(f"the sandbox cannot start: {said}{hint}; {jail.TURN_OFF}")
 
 
+def _remove_tree(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def _run_folder(repo: Repository) -> str | None:
     """A new local folder for this evaluation's logs under .git/agora/runs (the newest KEEP_RUNS are
     kept); None where it cannot be made (a read-only clone): the logs are then not kept."""
@@ -475,8 +481,6 @@ def _run_folder(repo: Repository) -> str | None:
         old = sorted(os.listdir(runs))[:-KEEP_RUNS]
     except OSError:
         return None
-    import shutil
-
     for stale in old:
         shutil.rmtree(os.path.join(runs, stale), ignore_errors=True)
     return os.path.join(runs, name)
