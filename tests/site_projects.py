@@ -192,7 +192,7 @@ class Watched:
 @contextlib.contextmanager
 def served(project: Path, site: Path) -> Iterator[str]:
     """The preview server of `git agora site --serve` on a free port, in a thread."""
-    from git_agora.ops.site import site_server
+    from git_agora.ops.site_server import site_server
 
     server = site_server(agora.open_project(project), site, 0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -230,7 +230,7 @@ def test_project_without_a_metric(tmp_path):
 
 
 def test_sampling_keeps_new_bests_then_verified_then_the_rest():
-    from git_agora.ops.site import _sample
+    from git_agora.ops.site_data import _sample
 
     nodes = np.arange(100) * 10
     best = np.zeros(100, bool)
@@ -246,12 +246,12 @@ def test_sampling_keeps_new_bests_then_verified_then_the_rest():
 
 
 def test_large_projects_are_sampled_with_a_note(tmp_path, monkeypatch):
-    from git_agora.ops import site as site_ops
+    from git_agora.ops import site_data
 
-    monkeypatch.setattr(site_ops, "MAX_POINTS", 40)
-    monkeypatch.setattr(site_ops, "LINEAGE_ALL_UP_TO", 10)
-    monkeypatch.setattr(site_ops, "LINEAGE_PAGES", 4)
-    monkeypatch.setattr(site_ops, "LINEAGE_NODES", 5)
+    monkeypatch.setattr(site_data, "MAX_POINTS", 40)
+    monkeypatch.setattr(site_data, "LINEAGE_ALL_UP_TO", 10)
+    monkeypatch.setattr(site_data, "LINEAGE_PAGES", 4)
+    monkeypatch.setattr(site_data, "LINEAGE_NODES", 5)
     load_tracegen().generate(tmp_path / "origin.git", 300, 5, seed=1)
     clone = make_clone(tmp_path, "c", str(tmp_path / "origin.git"), "reader")
     project = agora.open_project(clone)
@@ -273,7 +273,7 @@ def test_large_projects_are_sampled_with_a_note(tmp_path, monkeypatch):
 
 
 def test_serve_answers_pages_and_on_demand_diffs(hostile):
-    from git_agora.ops.site import site_server
+    from git_agora.ops.site_server import site_server
 
     project, site, _ = hostile
     server = site_server(agora.open_project(project.clone), site, 0)
@@ -374,15 +374,15 @@ def test_the_paper_trace_site_is_byte_for_byte_the_one_the_list_based_builder_wr
 
 
 def test_pages_do_not_depend_on_the_chunk_size(paper, hostile, tmp_path, monkeypatch):
-    from git_agora.ops import site as site_ops
+    from git_agora.ops import site_pages
 
     for clone in (paper[0], hostile[0].clone):
         with isolated_env(tmp_path / "home"):
             whole = tmp_path / f"{clone.name}-whole"
             agora.build_site(agora.open_project(clone), whole)
             with monkeypatch.context() as small:
-                small.setattr(site_ops, "CHUNK_ROWS", 2)  # chunk edges between parents, children, verdicts
-                small.setattr(site_ops, "LIST_BLOCK", 1)
+                small.setattr(site_pages, "CHUNK_ROWS", 2)  # chunk edges between parents, children, verdicts
+                small.setattr(site_pages, "LIST_BLOCK", 1)
                 agora.build_site(agora.open_project(clone), tmp_path / clone.name)
         assert site_digest(tmp_path / clone.name) == site_digest(whole)
 
@@ -425,11 +425,11 @@ def test_site_shows_progress_on_a_terminal_and_nothing_under_json(paper, tmp_pat
 def test_descriptions_follow_the_analysis_rows_whatever_the_index_order():
     import pyarrow as pa
 
-    from git_agora.ops.site import _descriptions
+    from git_agora.ops.site_contributions import descriptions
 
     table = pa.table({"sha": ["a" * 40, "b" * 40, "c" * 40]})
     same = pa.table({"sha": ["a" * 40, "b" * 40, "c" * 40], "description": ["A", "B", None]})
-    assert _descriptions(table, same).to_pylist() == ["A", "B", None]
+    assert descriptions(table, same).to_pylist() == ["A", "B", None]
     other = pa.chunked_array([["c" * 40], ["d" * 40, "a" * 40]])  # another order, one sha missing, one extra
     index = pa.table({"sha": other, "description": pa.chunked_array([["C"], ["D", "A"]])})
-    assert _descriptions(table, index).to_pylist() == ["A", None, "C"]
+    assert descriptions(table, index).to_pylist() == ["A", None, "C"]
