@@ -91,6 +91,7 @@ CLI_MAY_USE = (
     "git_agora.refs.headstart.HeadStart",  # a post starts git before it imports the library (start-up)
     "git_agora.refs.sync.PushOutcome",
     "git_agora.frontier.views.VIEW_NAMES",
+    "git_agora.frontier.columns",  # each view's columns, said once for the text and the site
     "git_agora.demo.run",
     "git_agora.visible",  # text from the record or an evaluator, shown with its control characters escaped
 )

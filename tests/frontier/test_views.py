@@ -14,6 +14,7 @@ from git_agora.frontier.search import search
 from git_agora.frontier.views import (
     REGISTRY,
     VIEW_NAMES,
+    ViewParams,
     best,
     compute_views,
     noise_aware_ranks,
@@ -179,6 +180,16 @@ def test_cli_view_choices_follow_the_registry():
 
     view_option = next(p for p in command.params if p.name == "views")
     assert tuple(view_option.type.choices) == VIEW_NAMES
+
+
+def test_the_columns_of_every_view_are_fields_of_its_rows():
+    from git_agora.frontier.columns import OVERVIEW_COLUMNS, TABLE_COLUMNS
+
+    views = compute_views(frame(), params=ViewParams(promising_q=0.0, few_follow_ons=99))
+    assert tuple(TABLE_COLUMNS) == VIEW_NAMES and set(OVERVIEW_COLUMNS) <= set(VIEW_NAMES)
+    for name, view in views.items():
+        assert view.rows, name
+        assert set(TABLE_COLUMNS[name]) | set(OVERVIEW_COLUMNS.get(name, ())) <= set(view.rows[0]), name
 
 
 def test_follow_ons_mean_the_same_in_views_and_ucb():

@@ -16,12 +16,12 @@ from contextlib import contextmanager
 
 import click
 
+from ..frontier.columns import KINDS, TABLE_COLUMNS
 from ..visible import visible
 
 DEFAULT_WIDTH = 100  # when neither COLUMNS nor a terminal says
 ELLIPSIS = "…"
 MIN_TITLE = 16  # a table drops columns rather than cut titles shorter than this
-QUALITY_FIELDS = ("quality", "inherited_quality", "inside_share")  # shares: shown as a percentage
 
 
 def console_width() -> int:
@@ -202,7 +202,7 @@ def _render_view(out: _Out, view: dict) -> None:
         out.blank()
         return
     out.line(title, style="bold")
-    columns = _columns(rows[0])
+    columns = _columns(view["name"], rows[0])
     cells = [[_cell(row, name) for name, _ in columns] for row in rows]
     for line_no, text in enumerate(_table(columns, cells, out.width)):
         out.line(text, style="bold" if line_no == 0 else None)
@@ -245,60 +245,30 @@ def _table(columns: list[tuple[str, str]], cells: list[list[str]], width: int) -
     return [render(names)] + [render(row) for row in cells]
 
 
-_PREFERRED = (
-    "rank",
-    "sha",
-    "account",
-    "metric",
-    "score",
-    "status",
-    "follow_ons",
-    "children",
-    "descendants",
-    "quality",
-    "contributions",
-    "results",
-    "best",
-    "verifications_given",
-    "verifications_received",
-    "predicted",
-    "inside_share",
-    "mean_error",
-    "short",
-    "beat",
-    "over_optimistic",
-    "tag",
-    "count",
-    "title",
-)
+def _columns(view: str, first: dict) -> list[tuple[str, str]]:
+    """The view's columns (`frontier.columns`), right-aligned when a share or a number in the first row."""
+    return [(name, "right" if _numeric(name, first.get(name)) else "left") for name in TABLE_COLUMNS[view]]
 
 
-def _columns(row: dict) -> list[tuple[str, str]]:
-    present = [k for k in _PREFERRED if k in row]
-    numeric = {
-        k
-        for k in present
-        if isinstance(row.get(k), (int, float)) and not isinstance(row.get(k), bool) or k in QUALITY_FIELDS
-    }
-    return [(k, "right" if k in numeric else "left") for k in present if k != "title"][:8] + (
-        [("title", "left")] if "title" in row else []
-    )
+def _numeric(name: str, value) -> bool:
+    return KINDS.get(name) == "share" or isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _cell(row: dict, name: str) -> str:
     value = row.get(name)
     if value is None:
         return "-"
-    if name == "sha":
+    kind = KINDS.get(name)
+    if kind == "sha":
         return value[:10]
-    if name in QUALITY_FIELDS:
+    if kind == "share":
         return _percent(value)
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if name == "mean_error":
+    if kind == "signed":
         return f"{value:+.4g}"
     if isinstance(value, float):
-        return f"{value:.4g}" if name != "metric" else _metric(value)
+        return _metric(value) if kind == "metric" else f"{value:.4g}"
     if isinstance(value, (list, tuple)):
         return "; ".join(map(str, value))
     return str(value)

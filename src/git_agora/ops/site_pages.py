@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..frontier.columns import OVERVIEW_COLUMNS
 from .site_contributions import Chunk, ChunkDiffs, Verdicts, descriptions
 from .site_data import SiteData, cut, lineage_view
 from .site_writer import PageWriter
@@ -22,7 +23,7 @@ def write_pages(data: SiteData, writer: PageWriter) -> dict[str, int]:
 
     for name in ("c", "lineage", "contributions"):
         writer.mkdir(name)
-    writer.write("index.html", pages.overview(data.info, data.analysis_dict, data.stats))
+    writer.write("index.html", pages.overview(data.info, data.analysis_dict, data.stats, OVERVIEW_COLUMNS))
     writer.write("ratchet.html", pages.ratchet(data.info, data.ratchet))
     writer.write("clusters.html", pages.cluster_map(data.info, data.cluster_map))
     contributors = _contributors(data)

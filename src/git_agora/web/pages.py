@@ -10,7 +10,7 @@ Pages and where they live (links are relative, so the site works from `file://` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .html import Markup, esc, join, json_data, lineage_href, link, number, short, when
@@ -87,7 +87,10 @@ def _direction(site: SiteInfo) -> str:
 # --------------------------------------------------------------------------- overview
 
 
-def overview(site: SiteInfo, analysis: dict[str, Any], stats: dict[str, Any]) -> str:
+def overview(
+    site: SiteInfo, analysis: dict[str, Any], stats: dict[str, Any], views: Mapping[str, Sequence[str]]
+) -> str:
+    """`views`: the views shown below the statistics, each with the columns between its value and title."""
     s = analysis["summary"]
     root = ""
     parts = [_warning(s["warning"]), f"<h1>{esc(site.name)}</h1>"]
@@ -111,10 +114,10 @@ def overview(site: SiteInfo, analysis: dict[str, Any], stats: dict[str, Any]) ->
     parts.append(_slots(analysis["slots"], root))
     parts.append(_leaderboard(analysis["views"].get("leaders"), site, root))
     parts.append(_stats(stats, site, root))
-    for name in ("promising", "unverified", "contested", "open_hypotheses", "built_on", "recent", "rejected"):
+    for name, columns in views.items():
         view = analysis["views"].get(name)
         if view is not None:
-            parts.append(_view(view, root))
+            parts.append(_view(view, columns, root))
     return page(site, "Overview", "".join(parts), root, "overview", stamped=True)
 
 
@@ -207,17 +210,6 @@ def _stats(stats: dict[str, Any], site: SiteInfo, root: str) -> str:
     return f'<h2>Graph statistics</h2><table class="stats">{rows}</table>{extra}'
 
 
-VIEW_COLUMNS = {
-    "promising": ("quality", "descendants", "status"),
-    "unverified": ("quality",),
-    "contested": ("confirmations", "failures"),
-    "open_hypotheses": ("inherited_quality",),
-    "built_on": ("score", "children", "descendants", "status"),
-    "recent": ("status", "verdict"),
-    "rejected": ("reasons",),
-}
-
-
 def _cell(value: Any) -> Markup:
     if isinstance(value, float):
         return esc(f"{value:.3g}")
@@ -226,11 +218,10 @@ def _cell(value: Any) -> Markup:
     return esc("-" if value is None else value)
 
 
-def _view(view: dict[str, Any], root: str) -> str:
+def _view(view: dict[str, Any], columns: Sequence[str], root: str) -> str:
     title = f"<h2>{esc(view['title'])} <span class='dim'>({view['total']})</span></h2>"
     if not view["rows"]:
         return title + _empty(view.get("note") or "none")
-    columns = VIEW_COLUMNS.get(view["name"], ())
     known = view["name"] != "rejected"
     rows = "".join(
         f"<tr><td>{link(root, r['sha'], None, known)}</td><td>{esc(r.get('account'))}</td>"
