@@ -4,11 +4,8 @@
 cluster map, lineage views, one page per contribution, contributors, the list of contributions) and
 the shared script and style sheet; nothing on a page reaches the network. `serve_site` previews the
 site on 127.0.0.1 and renders, on demand, what a static build leaves out at large sizes (diffs of
-contributions that are not scored results, lineage pages beyond the prebuilt ones).
-
-The work is done in rooms of its own: what the pages show (`site_data`, `site_contributions`, with
-the indexed rows as Arrow columns in `site_rows`), which page goes in which file (`site_pages`), the
-files (`site_writer`) and the preview server (`site_server`).
+contributions that are not scored results, lineage pages beyond the prebuilt ones). What the pages
+show: `site_data`, `site_contributions`; which page in which file: `site_pages`, `site_writer`.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..web.model import ContributionView, Evidence, Ref, VerdictInfo
 from .site_data import SiteData, cut
 
 CHILDREN_SHOWN = 100
@@ -54,9 +55,7 @@ class Verdicts:
     def of_target(self, row: int) -> list[int]:
         return self.order[self.ptr[row] : self.ptr[row + 1]].tolist()
 
-    def info(self, i: int, refs: dict[int, Any]):
-        from ..web.model import VerdictInfo
-
+    def info(self, i: int, refs: dict[int, Any]) -> VerdictInfo:
         return VerdictInfo(
             refs[int(self.row[i])], refs[int(self.target[i])], self.verdict[i], self.timestamp[i], self.current[i],
             self.claimed[i], self.reproduced[i],
@@ -177,21 +176,15 @@ class Chunk:
         if used:
             at = np.asarray(used, dtype=np.int64)
             linked += [verdicts.row[at], verdicts.target[at]]
-        from ..web.model import Ref
-
         found = data.rows.refs(np.concatenate(linked))
         self.refs = {row: Ref(sha, cut(t), a) for row, (sha, t, a) in found.items()}
         self.infos = {v: verdicts.info(v, self.refs) for v in set(used)}
         self.frame = frame
 
-    def ref(self, sha: str, row: int):
-        from ..web.model import Ref
-
+    def ref(self, sha: str, row: int) -> Ref:
         return Ref(sha, None, None, known=False) if row < 0 else self.refs[row]
 
-    def view(self, i: int, diff, best: set[int]):
-        from ..web.model import ContributionView, Evidence
-
+    def view(self, i: int, diff, best: set[int]) -> ContributionView:
         c, frame = self.c, self.frame
         node = self.nodes[i]
         row = self.start + i

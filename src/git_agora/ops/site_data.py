@@ -1,6 +1,4 @@
-"""What the pages of a site show, gathered once from the library (`SiteData.collect`): the analysis, the
-graph statistics, the ratchet plot's points, the cluster map, which results get a lineage page, and
-each lineage graph (`lineage_view`).
+"""What the pages of a site show, gathered once (`SiteData.collect`), and each lineage graph (`lineage_view`).
 
 Large projects stay within bounds (issue 12: 100,000 contributions in under a minute, no page over
 5 MB): the ratchet plot samples beyond `MAX_POINTS` results (every new best first, then verified
@@ -13,12 +11,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..project import Project
-
-if TYPE_CHECKING:
-    from ..web.model import LineageView
+from ..web.model import ClusterMap, LineageView, RatchetData, Ref, SiteInfo
 
 MAX_POINTS = 20_000
 LINEAGE_ALL_UP_TO = 2_000
@@ -52,7 +48,6 @@ class SiteData:
         import pyarrow.compute as pc
 
         from ..frontier.views import compute_views
-        from ..web.model import SiteInfo
         from .analyze import analyze
         from .history import stats as graph_stats
         from .indexing import load
@@ -97,12 +92,8 @@ class SiteData:
             ratchet, clusters, lineage_nodes, notes,
         )  # fmt: skip
 
-    # ----------------------------------------------------------------- helpers
-
-    def refs(self, shas: list[str]) -> list[Any]:
+    def refs(self, shas: list[str]) -> list[Ref]:
         """A link (`web.model.Ref`) to each sha, read in one go."""
-        from ..web.model import Ref
-
         rows = self.rows.lookup(shas)
         found = self.rows.refs(rows)
         return [
@@ -132,7 +123,6 @@ def _ratchet(frame, rows_: Any, row_of_node, notes: list[str]):
     import numpy as np
 
     from ..frontier.scored import in_time, new_best_mask
-    from ..web.model import RatchetData
 
     failed = ~frame.verification & ~frame.wip & ~frame.endorsed & (frame.status == "failed") & ~np.isnan(frame.metric)
     scored_nodes = in_time(frame.table, np.flatnonzero(frame.scored))
@@ -182,7 +172,6 @@ def _cluster_map(analysis, rows_: Any, row_of_node):
     import numpy as np
 
     from ..frontier.projection import pca_2d
-    from ..web.model import ClusterMap
 
     diversity = analysis.diversity
     warning = diversity.warning.message if diversity.warning else analysis.summary.warning
@@ -247,7 +236,6 @@ def lineage_view(data: SiteData, node: int) -> LineageView:
     import numpy as np
 
     from ..frontier.lineage import lineage_of
-    from ..web.model import LineageView
 
     frame = data.analysis.frame
     rows = data.rows

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..frontier.columns import OVERVIEW_COLUMNS
+from ..web import pages
+from ..web.model import ListRow
 from .site_contributions import Chunk, ChunkDiffs, Verdicts, descriptions
 from .site_data import SiteData, cut, lineage_view
 from .site_writer import PageWriter
@@ -19,8 +21,6 @@ _PAGE_COLUMNS = (
 
 
 def write_pages(data: SiteData, writer: PageWriter) -> dict[str, int]:
-    from ..web import pages
-
     for name in ("c", "lineage", "contributions"):
         writer.mkdir(name)
     writer.write("index.html", pages.overview(data.info, data.analysis_dict, data.stats, OVERVIEW_COLUMNS))
@@ -44,8 +44,6 @@ def _contributors(data: SiteData) -> list[dict[str, Any]]:
 
 
 def _write_lineages(data: SiteData, writer: PageWriter) -> list[str]:
-    from ..web import pages
-
     written = []
     entries = []
     rows = data.row_of_node[data.lineage_nodes] if data.lineage_nodes else []
@@ -65,9 +63,6 @@ def _write_list(data: SiteData, writer: PageWriter) -> None:
     """The list of contributions, newest first (then by sha, descending), `pages.LIST_PAGE` a page."""
     import numpy as np
     import pyarrow.compute as pc
-
-    from ..web import pages
-    from ..web.model import ListRow
 
     rows = data.rows
     status = data.analysis.frame.status
@@ -112,7 +107,6 @@ def _write_contributions(data: SiteData, writer: PageWriter, lineages: set[str])
     in row order while its pages are made."""
     import numpy as np
 
-    from ..web import pages
     from .indexing import load
     from .site_rows import csr
 

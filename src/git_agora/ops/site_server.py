@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..project import Project
+from ..web import pages
 from .site_data import SiteData, lineage_view
 
 
@@ -69,7 +70,6 @@ def site_server(
 
 def _diff_page(data: SiteData, sha: str) -> str | None:
     from ..refs.diffs import diff_one
-    from ..web import pages
 
     row = data.rows.row(sha)
     if row is None:
@@ -84,8 +84,6 @@ def _diff_page(data: SiteData, sha: str) -> str | None:
 
 
 def _lineage_page(data: SiteData, sha: str) -> str | None:
-    from ..web import pages
-
     row = data.rows.row(sha)
     node = -1 if row is None else int(data.node_of_row[row])
     if node < 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from importlib.resources import files
 from pathlib import Path
 
@@ -20,8 +21,6 @@ class PageWriter:
     thread (they release the GIL), so a second core writes while the first renders."""
 
     def __init__(self, directory: Path):
-        from concurrent.futures import ThreadPoolExecutor
-
         self.pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="agora-site-writer")
         self.pending: deque = deque()
         self.directory = directory
