@@ -9,6 +9,7 @@ from git_agora.contribution import (
     Contribution,
     ContributionError,
     Verdict,
+    check,
     contribution_weight,
     encode_metadata,
     graph_problems,
@@ -115,14 +116,18 @@ def test_intrinsic_rules(kw, problem):
 
 
 def test_graph_rules():
+    account_of = {SHA_A: make(sha=SHA_A).account}.get
+    assert graph_problems("alice", (SHA_A,), SHA_A, account_of) == ["a verification of one's own work"]
+    assert graph_problems("bob", (SHA_A,), SHA_A, account_of) == []
+    assert graph_problems("alice", (SHA_B,), None, account_of) == [f"parent {SHA_B[:12]} is not a known contribution"]
+
+
+def test_writers_refuse_what_the_graph_rules_find():
     own = make(sha=SHA_A)
-    lookup = {SHA_A: own}.get
-    self_check = make(tags=("verification",), target=SHA_A, verdict=Verdict.CONFIRMED)
-    assert graph_problems(self_check, lookup) == ["a verification of one's own work"]
-    other = make(account="bob", tags=("verification",), target=SHA_A, verdict=Verdict.FAILED)
-    assert graph_problems(other, lookup) == []
-    orphan = make(parents=(SHA_B,))
-    assert "not a known contribution" in graph_problems(orphan, lookup)[0]
+    self_check = make(tags=("verification",), parents=(SHA_A,), target=SHA_A, verdict=Verdict.CONFIRMED)
+    with pytest.raises(ContributionError, match="one's own work"):
+        check(self_check, {SHA_A: own}.get)
+    check(self_check._replace(account="bob"), {SHA_A: own}.get)
 
 
 def test_messages_without_our_block_are_not_contributions():

@@ -7,7 +7,7 @@ import random
 
 import hostile
 
-from git_agora.contribution import Contribution, Verdict
+from git_agora.contribution import GRAMMAR, Contribution, Verdict
 from git_agora.index import parallel, quick
 from git_agora.index.reader import RawCommit
 
@@ -36,6 +36,29 @@ def test_ordinary_contributions_take_the_quick_path_with_the_general_values():
         commit = raw(contribution.to_message(), *parents)
         assert quick.row_values(commit, "bpb", NOW) is not None, contribution.description
         assert same_or_declined(commit) and same_or_declined(commit, None)
+
+
+def test_a_contribution_with_every_trailer_of_the_grammar_takes_the_quick_path():
+    """A trailer added to the grammar and the writer but not read here fails this test (it would
+    otherwise send every commit that uses it down the slow path, with every value test passing)."""
+    everything = Contribution(
+        "bob",
+        ("verification", "x"),
+        "checked",
+        parents=(SHA[3],),
+        metrics={"bpb": 1.25},
+        metadata={"run": {"s": 2}},
+        target=SHA[3],
+        verdict=Verdict.PARTIAL,
+        cross_refs=(f"https://example.org/a.git#{SHA[5]}", f"file:///x#y#{SHA[6]}"),
+    )
+    message = everything.to_message()
+    assert {t.key for t in GRAMMAR} == {
+        line.split(":")[0] for line in message.splitlines() if line.startswith("Agora-")
+    }
+    commit = raw(message, (SHA[3],))
+    values = quick.row_values(commit, "bpb", NOW)
+    assert values is not None and values == parallel.general_values(commit, "bpb", NOW)
 
 
 def test_the_hostile_corpus_is_read_the_same():

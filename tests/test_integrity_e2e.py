@@ -143,7 +143,9 @@ def test_policy_amendments_by_the_setup_account_move_the_evaluator(tmp_path, rem
 
 
 def assert_the_parallel_rebuild_equals_the_serial_one(clone, tmp_path, monkeypatch) -> None:
-    """The policies in force (amendments, forged ones) come out the same in worker processes."""
+    """The policies in force (amendments, forged ones) come out the same in worker processes, and the
+    same as a writer finds them with a walk of git's first-parent line (`amendments.policy_sha_for`)."""
+    from git_agora.amendments import policy_sha_for
     from git_agora.index import parallel, store
     from git_agora.ops.indexing import _rules
     from git_agora.project import Project
@@ -156,6 +158,10 @@ def assert_the_parallel_rebuild_equals_the_serial_one(clone, tmp_path, monkeypat
         tables.append(store._read(tmp_path / f"rebuild-{threshold}", None)[1])
     assert tables[0].equals(tables[1])
     assert len(set(tables[0].column("policy").to_pylist())) > 1
+    root = p.setup
+    for sha, policy in zip(*(tables[0].column(c).to_pylist() for c in ("sha", "policy"))):
+        if policy is not None:
+            assert policy_sha_for(p.repo, sha, root) == policy, sha
 
 
 def test_bad_evaluator_declarations_are_one_line_errors(tmp_path, remote):

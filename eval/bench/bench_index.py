@@ -9,8 +9,8 @@ plain git into a clone; then
 - baseline: `git log --all --date-order -z --format='%H %T %ct %P%n%B'` (the floor the reader uses);
 - `update_index(repo, rebuild=True)` in-process, and `git agora index --rebuild` (the CLI, which also
   loads the index afterwards), each as a ratio to the baseline (target at 100,000: at most 2x);
-- a phase breakdown of the rebuild (git log walk, message parsing, rows, Arrow table, finalize, write;
-  the serial path's steps, then the parallel path's that replace them above `parallel.THRESHOLD`);
+- a phase breakdown of the rebuild (git log walk, parsing in workers, log listing, graph rules,
+  finalize, write; the evaluator policy and signatures are left out);
 - incremental: append one contribution on the origin, `git fetch`, then time `update_index` alone
   (target at 100,000: under 0.3 s);
 - peak memory of a rebuild in a fresh subprocess (ru_maxrss of Python, and of its git children;
@@ -92,35 +92,25 @@ def phases(clone: Path) -> dict[str, float]:
     config = Project.open(clone).config
     out["tips+config"] = time.perf_counter() - t
     t = time.perf_counter()
-    raws = list(reader.walk(repo.common_dir, sorted(set(tips.values())), []))
-    out["git log walk (+ split, log commits skipped)"] = time.perf_counter() - t
+    blocks = list(reader.walk_blocks(repo.common_dir, sorted(set(tips.values())), []))
+    out["git log walk"] = time.perf_counter() - t
     t = time.perf_counter()
-    parsed = [reader.parse(raw) for raw in raws]
-    out["parse messages"] = time.perf_counter() - t
-    t = time.perf_counter()
-    rows = build.contribution_rows(parsed, {}, config.metric)
-    out["validate + rows"] = time.perf_counter() - t
-    t = time.perf_counter()
-    table, refs = build.rows_to_table(rows)
-    out["Arrow table from rows"] = time.perf_counter() - t
-    t = time.perf_counter()
-    blocks = reader.walk_blocks(repo.common_dir, sorted(set(tips.values())), [])
     work, links = parallel.parse_all(blocks, config.metric, int(time.time()), lambda links: links)
-    out["(parallel path: walk + parse in workers + sort)"] = time.perf_counter() - t
+    out["parse in workers + sort"] = time.perf_counter() - t
     t = time.perf_counter()
     listed = listing.entries_from_walk(repo.common_dir, tips, links)
-    out["(parallel path: log listing from the walk)"] = time.perf_counter() - t
+    out["log listing from the walk"] = time.perf_counter() - t
     t = time.perf_counter()
-    parallel.graph_rows(work, {}, None, listed)
-    out["(parallel path: graph rules + table)"] = time.perf_counter() - t
+    table, refs = parallel.graph_rows(work, {}, None, listed)
+    out["graph rules + table"] = time.perf_counter() - t
     t = time.perf_counter()
-    table = build.finalize(table)
+    table = build.finalize(table, presorted=True)
     out["finalize"] = time.perf_counter() - t
     t = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         segments.write_segment(Path(tmp), 1, table, refs, 0)
     out["write Parquet"] = time.perf_counter() - t
-    out["total (serial path)"] = sum(v for k, v in out.items() if not k.startswith("("))
+    out["total"] = sum(out.values())
     return out
 
 

@@ -41,7 +41,10 @@ VERDICT_WEIGHTS: dict[str, float] = {"confirmed": 20.0, "partial": 10.0, "failed
 NON_PROPAGATING_TAGS = frozenset({"wip", "endorsed"})
 POLICY_TAG = "policy"  # a policy amendment, when the setup's account publishes it
 
-ACCOUNT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+ACCOUNT_VALUE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+TAG_VALUE = r"[a-z0-9][a-z0-9._:+-]{0,63}"
+METRIC_NAME = r"[A-Za-z_][A-Za-z0-9_.-]{0,63}"
+ACCOUNT_PATTERN = re.compile(f"^{ACCOUNT_VALUE}$")
 
 
 def valid_account(name: str) -> bool:
@@ -51,12 +54,40 @@ def valid_account(name: str) -> bool:
     return bool(ACCOUNT_PATTERN.match(name)) and not name.endswith((".", ".lock")) and ".." not in name and not special
 
 
-TAG_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._:+-]{0,63}$")
-METRIC_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+TAG_PATTERN = re.compile(f"^{TAG_VALUE}$")
+METRIC_NAME_PATTERN = re.compile(f"^{METRIC_NAME}$")
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 _TRAILER_LINE = re.compile(r"^([A-Za-z0-9-]+):(.*)$", re.MULTILINE)
 _PATCH_DIVIDER = re.compile(r"^---([ \t\v\f\r]|$)")  # Git's isspace, ASCII only
 _CUT_LINE = "------------------------ >8 ------------------------"  # Git's scissors, after "# "
+
+
+class Trailer(NamedTuple):
+    """One trailer of the protocol as this package writes it: `key: value` lines, `occurs` times
+    ("1", "?", "*" or "+"); `value` is a regular expression of what writers produce (readers accept
+    more and judge it: `Contribution.from_message`, `intrinsic_problems`)."""
+
+    key: str
+    value: str
+    occurs: str
+
+    @property
+    def field(self) -> str:
+        return self.key.removeprefix("Agora-").lower()
+
+
+# The trailer block, in the order `Contribution.trailers` writes it. The index's fast path is generated
+# from it (`index.quick`): a trailer added here without its reading there fails the tests.
+GRAMMAR = (
+    Trailer("Agora-Format", FORMAT, "1"),
+    Trailer("Agora-Account", ACCOUNT_VALUE, "1"),
+    Trailer("Agora-Tag", TAG_VALUE, "+"),
+    Trailer("Agora-Metric", rf"{METRIC_NAME}=-?[0-9]+(?:\.[0-9]+)?(?:e[-+][0-9]+)?", "*"),  # format_float
+    Trailer("Agora-Target", "[0-9a-f]{40}", "?"),
+    Trailer("Agora-Verdict", "|".join(v.value for v in Verdict), "?"),
+    Trailer("Agora-Meta", r"\{[^\n]*\}", "?"),  # encode_metadata: one line of ASCII JSON
+    Trailer("Agora-Ref", r"\S+#[0-9a-f]{40}", "*"),  # CrossRef.text
+)
 
 
 class Limits(NamedTuple):
@@ -457,26 +488,35 @@ def _verification_problems(c: Contribution) -> list[str]:
     return problems
 
 
-def graph_problems(c: Contribution, lookup: Callable[[str], Contribution | None]) -> list[str]:
+def graph_problems(
+    account: str, parents: Sequence[str], verified: str | None, account_of: Callable[[str], str | None]
+) -> list[str]:
     """Rules that need the rest of the graph: parents exist and are contributions; no self-verification.
+    The one definition, for writers (`check`) and the index (`index.parallel`).
 
-    `lookup(sha)` returns the contribution with that sha, or None when it is unknown or not a
-    contribution. (Exactly one setup root is checked over the whole graph by the indexer.)
+    `verified`: the target of a verification (None for other work); `account_of(sha)`: the account of
+    that contribution, None when it is unknown or not a contribution. (Exactly one setup root is checked
+    over the whole graph by the indexer.)
     """
-    problems = []
-    for parent in c.parents:
-        if lookup(parent) is None:
-            problems.append(f"parent {parent[:12]} is not a known contribution")
-    if c.is_verification and c.target:
-        target = lookup(c.target)
-        if target is not None and target.account == c.account:
-            problems.append("a verification of one's own work")
+    problems = [f"parent {parent[:12]} is not a known contribution" for parent in parents if account_of(parent) is None]
+    if verified is not None and account_of(verified) == account:
+        problems.append("a verification of one's own work")
     return problems
+
+
+def verified_target(c: Contribution) -> str | None:
+    """What a verification verifies (None: c is no verification, or names no target)."""
+    return c.target if c.is_verification and c.target else None
 
 
 def check(c: Contribution, lookup: Callable[[str], Contribution | None]) -> None:
     """Raise ContributionError with the first problem, for writers that refuse bad input."""
-    problems = intrinsic_problems(c) + graph_problems(c, lookup)
+
+    def account_of(sha: str) -> str | None:
+        found = lookup(sha)
+        return found.account if found is not None else None
+
+    problems = intrinsic_problems(c) + graph_problems(c.account, c.parents, verified_target(c), account_of)
     if problems:
         raise ContributionError(problems[0])
 

@@ -1,4 +1,4 @@
-"""From parsed commits to index rows: validation in the reader, and the derived tables.
+"""Index rows: each commit's own values, the rules over the whole set, and the derived tables.
 
 Rows are a pure function of the set of commits (never of the order they were fetched in), so an
 index updated after many fetches equals one rebuilt from scratch, byte for byte.
@@ -7,24 +7,15 @@ index updated after many fetches equals one rebuilt from scratch, byte for byte.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import (
-    LIMITS,
-    PENDING_FUTURE,
-    POLICY_TAG,
-    encode_metadata,
-    graph_problems,
-    intrinsic_problems,
-    time_problems,
-)
+from ..contribution import LIMITS, PENDING_FUTURE, encode_metadata, intrinsic_problems, time_problems
 from .listing import NOT_LISTED
-from .reader import ParsedCommit
-from .schema import ACCOUNTS, CONTRIBUTIONS, CROSS_REFS, EDGES, TAGS, VERDICTS
+from .schema import ACCOUNTS, CONTRIBUTIONS, EDGES, TAGS, VERDICTS
 
 SECOND_SETUP = "a second setup: this clone's project root is pinned to another setup"
 
@@ -38,84 +29,19 @@ class Known:
     policy: str | None = None  # the setup or amendment whose policy judges it
 
 
-def contribution_rows(
-    parsed: Iterable[ParsedCommit],
-    known: Mapping[str, Known],
-    primary_metric: str | None,
-    root: str | None = None,
-    now: int | None = None,
-    listed: Mapping[str, set[str]] | None = None,
-) -> list[dict]:
-    """Rows for new commits, validated against the known ones and each other (parents first).
-
-    Each row's `policy` is the setup or policy amendment in force on its first-parent line (an
-    amendment: tagged `policy` by the root setup's account); checking trees against it needs Git and is
-    done by the caller (`needs_evaluator_check`).
-    """
-    batch = sorted(parsed, key=lambda p: (p.raw.timestamp, p.raw.sha))
-    lookup = dict(known)
-    for p in batch:
-        c = p.contribution
-        lookup[p.raw.sha] = Known(c.account if c else None, p.raw.tree)
-    policies = _policies(batch, lookup, root)
-    for p in batch:
-        lookup[p.raw.sha] = replace(lookup[p.raw.sha], policy=policies.get(p.raw.sha))
-    now = int(time.time()) if now is None else now
-
-    def find(sha: str):
-        k = lookup.get(sha)
-        return None if k is None or k.account is None else _Stub(k.account)
-
-    rows = []
-    for p in batch:
-        try:
-            rows.append(_row(p, lookup, find, primary_metric, policies, now, listed or {}))
-        except Exception as exc:  # one unreadable commit never stops the reader
-            rows.append(_not_a_contribution(p.raw, f"unreadable: {type(exc).__name__}"))
-    return rows
-
-
-def _row(
-    p: ParsedCommit,
-    lookup: Mapping[str, Known],
-    find,
-    primary_metric: str | None,
-    policies: Mapping[str, str | None],
-    now: int,
-    listed: Mapping[str, set[str]],
-) -> dict:
-    raw, c = p.raw, p.contribution
-    if c is None:
-        return _not_a_contribution(raw, p.problem or "not a contribution")
-    row = local_row(raw, c, primary_metric, now)
-    row["reasons"] += graph_problems(c, find)
-    if c.account not in listed.get(raw.sha, ()):
-        row["reasons"].append(not_listed(c.account))
-    first = lookup.get(c.parents[0]) if c.parents else None
-    row["code_bearing"] = first is None or first.tree != raw.tree
-    row["valid"] = not row["reasons"]
-    row["policy"] = policies.get(raw.sha)
-    return row
-
-
 def not_listed(account: str) -> str:
     return f"{NOT_LISTED} ({account}): another account's log carries it, or none yet"
 
 
-# the fields of a row as `local_row` and `_not_a_contribution` give them: the contributions table's, then
-# the Agora-Ref trailers
+# the fields of a row as `local_values` and `not_a_contribution_values` give them: the contributions
+# table's, then the Agora-Ref trailers
 LOCAL_FIELDS = (*CONTRIBUTIONS.names, "_refs")
 
 
-def local_row(raw, c, primary_metric: str | None, now: int) -> dict:
-    """The row of one contribution as far as it depends on that commit alone; `reasons` holds the time
-    and intrinsic problems; graph problems, the log listing, `code_bearing`, `valid` and `policy` are
-    the caller's (they need the other commits)."""
-    return dict(zip(LOCAL_FIELDS, local_values(raw, c, primary_metric, now)))
-
-
 def local_values(raw, c, primary_metric: str | None, now: int) -> tuple:
-    """`local_row` as a tuple in `LOCAL_FIELDS` order (a large walk builds columns from these)."""
+    """The row of one contribution as far as it depends on that commit alone, in `LOCAL_FIELDS` order:
+    `reasons` holds the time and intrinsic problems; graph problems, the log listing, `code_bearing`,
+    `valid` and `policy` need the other commits (`parallel.graph_rows`)."""
     return (
         raw.sha,
         c.account,
@@ -149,46 +75,6 @@ def _bounded(text: str) -> str:
     )
 
 
-def _policies(batch: list[ParsedCommit], lookup: Mapping[str, Known], root: str | None) -> dict[str, str | None]:
-    """The policy in force for each new contribution: itself for a setup or an amendment, else that of
-    its first parent (walked iteratively, so deep chains and any arrival order work)."""
-    new = {p.raw.sha: p.contribution for p in batch if p.contribution is not None}
-    root_known = lookup.get(root) if root else None
-    root_account = root_known.account if root_known else None
-    found: dict[str, str | None] = {}
-    for sha in new:
-        chain: list[str] = []
-        current: str | None = sha
-        while current in new and current not in found:
-            chain.append(current)
-            parents = new[current].parents
-            current = parents[0] if parents else None
-        if current is None:
-            base = None
-        else:
-            base = found.get(current) if current in found else (lookup[current].policy if current in lookup else None)
-        for link in reversed(chain):
-            c = new[link]
-            if c.is_setup or (POLICY_TAG in c.tags and root_account is not None and c.account == root_account):
-                base = link
-            found[link] = base
-    return found
-
-
-def needs_evaluator_check(row: dict) -> bool:
-    """Code-bearing work judged by a policy: its tree must keep the policy's protected files."""
-    return bool(row["code_bearing"] and row["policy"] not in (None, row["sha"]))
-
-
-@dataclass(frozen=True)
-class _Stub:
-    account: str
-
-
-def _not_a_contribution(raw, problem: str) -> dict:
-    return dict(zip(LOCAL_FIELDS, not_a_contribution_values(raw, problem)))
-
-
 def not_a_contribution_values(raw, problem: str) -> tuple:
     """The row of a commit that is no contribution (with why), as a tuple in `LOCAL_FIELDS` order."""
     return (
@@ -212,16 +98,6 @@ def not_a_contribution_values(raw, problem: str) -> tuple:
         None,
         [],
     )
-
-
-def rows_to_table(rows: list[dict]) -> tuple[pa.Table, pa.Table]:
-    """The contributions table and the cross-project references of these rows."""
-    refs = [
-        {"sha": r["sha"], "url": u.split("#", 1)[0], "target": u.split("#", 1)[1] if "#" in u else None}
-        for r in rows
-        for u in r.pop("_refs")
-    ]
-    return pa.Table.from_pylist(rows, schema=CONTRIBUTIONS), pa.Table.from_pylist(refs, schema=CROSS_REFS)
 
 
 def finalize(

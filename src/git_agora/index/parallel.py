@@ -1,22 +1,21 @@
-"""Rows for a large walk (a rebuild): commits parsed in worker processes, the graph checked in columns.
+"""The index's one row pipeline, for one new commit or a million: own fields parsed, then the graph
+checked in columns.
 
-The main process reads `git log` and hands chunks of raw records, in walk order, to worker processes
-(forked, so they start in milliseconds and share the loaded code). Each worker decodes and parses its
-chunk and returns the rows' own fields as one Arrow table (`build.local_row`: what depends on that
-commit alone, including the time and intrinsic problems). The main process copies the tables into
-Arrow's pool as they arrive, puts them in canonical order (timestamp, sha, as `build.contribution_rows`
-does; `canonical`: sorted on the keys, reordered a column at a time, so the rows are held once) and applies the
-rules that need the other commits (`graph_rows`: parents known, no self-verification, the log
-listing, `code_bearing`, the policy in force) in one pass over plain columns. Every step is a function
-of the set of commits, never of which worker parsed what or when it finished, so the rows equal those
-of the serial path (`build.contribution_rows`) value for value; the tests compare the two.
+Each commit's own fields (`build.local_values`: what depends on that commit alone, the time and
+intrinsic problems included) are read by `quick` where it can, else decoded as a `Contribution`.
+A small walk or a few discovered commits are parsed in this process (`parse_here`); a large walk (a
+rebuild: over `THRESHOLD` bytes of `git log` records) in worker processes, forked, so they start in
+milliseconds and share the loaded code: the main process hands them blocks of raw records in walk
+order and copies the tables they return into Arrow's pool as they arrive. The rows are put in
+canonical order (timestamp, sha; `canonical`: sorted on the keys, reordered a column at a time, so
+the rows are held once), then the rules that need the other commits (`graph_rows`: parents known,
+no self-verification, the log listing, `code_bearing`, the policy in force) run in one pass over
+plain columns. Every step is a function of the set of commits, never of which worker parsed what or
+when it finished; the tests compare both ways of parsing.
 
-Reading stays total: a commit that fails to parse is a row with its reason, as in the serial path. A
-worker that dies (killed, out of memory) breaks the pool: its chunk and every later one are parsed in
-the main process instead, so no row is lost.
-
-Small walks (below `THRESHOLD` commits: every incremental update) take the serial path and pay no
-process start-up.
+Reading stays total: a commit that fails to parse is a row with its reason. A worker that dies
+(killed, out of memory) breaks the pool: its block and every later one are parsed in the main process
+instead, so no row is lost.
 """
 
 from __future__ import annotations
@@ -33,13 +32,13 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import POLICY_TAG
+from ..contribution import POLICY_TAG, graph_problems, verified_target
 from . import build, listing, quick, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS
 
 R = TypeVar("R")
 
-THRESHOLD = 4 << 20  # bytes of `git log` records: below, the serial path (no worker processes)
+THRESHOLD = 4 << 20  # bytes of `git log` records: below, parsed here (no worker processes)
 BLOCK = 1 << 20  # bytes of records per task
 
 # the rows as workers return them: the contributions schema plus what the graph rules need
@@ -145,7 +144,12 @@ def _work_values(c) -> tuple:
     """What the graph rules need of a parsed contribution (None: the commit is none), `_WORK_FIELDS`."""
     if c is None:
         return None, False, False, None
-    return c.account, c.is_setup, POLICY_TAG in c.tags, c.target if c.is_verification and c.target else None
+    return c.account, c.is_setup, POLICY_TAG in c.tags, verified_target(c)
+
+
+def parse_here(commits: Iterable[reader.RawCommit], primary_metric: str | None, now: int) -> pa.Table:
+    """The own fields of these commits, parsed in this process, in canonical order."""
+    return canonical([local_rows(list(commits), primary_metric, now)])
 
 
 def parse_block(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.Table, pa.Table]:
@@ -163,16 +167,17 @@ def parse_all(
     now: int,
     read_links: Callable[[pa.Table], R],
     progress: Callable[[int], None] | None = None,
+    in_workers: bool = True,
 ) -> tuple[pa.Table, R]:
-    """`parse_block` of every block, parsed by worker processes, the rows joined in canonical order
-    (`canonical`), and what `read_links` makes of the blocks' log links, computed meanwhile (the sort and
-    the column copies release the GIL: at a million contributions the listing then costs no time);
-    `progress(rows)` hears how many rows are parsed so far."""
+    """`parse_block` of every block, parsed by worker processes (`in_workers`) or here, the rows joined
+    in canonical order (`canonical`), and what `read_links` makes of the blocks' log links, computed
+    meanwhile (the sort and the column copies release the GIL: at a million contributions the listing
+    then costs no time); `progress(rows)` hears how many rows are parsed so far."""
     done: list[tuple[pa.Table, pa.Table]] = []
     in_flight: deque[tuple[bytes, Future]] = deque()
     count = workers()
     try:
-        pool: ProcessPoolExecutor | None = _pool(count)
+        pool: ProcessPoolExecutor | None = _pool(count) if in_workers else None
     except OSError:
         pool = None
     try:
@@ -182,6 +187,7 @@ def parse_all(
                 while in_flight:  # the blocks sent before stay in walk order
                     pool = _collect(in_flight, done, primary_metric, now, pool)
                 done.append(parse_block(block, primary_metric, now))
+                _tell(progress, done)
                 continue
             if len(in_flight) > 2 * count:
                 pool = _collect(in_flight, done, primary_metric, now, pool)
@@ -264,11 +270,10 @@ def owned(table: pa.Table) -> pa.Table:
 
 
 def canonical(tables: list[pa.Table]) -> pa.Table:
-    """The rows of these tables (`WORK`), joined, in canonical order (timestamp, sha) as
-    `build.contribution_rows` orders them. Only the keys are sorted; the columns are then put in that
-    order one at a time, each input column released once taken (the list is emptied: its caller must
-    hold no other reference), so the rows are held about once, not twice (a rebuild at a million rows
-    holds 600 MB of them)."""
+    """The rows of these tables (`WORK`), joined, in canonical order (timestamp, sha). Only the keys are
+    sorted; the columns are then put in that order one at a time, each input column released once taken
+    (the list is emptied: its caller must hold no other reference), so the rows are held about once,
+    not twice (a rebuild at a million rows holds 600 MB of them)."""
     keys = pa.table(
         {
             "timestamp": pa.chunked_array([t.column("timestamp") for t in tables], pa.int64()),
@@ -302,9 +307,8 @@ def graph_rows(
     listed: Mapping[str, set[str]],
 ) -> tuple[pa.Table, pa.Table]:
     """The contributions table and cross references of these rows (in canonical order: `canonical`),
-    with the rules that need the other commits applied exactly as `build.contribution_rows` applies
-    them. The checks run over whole columns; only the rows they flag are visited one by one, to word
-    their reasons."""
+    with the rules that need the other commits applied. The checks run over whole columns; only the
+    rows they flag are visited one by one, to word their reasons (`contribution.graph_problems`)."""
     table = _graph_table(work, known, root, listed)
     release()  # the lookups and masks of `_graph_table`
     return table, _cross_refs(work)
@@ -387,8 +391,8 @@ def _first_elements(lists: pa.ListArray) -> pa.Array:
 def _graph_reasons(
     work: pa.Table, flagged: pa.Array, lookup: pa.Table, is_listed: pa.Array
 ) -> pa.ChunkedArray | pa.Array:
-    """The rows' reasons with the graph problems of the flagged rows appended (the order and words of
-    `build._row`: unknown parents, a verification of one's own work, the listing)."""
+    """The rows' reasons with the graph problems of the flagged rows appended
+    (`contribution.graph_problems`, then the log listing)."""
     at = pc.indices_nonzero(flagged).to_pylist()
     if not at:
         return work.column("reasons")
@@ -403,9 +407,7 @@ def _graph_reasons(
     columns = (picked.column(c).to_pylist() for c in ("account", "parents", "_verifies", "reasons"))
     listed_here = is_listed.take(pa.array(at, pa.int64())).to_pylist()
     for account, parents, target, reasons, listed in zip(*columns, listed_here):
-        found = [f"parent {p[:12]} is not a known contribution" for p in parents if account_of.get(p) is None]
-        if target is not None and account_of.get(target) == account:
-            found.append("a verification of one's own work")
+        found = graph_problems(account, parents, target, account_of.get)
         if not listed:
             found.append(build.not_listed(account))
         values.append(reasons + found)

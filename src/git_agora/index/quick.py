@@ -5,7 +5,9 @@ A rebuild reads every commit once, and nearly all of them are such commits: this
 general one (`reader.parse` + `build.local_values`). It answers only where the general path would give
 the very same values; anything else (another trailer order or spelling, a scissors or `---` line, an
 escape, a problem of any kind, a metric Python reads differently) is None, and the caller takes the
-general path. The tests hold the two paths to the same values.
+general path. Its pattern is generated from the protocol's grammar (`contribution.GRAMMAR`), so a new
+trailer is matched here at once; the tests hold the two paths to the same values, and a contribution
+that uses every trailer to this path.
 """
 
 from __future__ import annotations
@@ -14,18 +16,26 @@ import json
 import math
 import re
 
-from ..contribution import LIMITS, POLICY_TAG, time_problems
+from ..contribution import GRAMMAR, LIMITS, POLICY_TAG, Trailer, time_problems
 from .reader import RawCommit
 
-_TRAILERS = re.compile(
-    r"Agora-Account: (?P<account>[A-Za-z0-9][A-Za-z0-9._-]{0,63})\n"
-    r"(?P<tags>(?:Agora-Tag: [a-z0-9][a-z0-9._:+-]{0,63}\n)+)"
-    r"(?P<metrics>(?:Agora-Metric: [A-Za-z_][A-Za-z0-9_.-]{0,63}=-?[0-9]+(?:\.[0-9]+)?(?:e[-+][0-9]+)?\n)*)"
-    r"(?:Agora-Target: (?P<target>[0-9a-f]{40})\n)?"
-    r"(?:Agora-Verdict: (?P<verdict>confirmed|partial|failed)\n)?"
-    r"(?:Agora-Meta: (?P<meta>\{[^\n]*\})\n)?"
-)
-_START = "\n\nAgora-Format: 1\n"
+
+def _fast_pattern(grammar: tuple[Trailer, ...]) -> re.Pattern[str]:
+    """The trailer block after `Agora-Format`, exactly as writers order and spell it (`GRAMMAR`): a
+    single trailer's value is a group named after it, the lines of a repeated one a group."""
+    parts = []
+    for trailer in grammar:
+        line = f"{re.escape(trailer.key)}: "
+        if trailer.occurs in ("1", "?"):
+            part = f"{line}(?P<{trailer.field}>{trailer.value})\n"
+            parts.append(part if trailer.occurs == "1" else f"(?:{part})?")
+        else:
+            parts.append(f"(?P<{trailer.field}>(?:{line}(?:{trailer.value})\n){trailer.occurs})")
+    return re.compile("".join(parts))
+
+
+_TRAILERS = _fast_pattern(GRAMMAR[1:])
+_START = f"\n\n{GRAMMAR[0].key}: {GRAMMAR[0].value}\n"
 _SPECIAL_ACCOUNTS = frozenset({"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD"})
 
 
@@ -44,9 +54,15 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | 
     account, target, verdict, meta = found["account"], found["target"], found["verdict"], found["meta"]
     if account.endswith((".", ".lock")) or ".." in account or account.upper() in _SPECIAL_ACCOUNTS:
         return None
-    tags = found["tags"][11:-1].split("\nAgora-Tag: ")
-    metrics = _metrics(found["metrics"])
-    if metrics is None or len(tags) > LIMITS.tags or (metrics and "hypothesis" in tags):
+    tags = _values(found["tag"], "Agora-Tag")
+    metrics = _metrics(_values(found["metric"], "Agora-Metric"))
+    refs = _values(found["ref"], "Agora-Ref")
+    if (
+        metrics is None
+        or len(tags) > LIMITS.tags
+        or (metrics and "hypothesis" in tags)
+        or len(refs) > LIMITS.cross_refs
+    ):
         return None
     is_setup = "setup" in tags
     if is_setup == bool(raw.parents):  # a setup has no parents, anything else has some
@@ -76,7 +92,7 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | 
         False,
         time_problems(raw.timestamp, now),
         None,
-        [],
+        refs,
         account,
         is_setup,
         POLICY_TAG in tags,
@@ -84,12 +100,15 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | 
     )
 
 
-def _metrics(block: str) -> dict[str, float] | None:
-    """The metrics of the trailer lines, None when a name repeats or a value is not finite."""
-    if not block:
-        return {}
+def _values(lines: str, key: str) -> list[str]:
+    """The values of a run of `key: value` lines (each ending in a newline)."""
+    return lines[len(key) + 2 : -1].split(f"\n{key}: ") if lines else []
+
+
+def _metrics(lines: list[str]) -> dict[str, float] | None:
+    """The metrics of the trailer values, None when a name repeats or a value is not finite."""
     metrics = {}
-    for line in block[14:-1].split("\nAgora-Metric: "):
+    for line in lines:
         name, _, value = line.partition("=")
         number = float(value)
         if name in metrics or not math.isfinite(number):

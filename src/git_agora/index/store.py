@@ -237,21 +237,7 @@ def _advance(
 ) -> tuple[Manifest, int]:
     """The manifest after indexing the commits the tips add to `base` (new segments written, not yet
     committed), and how many rows are new."""
-    discovered = _discovered(repo, directory, base, tips)
-    if discovered is not None:
-        commits: Iterable[reader.RawCommit] = reader.read(repo.common_dir, discovered)
-        new_rows, new_refs, listed = _serial_rows(repo, directory, base, tips, rules, now, commits)
-    else:
-        walked = _walk(repo, base, tips)
-        head, more = parallel.take(walked, parallel.THRESHOLD)
-        if more:  # a rebuild: parsed in worker processes (`parallel`)
-            blocks = chain(head, walked)
-            new_rows, new_refs, listed = _parallel_rows(repo, directory, base, tips, rules, now, blocks, progress)
-        else:
-            records = (r for b in head for r in reader.records(b) if not reader.is_transport(r))
-            commits = _counted((reader.as_raw(r) for r in records), progress)
-            new_rows, new_refs, listed = _serial_rows(repo, directory, base, tips, rules, now, commits)
-
+    new_rows, new_refs, listed = _new_rows(repo, directory, base, tips, rules, now, progress)
     stored = segments.find_rows(directory, base.segments, _revisited(directory, base, new_rows, listed, rules, now))
     worked = pa.concat_tables([new_rows, stored])
     worked = build.clear_listed(worked, listed)
@@ -281,57 +267,65 @@ def _advance(
     return manifest, new_rows.num_rows
 
 
-def _serial_rows(
+def _parse_walk(
+    repo: Repository,
+    base: Manifest,
+    tips: dict[str, str],
+    rules: IndexRules,
+    now: int,
+    progress: Callable[[int], None] | None,
+) -> tuple[pa.Table, Mapping[str, set[str]], bool]:
+    """The own fields of the commits a `git log` walk finds (`parallel.WORK`, canonical order), what
+    the accounts' logs list, and whether the walk was large: then parsed by worker processes, and the
+    log listing of a rebuild read from the same walk (it printed every log commit)."""
+    walked = _walk(repo, base, tips)
+    head, in_bulk = parallel.take(walked, parallel.THRESHOLD)
+
+    def listed_by(links: pa.Table) -> Mapping[str, set[str]]:
+        if base.tips:
+            return listing.new_entries(repo.common_dir, base.tips, tips)
+        return listing.entries_from_walk(repo.common_dir, tips, links)
+
+    blocks = chain(head, walked)
+    work, listed = parallel.parse_all(blocks, rules.primary_metric, now, listed_by, progress, in_workers=in_bulk)
+    return work, listed, in_bulk
+
+
+def _new_rows(
     repo: Repository,
     directory: Path,
     base: Manifest,
     tips: dict[str, str],
     rules: IndexRules,
     now: int,
-    commits: Iterable[reader.RawCommit],
+    progress: Callable[[int], None] | None,
 ) -> tuple[pa.Table, pa.Table, Mapping[str, set[str]]]:
-    """The new rows of a small walk, built row by row in this process."""
-    parsed = [reader.parse(commit) for commit in commits]
-    listed = listing.new_entries(repo.common_dir, base.tips, tips)
-    known = _known_parents(repo, directory, base, {p.raw.sha for p in parsed}, (p.raw.parents for p in parsed))
-    rows = build.contribution_rows(parsed, known, rules.primary_metric, rules.root, now=now, listed=listed)
-    _apply_evaluator_policy(repo, rows, rules.root)
-    signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, _members(repo))
-    new_rows, new_refs = build.rows_to_table(rows)
-    return new_rows, new_refs, listed
-
-
-def _parallel_rows(
-    repo: Repository,
-    directory: Path,
-    base: Manifest,
-    tips: dict[str, str],
-    rules: IndexRules,
-    now: int,
-    blocks: Iterator[bytes],
-    progress: Callable[[int], None] | None = None,
-) -> tuple[pa.Table, pa.Table, Mapping[str, set[str]]]:
-    """The new rows of a large walk, as the serial path builds them: parsed by worker processes, the
-    log listing read from the same walk (a rebuild) or from the moved logs, then the graph rules, the
-    evaluator policy and the signatures, each over whole columns."""
+    """The contributions and cross references of the commits the tips add, and what the accounts' logs
+    list. One pipeline for one commit or a million: each commit's own fields (`parallel.WORK`), then
+    the rules that need the other commits over whole columns: the graph rules, the evaluator policy,
+    the signatures. In bulk, git answers about the root policy's files and `.git` paths while the graph
+    rules run."""
+    discovered = _discovered(repo, directory, base, tips)
+    listed: Mapping[str, set[str]]
     with parallel.cyclic_gc_paused(), parallel.bulk_memory_pool():
-
-        def listed_by(links: pa.Table) -> Mapping[str, set[str]]:
-            if base.tips:
-                return listing.new_entries(repo.common_dir, base.tips, tips)
-            return listing.entries_from_walk(repo.common_dir, tips, links)  # the walk printed every log commit
-
-        work, listed = parallel.parse_all(blocks, rules.primary_metric, now, listed_by, progress)  # canonical order
+        if discovered is not None:
+            work = parallel.parse_here(reader.read(repo.common_dir, discovered), rules.primary_metric, now)
+            listed, in_bulk = listing.new_entries(repo.common_dir, base.tips, tips), False
+        else:
+            work, listed, in_bulk = _parse_walk(repo, base, tips, rules, now, progress)
         known = _known_parents_of(repo, directory, base, work)
-        with ThreadPoolExecutor(2) as thread:  # git answers about the root policy's files and .git paths meanwhile
-            ahead = thread.submit(_answers_ahead, repo, rules.root, work.column("tree"))
-            trees = pc.unique(work.column("tree").filter(pc.is_valid(work.column("account")))).drop_null()
-            dotgit = thread.submit(dotgit_paths, repo.common_path, trees.to_pylist())
+        if not in_bulk:
             table, refs = parallel.graph_rows(work, known, rules.root, listed)
-            del work, trees
-            table = _evaluator_policy_table(repo, table, rules.root, ahead.result(), dotgit.result())
-        table = _signatures_table(repo, table, rules)
-    return table, refs, listed
+            table = _evaluator_policy_table(repo, table, rules.root)
+        else:
+            with ThreadPoolExecutor(2) as thread:
+                ahead = thread.submit(_answers_ahead, repo, rules.root, work.column("tree"))
+                trees = pc.unique(work.column("tree").filter(pc.is_valid(work.column("account")))).drop_null()
+                dotgit = thread.submit(dotgit_paths, repo.common_path, trees.to_pylist())
+                table, refs = parallel.graph_rows(work, known, rules.root, listed)
+                del work, trees  # the rows are held once
+                table = _evaluator_policy_table(repo, table, rules.root, ahead.result(), dotgit.result())
+        return _signatures_table(repo, table, rules), refs, listed
 
 
 def _answers_ahead(repo: Repository, root: str | None, trees: pa.ChunkedArray) -> Answers | None:
@@ -349,13 +343,14 @@ def _evaluator_policy_table(
     ahead: Answers | None = None,
     dotgit: Mapping[str, str] | None = None,
 ) -> pa.Table:
-    """`_apply_evaluator_policy` over a table: the rows it judges are picked over whole columns (with the
-    answers asked `ahead`, if any)."""
+    """Mark invalid the code-bearing rows whose tree changes a file their policy fixes or adds a `.git`
+    path, and the amendments whose policy is broken (`policy.evaluator_violations`, `_dotgit_reasons`);
+    the rows judged are picked over whole columns (with the answers asked `ahead`, if any)."""
     from ..policy import evaluator_violations
 
     sha, policy = table.column("sha"), table.column("policy")
     own = pc.equal(policy, sha)
-    judged = pc.and_(table.column("code_bearing"), pc.invert(own))  # `build.needs_evaluator_check`
+    judged = pc.and_(table.column("code_bearing"), pc.invert(own))
     amends = pc.and_(own, pc.invert(_has_tag(table, "setup")))
     if root is not None:
         amends = pc.and_(amends, pc.not_equal(sha, root))
@@ -456,17 +451,6 @@ def _discovered(repo: Repository, directory: Path, base: Manifest, tips: dict[st
         return None
 
 
-def _counted(commits: Iterator[reader.RawCommit], progress: Callable[[int], None] | None) -> Iterator[reader.RawCommit]:
-    """The commits, telling `progress` every 2,000 (a walk of a large project takes seconds)."""
-    done = 0
-    for done, commit in enumerate(commits, 1):
-        if progress is not None and done % 2000 == 0:
-            progress(done)
-        yield commit
-    if progress is not None and done >= 2000:
-        progress(done)
-
-
 def _revisited(
     directory: Path,
     base: Manifest,
@@ -520,41 +504,17 @@ def _members(repo: Repository) -> signatures.Members:
     return members
 
 
-def _apply_evaluator_policy(repo: Repository, rows: list[dict], root: str | None) -> None:
-    """Mark invalid the code-bearing rows whose tree changes a file their policy fixes or adds a `.git`
-    path, and the amendments whose policy is broken (`policy.evaluator_violations`, `_dotgit_reasons`)."""
-    from ..policy import evaluator_violations
-
-    todo = [
-        (r["sha"], r["tree"], r["policy"])
-        for r in rows
-        if build.needs_evaluator_check(r) or (r["policy"] == r["sha"] and r["sha"] != root and "setup" not in r["tags"])
-    ]
-    problems: dict[str, list[str]] = {}
-    if todo:
-        columns = [pa.array(column, pa.string()) for column in zip(*todo)]
-        shas, trees, policies = columns
-        problems = {todo[at][0]: found for at, found in evaluator_violations(repo, shas, trees, policies, root).items()}
-    changed = [r for r in rows if r["code_bearing"]]
-    for row, reason in zip(changed, _dotgit_reasons(repo, [r["tree"] for r in changed])):
-        if reason:
-            problems[row["sha"]] = problems.get(row["sha"], []) + [reason]
-    for row in rows:
-        if row["sha"] in problems:
-            row["reasons"] = row["reasons"] + problems[row["sha"]]
-            row["valid"] = False
-
-
 KNOWN_COLUMNS = ("sha", "account", "tree", "policy")
 
 
-def _known_parents(
-    repo: Repository, directory: Path, base: Manifest, new: set[str], parents: Iterable[Iterable[str]]
-) -> dict[str, build.Known]:
-    """The already indexed commits that the `new` ones name as `parents` (all that validation needs),
+def _known_parents_of(repo: Repository, directory: Path, base: Manifest, work: pa.Table) -> dict[str, build.Known]:
+    """The already indexed commits that these new rows name as parents (all that validation needs),
     looked up by key: the parent's committer time from Git, then the row groups that can hold it."""
-    wanted = sorted({parent for ps in parents for parent in ps} - new)
-    if not wanted or not base.segments:
+    if not base.segments:
+        return {}
+    named = pc.unique(pc.list_flatten(work.column("parents")))
+    wanted = named.filter(pc.invert(pc.is_in(named, value_set=work.column("sha")))).to_pylist()
+    if not wanted:
         return {}
     keys = set()
     for sha in wanted:
@@ -566,15 +526,6 @@ def _known_parents(
     if missing:  # a time Git and the reader see differently, or a parent that is no contribution
         rows = pa.concat_tables([rows, _by_sha(directory, base.segments, missing)])
     return build.known_from_table(rows)
-
-
-def _known_parents_of(repo: Repository, directory: Path, base: Manifest, work: pa.Table) -> dict[str, build.Known]:
-    """`_known_parents` of a table of new rows (none to look up in a rebuild)."""
-    if not base.segments:
-        return {}
-    named = pc.unique(pc.list_flatten(work.column("parents")))
-    outside = named.filter(pc.invert(pc.is_in(named, value_set=work.column("sha"))))
-    return _known_parents(repo, directory, base, set(), [outside.to_pylist()])
 
 
 def _by_sha(directory: Path, found: Sequence[Segment], shas: set[str]) -> pa.Table:
