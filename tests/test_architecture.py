@@ -88,7 +88,6 @@ CLI_MAY_USE = (
     "git_agora.refs.git.GitError",
     "git_agora.refs.names.RefNameError",
     "git_agora.refs.store.RefBusy",
-    "git_agora.refs.headstart.HeadStart",  # a post starts git before it imports the library (start-up)
     "git_agora.refs.sync.PushOutcome",
     "git_agora.frontier.views.VIEW_NAMES",
     "git_agora.frontier.columns",  # each view's columns, said once for the text and the site

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from .contribution import Contribution
 from .errors import AgoraError
 from .feedback import Feedback
-from .refs.headstart import HeadStart
 from .refs.names import ROOT, RefNameError, check_account, check_remote
 from .refs.store import NotARepository, Repository
 
@@ -51,11 +50,10 @@ class Project:
         account: str | None = None,
         remote: str | None = None,
         feedback: Feedback | None = None,
-        head_start: HeadStart | None = None,
     ) -> Project:
-        """The project `path` is in; `head_start`: git processes already started there (`refs.headstart`)."""
+        """The project `path` is in."""
         try:
-            return cls(Repository.discover(path, head_start), account, remote, feedback)
+            return cls(Repository.discover(path), account, remote, feedback)
         except NotARepository as exc:
             raise AgoraError(str(exc)) from None
 

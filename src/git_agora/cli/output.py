@@ -9,13 +9,10 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import AgoraError, ExitCode
 from ..visible import visible
-
-if TYPE_CHECKING:
-    from ..refs.headstart import HeadStart
 
 # a full disk or a missing permission: one line naming the path, never a traceback
 DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS)
@@ -66,13 +63,11 @@ def open_project(
     account: str | None,
     remote: str | None = None,
     as_json: bool = False,
-    head_start: HeadStart | None = None,
 ):
-    """The project in `directory`, with the command line's feedback (`cli_feedback`); `head_start` as in
-    `Project.open`."""
+    """The project in `directory`, with the command line's feedback (`cli_feedback`)."""
     from ..project import Project
 
-    return Project.open(directory, account, remote, cli_feedback(as_json), head_start)
+    return Project.open(directory, account, remote, cli_feedback(as_json))
 
 
 def cli_feedback(as_json: bool = False):

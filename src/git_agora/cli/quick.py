@@ -101,14 +101,11 @@ def _split(word: str, names: tuple[str, ...]) -> tuple[str | None, str | None]:
 
 def run_post(call: PostCall) -> int:
     """Publish what the call says; the exit status (`report_published`)."""
-    from ..refs.headstart import HeadStart
+    from ..errors import AgoraError
+    from ..ops.publish import post, read_record, record_fields
 
-    with HeadStart(call.directory) as head_start:  # git finds the repository while Python imports the rest
-        from ..errors import AgoraError
-        from ..ops.publish import post, read_record, record_fields
-
-        account = call.account if call.account is not None else call.group_account
-        project = open_project(call.directory, account, as_json=call.record is not None, head_start=head_start)
+    account = call.account if call.account is not None else call.group_account
+    project = open_project(call.directory, account, as_json=call.record is not None)
     record = call.record
     fields_ = record_fields(project, read_record(record, _text(record))) if record else {}
     description = call.description or fields_.get("description")

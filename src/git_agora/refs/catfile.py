@@ -17,9 +17,9 @@ BATCH = 1024  # shas asked at once: 41 KiB of questions, under a pipe's 64 KiB
 class CatFile:
     """One `git cat-file --batch` process (a context manager); safe to share between threads."""
 
-    def __init__(self, git_dir: str | os.PathLike[str], started: subprocess.Popen | None = None):
-        """A new process reading the objects of `git_dir`, or `started`, one already reading them."""
-        self.proc = started or subprocess.Popen(
+    def __init__(self, git_dir: str | os.PathLike[str]):
+        """A new process reading the objects of `git_dir`."""
+        self.proc = subprocess.Popen(
             ["git", "--git-dir", os.fspath(git_dir), "cat-file", "--batch"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -31,11 +31,6 @@ class Git:
         self.cwd = cwd
         self._config: dict[str, str] = {}  # read once, on first use
 
-    def take_config(self, listed: bytes | None) -> None:
-        """Use `git config --list -z` as already run here (`headstart`); None: read it when first asked."""
-        if listed is not None:
-            self._config = _parse_config(listed)
-
     def __repr__(self) -> str:
         return f"Git({str(self.cwd)!r})"
 

@@ -15,7 +15,6 @@ from ..contribution import Contribution, ContributionError
 from .catfile import CatFile
 from .files import NotPlain, read_ref, swap_ref
 from .git import Git
-from .headstart import HeadStart
 from .names import LogRef
 from .objects import CommitInfo, commit_body, parse_commit, write_loose
 from .shared import shared_permission
@@ -64,49 +63,35 @@ class Repository:
         self._objects_pid = 0
 
     @classmethod
-    def discover(cls, start: str | os.PathLike[str] = ".", head_start: HeadStart | None = None) -> Repository:
-        """The repository `start` is in; `head_start`'s processes (started in `start`) are taken over."""
-        with head_start or HeadStart(start, config=False, objects=False) as started:
-            found = started.take_location()
-            out = found.decode("utf-8", "surrogateescape").splitlines() if found else []
-            if len(out) < 4:
-                raise NotARepository(f"not a Git repository: {os.path.realpath(start)}")
-            bare = out[0] == "true"
-            git_dir, common_dir, object_format = out[1], out[2], out[3]
-            if object_format != "sha1":  # before anything is read or written: ids are 40 hex digits here
-                raise NotARepository(
-                    f"{os.path.realpath(start)} is a {object_format} repository (extensions.objectformat): "
-                    "Agora format 1 names contributions by SHA-1; use a repository made by plain `git init`"
-                )
-            if bare:
-                repo = cls(git_dir, git_dir, common_dir, bare=True)
-            elif len(out) < 5:  # not bare, yet no work tree (inside .git): git says why
-                Git(start).run("rev-parse", "--show-toplevel")
-                raise NotARepository(f"no work tree: {os.path.realpath(start)}")
-            else:
-                repo = cls(out[4], git_dir, common_dir)
-            repo.git.take_config(started.take_config())
-            repo.take_objects(started.take_objects())
-        return repo
+    def discover(cls, start: str | os.PathLike[str] = ".") -> Repository:
+        """The repository `start` is in (one `git rev-parse`)."""
+        found = _location(start)
+        out = found.decode("utf-8", "surrogateescape").splitlines() if found else []
+        if len(out) < 4:
+            raise NotARepository(f"not a Git repository: {os.path.realpath(start)}")
+        bare = out[0] == "true"
+        git_dir, common_dir, object_format = out[1], out[2], out[3]
+        if object_format != "sha1":  # before anything is read or written: ids are 40 hex digits here
+            raise NotARepository(
+                f"{os.path.realpath(start)} is a {object_format} repository (extensions.objectformat): "
+                "Agora format 1 names contributions by SHA-1; use a repository made by plain `git init`"
+            )
+        if bare:
+            return cls(git_dir, git_dir, common_dir, bare=True)
+        if len(out) < 5:  # not bare, yet no work tree (inside .git): git says why
+            Git(start).run("rev-parse", "--show-toplevel")
+            raise NotARepository(f"no work tree: {os.path.realpath(start)}")
+        return cls(out[4], git_dir, common_dir)
 
     @property
     def objects(self) -> CatFile:
         """One `git cat-file --batch` process that reads this repository's objects, started on first use,
         ended with the Repository (or the interpreter); a forked child starts its own."""
         if self._objects is None or self._objects_pid != os.getpid():
-            self._start_objects(None)
-        assert self._objects is not None
+            self._objects = CatFile(self.common_path)
+            self._objects_pid = os.getpid()
+            weakref.finalize(self, self._objects.close)
         return self._objects
-
-    def take_objects(self, started: subprocess.Popen | None) -> None:
-        """Read objects through `started`, a `git cat-file --batch` already reading them (`headstart`)."""
-        if started is not None:
-            self._start_objects(started)
-
-    def _start_objects(self, started: subprocess.Popen | None) -> None:
-        self._objects = CatFile(self.common_path, started)
-        self._objects_pid = os.getpid()
-        weakref.finalize(self, self._objects.close)
 
     @cached_property
     def worktree(self) -> Path:
@@ -302,3 +287,16 @@ def _path(text: str) -> Path:
     from pathlib import Path  # on first use: a post never needs one
 
     return Path(text)
+
+
+LOCATION = ["rev-parse", "--path-format=absolute", "--is-bare-repository", "--git-dir", "--git-common-dir"]
+LOCATION += ["--show-object-format", "--show-toplevel"]  # the top level last: git stops before it when bare
+
+
+def _location(directory: str | os.PathLike[str]) -> bytes | None:
+    """What `git rev-parse` says of `directory` (`LOCATION`); None where git cannot even start there."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    try:
+        return subprocess.run(["git", *LOCATION], cwd=directory, capture_output=True, env=env).stdout
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return None
