@@ -90,10 +90,22 @@ def test_sigterm_from_timeout_leaves_no_evaluator_behind(slow_project, mode):
     assert not evaluator.is_running() or evaluator.status() == psutil.STATUS_ZOMBIE
 
 
+def _sigint_as_at_a_terminal() -> None:
+    """A suite started in the background of a non-interactive shell inherits SIGINT ignored, and so would
+    git: its cleanup handler then reaps git-agora, re-raises an ignored signal and fails its own waitpid
+    (exit 128). At a terminal, where Ctrl-C comes from, SIGINT is at its default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @SANDBOXED
 def test_sigint_leaves_no_evaluator_behind(slow_project, mode):
     proc = subprocess.Popen(
-        ["git", "agora", "run", *mode], cwd=slow_project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ["git", "agora", "run", *mode],
+        cwd=slow_project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_sigint_as_at_a_terminal,
     )
     evaluator_of(proc.pid, alive=lambda: proc.poll() is None)
     tree = descendants(proc.pid)
