@@ -11,12 +11,23 @@ from pathlib import Path
 
 @dataclass
 class Result:
+    """A finished command; its repr (what a failing assertion on it prints) carries its output."""
+
     returncode: int
     stdout: str
     stderr: str
+    command: str = "git agora"
 
     def json(self):
-        return json.loads(self.stdout)
+        try:
+            return json.loads(self.stdout)
+        except json.JSONDecodeError:
+            raise AssertionError(f"not JSON: {self!r}") from None
+
+    def __repr__(self) -> str:
+        return (
+            f"<{self.command} exited {self.returncode}\nstdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-4000:]}>"
+        )
 
 
 def agora(
@@ -35,14 +46,17 @@ def agora(
     proc = subprocess.run(
         ["git", "agora", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout, input=input
     )
-    result = Result(proc.returncode, proc.stdout, proc.stderr)
+    result = Result(proc.returncode, proc.stdout, proc.stderr, " ".join(["git agora", *args]))
     if check and proc.returncode != 0:
-        raise AssertionError(f"git agora {' '.join(args)} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(repr(result))
     return result
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise AssertionError(repr(Result(proc.returncode, proc.stdout, proc.stderr, " ".join(["git", *args]))))
+    return proc.stdout
 
 
 def make_clone(parent: Path, name: str, url: str, account: str) -> Path:
