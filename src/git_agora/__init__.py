@@ -82,7 +82,9 @@ _EXPORTS = {
 __all__ = ["open_project", *_EXPORTS]
 
 
-def open_project(path: Any = ".", account: str | None = None, remote: str | None = None, feedback: Any = None):
+def open_project(
+    path: Any = ".", account: str | None = None, remote: str | None = None, feedback: Any = None
+) -> Project:
     """The Agora project of the Git repository at (or above) `path`; `account` and `remote` override
     `AGORA_ACCOUNT`, `git config agora.account` and `git config agora.remote`."""
     from .project import Project

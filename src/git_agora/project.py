@@ -16,6 +16,8 @@ from .refs.store import NotARepository, Repository
 
 if TYPE_CHECKING:
     from .config import ProjectConfig
+    from .identity.keys import SigningKey
+    from .policy import Policy
 
 SETUP_CONFIG_KEY = "agora.setup"
 MEMBERS_MEMO = "policy-members"  # under .git/agora: "<policy sha> <its members as JSON>"
@@ -191,7 +193,7 @@ class Project:
             raise AgoraError(f"the setup {self.setup[:12]}: {exc}") from None
 
     @cached_property
-    def signing_key(self):
+    def signing_key(self) -> SigningKey:
         """The account's SSH key (`identity.keys.signing_key`): configured, or made on first use."""
         from .identity.keys import signing_key
 
@@ -209,7 +211,7 @@ class Project:
     def signatures_required(self) -> bool:
         return self.config.sections.get("identity", {}).get("signatures") == "required"
 
-    def policy(self, sha: str):
+    def policy(self, sha: str) -> Policy:
         """The policy in force for contribution `sha` (`policy.Policy`): the setup's agora.toml and
         evaluator files, or those of the nearest amendment on its first-parent line."""
         from .config import ConfigError

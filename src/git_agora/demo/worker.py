@@ -51,7 +51,7 @@ class Worker:
         self.clone, self.account, self.rng = clone, account, rng
         self.verified: set[str] = set()
 
-    def project(self):
+    def project(self) -> agora.Project:
         return agora.open_project(self.clone, account=self.account)
 
     def round(self, number: int) -> Outcome:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,6 +35,9 @@ import pyarrow.compute as pc
 from ..contribution import POLICY_TAG, graph_problems, verified_target
 from . import build, listing, quick, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS
+
+if TYPE_CHECKING:
+    import numpy as np
 
 R = TypeVar("R")
 
@@ -461,7 +464,7 @@ def _numpy_bools(column: pa.Array | pa.ChunkedArray):
     return np_bools(pc.fill_null(column, False))
 
 
-def np_bools(column: pa.Array | pa.ChunkedArray):
+def np_bools(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     import numpy as np
 
     return np.asarray(column.to_numpy(zero_copy_only=False), dtype=bool)

@@ -5,10 +5,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import AgoraError
 from ..project import Project
+
+if TYPE_CHECKING:
+    from ..embedding.plan import EmbedBudget
+    from ..frontier.analyze import AnalyzeResult
+    from ..frontier.clusters import ClusterParams
+    from ..frontier.search import SearchResult
 
 
 def analyze(
@@ -17,9 +23,9 @@ def analyze(
     limit: int = 10,
     model: str | None = None,
     embed: bool = True,
-    budget=None,
-    clusters=None,
-):
+    budget: EmbedBudget | None = None,
+    clusters: ClusterParams | None = None,
+) -> AnalyzeResult:
     """The frontier (`frontier.analyze.AnalyzeResult`): summary, the three UCB slots, the views and
     the diversity of recent work. `model`: the embedding model ('hashing': the lexical fallback).
     `embed`: first embed the descriptions whose vectors the frontier reads (`frontier.needs`), then
@@ -74,7 +80,9 @@ def _with_tamper_notes(project: Project, result):
     return replace(result, summary=replace(result.summary, notes=notes + result.summary.notes))
 
 
-def search(project: Project, query: str, limit: int = 10, model: str | None = None, budget=None):
+def search(
+    project: Project, query: str, limit: int = 10, model: str | None = None, budget: EmbedBudget | None = None
+) -> SearchResult:
     """The contributions nearest to a free-text idea (`frontier.search.SearchResult`): embedding
     similarity over the contributions with a vector, keyword match for those without one (and as the
     fallback). Embeds at most what `budget` allows (as analyze: newest first; None: 5 s or

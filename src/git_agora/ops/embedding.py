@@ -12,10 +12,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..frontier.embeddings import Coverage
 from ..project import Project
+
+if TYPE_CHECKING:
+    from ..embedding.plan import EmbedBudget
 
 EMBED_COMMAND = "git agora index --embed"
 
@@ -102,7 +105,7 @@ def embed_everything(project: Project, model: str | None = None) -> EmbedReport:
     )
 
 
-def budget_from_env():
+def budget_from_env() -> EmbedBudget:
     """The budget `AGORA_EMBED_BUDGET` sets (seconds), else the default; a bad value is one error line."""
     from ..embedding.plan import EmbedBudget
     from ..errors import AgoraError

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contribution import Contribution
 from ..errors import AgoraError
 from ..project import Project
+
+if TYPE_CHECKING:
+    from ..frontier.lineage import Lineage
+    from ..frontier.stats import GraphStats
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,7 @@ def log(
     ]
 
 
-def lineage(project: Project, rev: str):
+def lineage(project: Project, rev: str) -> Lineage:
     """Ancestry of a contribution (`frontier.lineage.Lineage`): size, accounts, cross-account edges,
     reproduced ancestors and the milestone path of new bests."""
     from ..frontier.lineage import lineage as ancestry
@@ -227,7 +231,7 @@ def titles(project: Project) -> dict[str, str]:
     return dict(zip(table["sha"].to_pylist(), table["title"].to_pylist()))
 
 
-def stats(project: Project):
+def stats(project: Project) -> GraphStats:
     """Graph statistics of the project (`frontier.stats.GraphStats`), as the paper's section 4.6 defines them."""
     from ..frontier.stats import graph_stats
     from .indexing import GRAPH_COLUMNS, load

@@ -5,11 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..project import Project
 from ..refs.names import ROOT
 from ..refs.quarantine import quarantine_rewritten_logs
 from ..trust import record_tampering
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..index.store import Index, UpdateReport
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,7 @@ LOG_COLUMNS = (
 )
 
 
-def refresh(project: Project, rebuild: bool = False):
+def refresh(project: Project, rebuild: bool = False) -> UpdateReport:
     """Bring the index up to date with the refs (quarantining rewritten remote logs first). The refs are
     read once, after the manifest (`store.update_index` says why)."""
     from ..feedback import on_demand
@@ -125,7 +131,7 @@ def confirm_setup(project: Project, state: dict | None = None) -> None:
     project.pin_setup(roots)
 
 
-def load(project: Project, columns: Sequence[str] | None = None):
+def load(project: Project, columns: Sequence[str] | None = None) -> Index:
     """The current index (updated first; an unchanged project costs one for-each-ref). `columns`: read
     only these columns of the contributions (sha and timestamp come along). On a read-only
     `.git/agora/index`, new commits are indexed into a temporary copy and the stored index is left as is."""
@@ -146,7 +152,7 @@ def load(project: Project, columns: Sequence[str] | None = None):
     return index
 
 
-def load_rows(project: Project, columns: Sequence[str], shas: Sequence[str]):
+def load_rows(project: Project, columns: Sequence[str], shas: Sequence[str]) -> pa.Table:
     """`columns` (plus sha and timestamp) of the contributions among `shas`, read row group by row
     group, after `load` brought the index up to date. On a read-only index whose new rows live only
     in `load`'s temporary copy, some are not stored: then the whole columns are read and filtered."""
