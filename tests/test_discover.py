@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from git_agora.index import discover, reader
+from git_agora.refs.catfile import CatFile
 from site_projects import load_tracegen
 
 tracegen = load_tracegen()
@@ -51,7 +52,7 @@ def test_new_commits_are_what_git_log_finds_and_cost_what_is_new(project, accoun
     old, before = tips(project), indexed(project)
     tracegen.append(project, account, n=n, parent_mode=mode)
     new = tips(project)
-    found = discover.new_commits(project, old, new, known_in(before), limit=8 * n + 8)
+    found = discover.new_commits(CatFile(project), old, new, known_in(before), limit=8 * n + 8)
     read = {raw.sha for raw in reader.read(project, found)}
     assert read == git_log_answer(project, old, new)
     assert len(read) == n
@@ -86,10 +87,10 @@ def test_a_hostile_log_commit_with_an_old_log_commit_as_parent_still_agrees(proj
     ).stdout.strip()
     subprocess.run(["git", "-C", str(project), "update-ref", "refs/agora/log/ada", odd], check=True)
     new = tips(project)
-    found = discover.new_commits(project, old, new, known_in(before))
+    found = discover.new_commits(CatFile(project), old, new, known_in(before))
     assert {raw.sha for raw in reader.read(project, found)} == git_log_answer(project, old, new) == set()
 
 
 def test_too_many_new_commits_says_so(project):
     with pytest.raises(discover.TooMany):
-        discover.new_commits(project, {}, tips(project), known_in(set()), limit=100)
+        discover.new_commits(CatFile(project), {}, tips(project), known_in(set()), limit=100)

@@ -3,7 +3,8 @@
 `git log NEW --not OLD` finds them too, but it paints from the old tips until nothing interesting is
 left: when a new contribution builds on an old one (a new account's first contribution on the
 setup, say), git walks most of the project (48 s at 1,000,000 contributions). Here the moved refs'
-chains are followed commit by commit through one `git cat-file --batch` process: a log commit leads
+chains are followed commit by commit through the repository's `git cat-file --batch` process, each
+step's commits asked together: a log commit leads
 to the previous log commit (down to the ref's old tip) and to its entries; a contribution leads to
 its parents until they are already indexed (`known`). The cost is what is new.
 
@@ -14,7 +15,6 @@ a full rebuild (`reader.read`), so both agree on every byte and on what is a log
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from ..refs.catfile import CatFile
 from .reader import is_transport
@@ -27,7 +27,7 @@ class TooMany(Exception):
 
 
 def new_commits(
-    git_dir: Path, old_tips: Mapping[str, str], new_tips: Mapping[str, str], known: Known, limit: int = 20_000
+    objects: CatFile, old_tips: Mapping[str, str], new_tips: Mapping[str, str], known: Known, limit: int = 20_000
 ) -> list[str]:
     """The shas of the commits reachable from the moved tips and not from the old ones: log and identity
     commits (which the reader then skips) and contributions not yet indexed, which lead on to their
@@ -36,20 +36,19 @@ def new_commits(
     queue = sorted({tip for ref, tip in new_tips.items() if old_tips.get(ref) != tip} - stop)
     seen: set[str] = set(queue)
     found: list[str] = []
-    with CatFile(git_dir) as batch:
-        while queue:
-            if len(seen) > limit:
-                raise TooMany(len(seen))
-            headers = {sha: _header(raw) for sha in queue if (raw := batch.commit(sha)) is not None}
-            contributions = [(when, sha) for sha, (_, when, transport) in headers.items() if not transport]
-            indexed = known(contributions) if contributions else set()
-            following: list[str] = []
-            for sha, (parents, _, _) in headers.items():
-                if sha not in indexed:
-                    found.append(sha)
-                    following += parents
-            queue = [p for p in dict.fromkeys(following) if p not in seen and p not in stop]
-            seen.update(queue)
+    while queue:
+        if len(seen) > limit:
+            raise TooMany(len(seen))
+        headers = {sha: _header(raw) for sha, raw in zip(queue, objects.commits(queue)) if raw is not None}
+        contributions = [(when, sha) for sha, (_, when, transport) in headers.items() if not transport]
+        indexed = known(contributions) if contributions else set()
+        following: list[str] = []
+        for sha, (parents, _, _) in headers.items():
+            if sha not in indexed:
+                found.append(sha)
+                following += parents
+        queue = [p for p in dict.fromkeys(following) if p not in seen and p not in stop]
+        seen.update(queue)
     return found
 
 

@@ -446,7 +446,7 @@ def _discovered(repo: Repository, directory: Path, base: Manifest, tips: dict[st
         return set(segments.find_rows(directory, base.segments, set(keys), ["sha"]).column("sha").to_pylist())
 
     try:
-        return discover.new_commits(repo.common_dir, base.tips, tips, known)
+        return discover.new_commits(repo.objects, base.tips, tips, known)
     except discover.TooMany:
         return None
 

@@ -1,12 +1,14 @@
-"""Objects read one at a time from a single `git cat-file --batch` process: for walks that decide the next
+"""Objects read through `git cat-file --batch`, the one place its output is parsed: one at a time from a
+single process (`CatFile`, one per repository: `Repository.objects`), for walks that decide the next
 commit to read from the last one, where a `git log` would paint the whole graph, and for the single
-commits a command reads (`Repository.commit_info`)."""
+commits a command reads (`Repository.commit_info`); or many at once (`batch_output`, `batch_answers`)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import threading
+from collections.abc import Iterator
 
 from .git import GitError
 from .objects import is_sha
@@ -92,6 +94,33 @@ class CatFile:
             return b"missing", None
         body = self.proc.stdout.read(int(header[2]) + 1)[:-1]
         return header[1], body
+
+
+def batch_output(git_dir: str | os.PathLike[str], oids: list[str]) -> bytes:
+    """What one `git cat-file --batch --buffer` answers for these objects, asked at once (for bulk
+    reads, where a round trip per object would cost as much as git's own reading)."""
+    return subprocess.run(
+        ["git", "--git-dir", os.fspath(git_dir), "cat-file", "--batch", "--buffer"],
+        input="".join(f"{oid}\n" for oid in oids).encode(),
+        capture_output=True,
+        check=True,
+    ).stdout
+
+
+def batch_answers(out: bytes, asked: list[str]) -> Iterator[tuple[str, bytes, bytes]]:
+    """(oid, kind, body) of each object `batch_output` was asked about (kind b"missing" and an empty body
+    for one that is not here)."""
+    at = 0
+    for oid in asked:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        if len(header) != 3:  # "<oid> missing"
+            yield oid, b"missing", b""
+            at = end + 1
+            continue
+        size = int(header[2])
+        yield oid, header[1], out[end + 1 : end + 1 + size]
+        at = end + 2 + size
 
 
 def parents(raw: bytes) -> list[str]:

@@ -334,12 +334,12 @@ def _count_new_entries(repo: Repository, remote: str, before: dict[str, str], ch
     of 100,000)."""
     stop = set(before.values())
     refs = list(changed)
-    with CatFile(repo.common_dir) as cat:
-        locals_ = [repo.ref(LogRef.from_tracking(ref, remote).local) for ref in refs]
-        ours = _log_chains(
-            cat, [(local, stop | {before[ref]} if ref in before else stop) for ref, local in zip(refs, locals_)]
-        )
-        theirs = _log_chains(cat, [(changed[ref], stop | set(mine)) for ref, mine in zip(refs, ours)])
+    cat = repo.objects
+    locals_ = [repo.ref(LogRef.from_tracking(ref, remote).local) for ref in refs]
+    ours = _log_chains(
+        cat, [(local, stop | {before[ref]} if ref in before else stop) for ref, local in zip(refs, locals_)]
+    )
+    theirs = _log_chains(cat, [(changed[ref], stop | set(mine)) for ref, mine in zip(refs, ours)])
     entries: set[str] = set()
     for mine, chain in zip(ours, theirs):
         entries |= set(chain.values()) - set(mine.values())

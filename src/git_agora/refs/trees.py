@@ -2,9 +2,9 @@
 invalid, writers refuse it: git itself refuses to check one out).
 
 Each distinct tree object is read once, in chunks of `CHUNK` trees through one `git cat-file --batch
---buffer` each, the answers taken apart in bulk (a round trip per object cost as much as git's own
-reading). A chunk in which no name holds "git" and no entry is a folder is done in one search; else a
-tree with a subtree or "git" in its bytes has its entries parsed. A tree's answer is the first
+--buffer` each (`catfile.batch_output`), the answers taken apart in bulk (a round trip per object cost
+as much as git's own reading). A chunk in which no name holds "git" and no entry is a folder is done in
+one search; else a tree with a subtree or "git" in its bytes has its entries parsed. A tree's answer is the first
 offending path under it, so a subtree shared by thousands of trees is judged once. This is the whole
 tree, not a diff against a parent: a `.git` path kept from an invalid parent is found too.
 """
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 
 from ..contribution import dotgit_component
+from .catfile import batch_answers, batch_output
 
 CHUNK = 32768  # trees asked of one `git cat-file` (their answers held in memory at once: about 5 MB)
 
@@ -83,23 +83,8 @@ def _read(git_dir: str | os.PathLike[str], oids: list[str]) -> Iterator[tuple[st
     """(oid, kind, body) of each object (kind b"missing" and an empty body for one that is not here)."""
     for start in range(0, len(oids), CHUNK):
         asked = oids[start : start + CHUNK]
-        out = subprocess.run(
-            ["git", "--git-dir", os.fspath(git_dir), "cat-file", "--batch", "--buffer"],
-            input="".join(f"{oid}\n" for oid in asked).encode(),
-            capture_output=True,
-            check=True,
-        ).stdout
+        out = batch_output(git_dir, asked)
         if not _MAY_HOLD_GIT.search(out) and _TREE_MODE + b" " not in out:  # object ids are hex: no "g"
             yield from ((oid, b"flat", b"") for oid in asked)  # flat trees without "git" in any name
             continue
-        at = 0
-        for oid in asked:
-            end = out.index(b"\n", at)
-            header = out[at:end].split()
-            if len(header) != 3:  # "<oid> missing"
-                yield oid, b"missing", b""
-                at = end + 1
-                continue
-            size = int(header[2])
-            yield oid, header[1], out[end + 1 : end + 1 + size]
-            at = end + 2 + size
+        yield from batch_answers(out, asked)
