@@ -16,7 +16,10 @@ BIN = Path(sys.executable).parent
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path_factory, monkeypatch):
     """No user config leaks in; `git agora` resolves to this environment's console script. The cache
-    directory (the embedding model exported to ONNX) is shared by the tests of one worker: exported once."""
+    directory (the embedding model exported to ONNX) is shared by the tests of one worker: exported once.
+    The command runs as installed for a user, its bytecode cached: where the environment turns caching
+    off (PYTHONDONTWRITEBYTECODE), each of the suite's thousands of `git agora` processes would compile
+    the package again (0.1 s each)."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
@@ -31,6 +34,7 @@ def isolated_git(tmp_path_factory, monkeypatch):
     }.items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("AGORA_ACCOUNT", raising=False)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     (home / ".gitconfig").write_text('[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n')
 
 
