@@ -1,0 +1,77 @@
+"""The index of two source trees side by side: a rebuild and a one-contribution fetch, interleaved.
+
+    python eval/bench/compare_index.py --baseline 774e2dd [--size 100000] [--rounds 5]
+
+On a generated project (cached under $AGORA_BENCH_DIR) fetched by plain git into a clone: each round,
+in alternating order, `git agora index --rebuild` with this tree and with the baseline's (`git archive`
+of src/ at `--baseline`), each a fresh process; then, for each tree, one result appended to the origin
+and `git agora fetch` (the fetch and the index update of one new contribution). One untimed warm-up of
+each first. Prints medians with the rounds' range, and the ratio new / baseline (at most 1.10: no speed
+given back). Results: bench-out/compare_index.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench_search import baseline_src, run
+
+from _common import BIN, ROOT, WORK_DIR, plain_clone, project, ratio, sh, stats, tracegen, write_json
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--baseline", required=True, help="git ref of the tree to compare with")
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--accounts", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    trees = {"new": ROOT / "src", "baseline": baseline_src(args.baseline)}
+    origin = project(args.size, args.accounts)
+    clone = plain_clone(origin, WORK_DIR / f"compare-index-{args.size}")
+    sh("git", "config", "agora.account", "bench", cwd=clone)
+    agora = str(BIN / "git-agora")
+    runs: dict[str, dict[str, list[dict]]] = {step: {name: [] for name in trees} for step in ("rebuild", "fetch")}
+
+    def fetch_one(src: Path) -> dict:
+        tracegen.append(origin, None, n=1, parent_mode="recent", kind="result")
+        return run([agora, "fetch"], clone, src)
+
+    for src in trees.values():  # warm-up: bytecode, page cache, the first index
+        run([agora, "index", "--rebuild"], clone, src)
+        fetch_one(src)
+    for round_ in range(args.rounds):
+        order = list(trees.items()) if round_ % 2 == 0 else list(reversed(trees.items()))
+        for name, src in order:
+            runs["rebuild"][name].append(run([agora, "index", "--rebuild"], clone, src))
+        for name, src in order:
+            runs["fetch"][name].append(fetch_one(src))
+        print(f"  round {round_ + 1}/{args.rounds} done", flush=True)
+
+    results = {}
+    print(f"{args.size} contributions, {args.rounds} interleaved rounds (baseline {args.baseline}):")
+    for step, by_tree in runs.items():
+        summary = {
+            name: {key: stats([r[key] for r in done]) for key in ("wall", "cpu", "mb")}
+            for name, done in by_tree.items()
+        }
+        new, old = summary["new"]["wall"], summary["baseline"]["wall"]
+        results[step] = {**summary, "ratio": ratio(new["median"], old["median"])}
+        print(
+            f"  {step}: new {new['median']:.3f} s [{new['min']:.3f}-{new['max']:.3f}], "
+            f"baseline {old['median']:.3f} s [{old['min']:.3f}-{old['max']:.3f}] -> "
+            f"{results[step]['ratio']:.3f}x; peak {summary['new']['mb']['median']:.0f} MB vs "
+            f"{summary['baseline']['mb']['median']:.0f} MB",
+            flush=True,
+        )
+    print(f"wrote {write_json('compare_index', {'baseline': args.baseline, 'size': args.size, **results})}")
+    return 0
+
+
+def _summary(done: list[dict]) -> dict:
+    return {key: stats([r[key] for r in done]) for key in ("wall", "cpu", "mb")}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
