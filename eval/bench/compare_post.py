@@ -11,8 +11,9 @@
   (what plain git pays for that remote; the branches are deleted afterwards) and, with `--same-clone`, the
   same again from a linked worktree of CLONE itself: plain git with the project's objects and remote
   refs, whose push (like the post's) hands every remote ref it has to pack-objects as a negative;
-- interleaving keeps a machine's changing load out of the comparison; bytecode is cached; the first
-  round is a warm-up. Prints medians, each as a ratio to the baseline of the same run.
+- interleaving keeps a machine's changing load out of the comparison (the two trees take turns going
+  first); bytecode is cached; the first round is a warm-up. Prints medians, each as a ratio to the
+  baseline of the same run.
 """
 
 from __future__ import annotations
@@ -83,8 +84,9 @@ def main() -> None:
         works["plain, same clone"] = clone_work(args.clone)
     times: dict[str, list[float]] = {name: [] for name in [*sources, *works]}
     try:
-        for _ in range(args.rounds + 1):
-            for name, src in sources.items():
+        for round_ in range(args.rounds + 1):
+            order = list(sources.items()) if round_ % 2 else list(reversed(sources.items()))
+            for name, src in order:  # each tree goes first every other round
                 start = time.perf_counter()
                 post(args.clone, src, name)
                 times[name].append(time.perf_counter() - start)
