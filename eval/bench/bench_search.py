@@ -70,22 +70,25 @@ def prepared_clone(size: int, accounts: int) -> Path:
     clone = WORK_DIR / f"search-clone-{size}"
     if not (clone / ".git" / "agora" / "index" / "embeddings.f32").exists():
         plain_clone(project(size, accounts, parents="uniform"), clone)
-        sh(str(BIN / "git-agora"), "index", cwd=clone, extra_env={"PYTHONPATH": str(ROOT / "src")})
-        code = (
-            "import sys, numpy as np, git_agora as a\n"
-            "from git_agora.embedding.cache import write_embeddings\n"
-            "from git_agora.frontier.embeddings import rows_table, unit_rows\n"
-            "from git_agora.ops.indexing import load\n"
-            "p = a.open_project(sys.argv[1])\n"
-            "shas = load(p).contributions['sha']\n"
-            "v = unit_rows(np.random.default_rng(0).standard_normal((len(shas), 384)).astype(np.float32))\n"
-            "write_embeddings(p.repo, rows_table(shas.to_pylist(), 'all-MiniLM-L6-v2', v))\n"
-            "del p, shas\n"  # the repository's cat-file process ends before the interpreter tears down
-        )
-        subprocess.run(
-            [sys.executable, "-c", code, str(clone)], env={**env(), "PYTHONPATH": str(ROOT / "src")}, check=True
-        )
+        write_random_vectors(clone)
     return clone
+
+
+def write_random_vectors(clone: Path) -> None:
+    """Index the clone and cache a random unit vector of all-MiniLM-L6-v2's id for every contribution."""
+    sh(str(BIN / "git-agora"), "index", cwd=clone, extra_env={"PYTHONPATH": str(ROOT / "src")})
+    code = (
+        "import sys, numpy as np, git_agora as a\n"
+        "from git_agora.embedding.cache import write_embeddings\n"
+        "from git_agora.frontier.embeddings import rows_table, unit_rows\n"
+        "from git_agora.ops.indexing import load\n"
+        "p = a.open_project(sys.argv[1])\n"
+        "shas = load(p).contributions['sha']\n"
+        "v = unit_rows(np.random.default_rng(0).standard_normal((len(shas), 384)).astype(np.float32))\n"
+        "write_embeddings(p.repo, rows_table(shas.to_pylist(), 'all-MiniLM-L6-v2', v))\n"
+        "del p, shas\n"  # the repository's cat-file process ends before the interpreter tears down
+    )
+    subprocess.run([sys.executable, "-c", code, str(clone)], env={**env(), "PYTHONPATH": str(ROOT / "src")}, check=True)
 
 
 def compare(name: str, args: Callable[[int], list[str]], clone: Path, old: Path, repeat: int) -> dict:

@@ -5,9 +5,11 @@
 On a generated project (cached under $AGORA_BENCH_DIR) fetched by plain git into a clone: each round,
 in alternating order, `git agora index --rebuild` with this tree and with the baseline's (`git archive`
 of src/ at `--baseline`), each a fresh process; then, for each tree, one result appended to the origin
-and `git agora fetch` (the fetch and the index update of one new contribution). One untimed warm-up of
-each first. Prints medians with the rounds' range, and the ratio new / baseline (at most 1.10: no speed
-given back). Results: bench-out/compare_index.json.
+and `git agora fetch` (the fetch and the index update of one new contribution). Then every contribution
+gets a random vector of all-MiniLM-L6-v2's id (as `bench_search.py` does) and each round runs
+`analyze --json` and `search QUERY --json` with each tree. One untimed warm-up of each first (the
+search's loads the query model). Prints medians with the rounds' range, and the ratio new / baseline
+(at most 1.10: no speed given back). Results: bench-out/compare_index.json.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench_search import baseline_src, run
+from bench_search import QUERIES, baseline_src, run, write_random_vectors
 
 from _common import BIN, ROOT, WORK_DIR, plain_clone, project, ratio, sh, stats, tracegen, write_json
 
@@ -32,7 +34,8 @@ def main() -> int:
     clone = plain_clone(origin, WORK_DIR / f"compare-index-{args.size}")
     sh("git", "config", "agora.account", "bench", cwd=clone)
     agora = str(BIN / "git-agora")
-    runs: dict[str, dict[str, list[dict]]] = {step: {name: [] for name in trees} for step in ("rebuild", "fetch")}
+    steps = ("rebuild", "fetch", "analyze", "search")
+    runs: dict[str, dict[str, list[dict]]] = {step: {name: [] for name in trees} for step in steps}
 
     def fetch_one(src: Path) -> dict:
         tracegen.append(origin, None, n=1, parent_mode="recent", kind="result")
@@ -48,6 +51,16 @@ def main() -> int:
         for name, src in order:
             runs["fetch"][name].append(fetch_one(src))
         print(f"  round {round_ + 1}/{args.rounds} done", flush=True)
+    write_random_vectors(clone)  # every contribution has a vector: analyze and search embed nothing
+    for src in trees.values():
+        run([agora, "analyze", "--json"], clone, src)
+        run([agora, "search", QUERIES[0], "--json"], clone, src)
+    for round_ in range(args.rounds):
+        order = list(trees.items()) if round_ % 2 == 0 else list(reversed(trees.items()))
+        for name, src in order:
+            runs["analyze"][name].append(run([agora, "analyze", "--json"], clone, src))
+        for name, src in order:
+            runs["search"][name].append(run([agora, "search", QUERIES[round_ % len(QUERIES)], "--json"], clone, src))
 
     results = {}
     print(f"{args.size} contributions, {args.rounds} interleaved rounds (baseline {args.baseline}):")
