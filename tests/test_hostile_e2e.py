@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import hostile
@@ -45,6 +46,7 @@ def test_ten_thousand_hostile_commits_hurt_no_reader(tmp_path, remote, project):
     Repository.discover(m).append_to_log("mallory", literal)
     git(m, "push", "-q", "origin", "refs/agora/log/mallory")
 
+    shown_kinds = False
     for clone in (project, make_clone(tmp_path, "fresh", str(remote), "nora")):
         for args in READERS:
             result = agora(clone, *args, check=False, timeout=600)
@@ -59,9 +61,21 @@ def test_ten_thousand_hostile_commits_hurt_no_reader(tmp_path, remote, project):
         assert set(corpus.shas.values()) <= valid | set(rejected)  # nothing vanishes
         unsigned = "unsigned, and the project requires signatures"  # plain-git commits of a signed project
         assert sum(unsigned in reasons for reasons in rejected.values()) > corpus.good // 2
-        for sha in corpus.bad[:40] + literal:
-            shown = agora(clone, "show", sha, check=False)
-            assert shown.returncode in (0, 1) and "Traceback" not in shown.stderr, shown.stderr
+        if not shown_kinds:  # one of each kind of rejection: both clones hold the same rows
+            for sha in [*one_per_kind(rejected, corpus.bad), *literal]:
+                shown = agora(clone, "show", sha, check=False)
+                assert shown.returncode in (0, 1) and "Traceback" not in shown.stderr, shown
+            shown_kinds = True
+
+
+def one_per_kind(rejected: dict[str, list[str]], shas: list[str]) -> list[str]:
+    """The first of `shas` rejected for each kind of reason (its first reason up to a quote, digit or
+    colon: the same rule broken by another value is the same kind)."""
+    kinds: dict[str, str] = {}
+    for sha in shas:
+        kind = re.split(r"['\"0-9:(]", rejected[sha][0], maxsplit=1)[0]
+        kinds.setdefault(kind, sha)
+    return list(kinds.values())
 
 
 def test_the_observed_attacks_one_by_one(tmp_path, remote, project):
