@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -293,7 +294,6 @@ class ProjectConfig:
 
     @classmethod
     def parse(cls, text: str) -> ProjectConfig:
-        import tomllib
 
         try:
             data = tomllib.loads(text)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from ..contribution import Contribution, ContributionError, NewerFormat
+from ..refs.boundary import commit_graph_size
 from ..refs.store import LOG_ENTRY_KEY, LOG_FORMAT_TRAILER
 
 _FORMAT = "%H %T %ct %P%n%B"
@@ -72,8 +73,6 @@ def walk_blocks(git_dir: Path, tips: list[str], exclude: list[str], size: int = 
     commit-graph a rebuild walks in date order. A walk that excludes commits is limited before it prints
     in any order, and date order is the fastest there."""
     if tips:
-        from ..refs.boundary import commit_graph_size
-
         streams_first = not exclude and commit_graph_size(git_dir / "objects") < DATE_ORDER_FROM
         order = ["log"] if streams_first else ["log", "--date-order"]
         yield from _blocks(order, [*tips, *(f"^{sha}" for sha in exclude)], git_dir, size)
