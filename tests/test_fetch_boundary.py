@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -132,7 +133,7 @@ def test_the_commit_graph_proves_what_it_lists_and_nothing_else(tmp_path, histor
     a, b, setup = history
     listed = git(b, "rev-parse", "refs/agora/remotes/origin/log/acct0~1").strip()
     dangling = forge(b, "dangling\n", [setup])
-    common = Repository.discover(b).common_dir
+    common = Path(Repository.discover(b).common_path)
     for old in [common / "objects/info/commit-graph", *(common / "objects/info/commit-graphs").glob("*")]:
         old.unlink(missing_ok=True)  # the first fetch wrote one
     assert in_commit_graph(common / "objects", [listed, dangling]) == set()
@@ -153,7 +154,7 @@ def test_the_commit_graph_proves_what_it_lists_and_nothing_else(tmp_path, histor
 def test_a_damaged_commit_graph_proves_nothing(tmp_path, history, damage):
     _, b, setup = history
     git(b, "commit-graph", "write", "--reachable")
-    path = Repository.discover(b).common_dir / "objects/info/commit-graph"
+    path = Path(Repository.discover(b).common_path) / "objects/info/commit-graph"
     data = path.read_bytes()
     path.chmod(0o644)
     if damage == "garbage":

@@ -324,7 +324,7 @@ def test_a_verified_identity_chain_is_remembered_by_its_tip(tmp_path, project, m
     repo = Repository.discover(project)
     alice_key = Path(os.environ["HOME"]) / ".config" / "git-agora" / "keys" / "alice_ed25519"
     alice = SigningKey(alice_key, alice_key.with_suffix(".pub").read_text().strip())
-    (repo.agora_dir / chain.VERIFIED_FILE).unlink(missing_ok=True)
+    (Path(repo.agora_path) / chain.VERIFIED_FILE).unlink(missing_ok=True)
     walked: list[str] = []
     real = chain.chain_keys
     monkeypatch.setattr(chain, "chain_keys", lambda r, tip: walked.append(tip) or real(r, tip))

@@ -153,12 +153,12 @@ def forged_logs(clone: Path, entry: str, tree: str) -> None:
 def test_the_listing_read_from_the_walk_equals_git_s(corpus, monkeypatch):
     repo = Repository.discover(corpus)
     tips = store.current_tips(repo)
-    by_git = listing.new_entries(repo.common_dir, {}, tips)
+    by_git = listing.new_entries(repo.common_path, {}, tips)
     asked = []
     chain_entries = listing._chain_entries
     monkeypatch.setattr(listing, "_chain_entries", lambda *a: asked.append(a[1]) or chain_entries(*a))
-    blocks = reader.walk_blocks(repo.common_dir, sorted(set(tips.values())), [], 999)
+    blocks = reader.walk_blocks(repo.common_path, sorted(set(tips.values())), [], 999)
     links = listing.log_links([r for block in blocks for r in reader.records(block)])
-    assert dict(listing.entries_from_walk(repo.common_dir, tips, links)) == by_git
+    assert dict(listing.entries_from_walk(repo.common_path, tips, links)) == by_git
     assert len(by_git) > 400 and any(len(accounts) > 1 for accounts in by_git.values())
     assert 0 < len(asked) < len(tips)  # the logs as written need no git process

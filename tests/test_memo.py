@@ -31,7 +31,7 @@ def test_the_policy_in_force_is_found_once_per_contribution(project, monkeypatch
     p = Project.open(project)
     setup = p.setup
     assert policy_sha_for(p.repo, setup, setup) == setup
-    assert memo.recall(p.repo.agora_dir, POLICY_MEMO, f"{setup}-{setup}") == setup
+    assert memo.recall(p.repo.agora_path, POLICY_MEMO, f"{setup}-{setup}") == setup
     monkeypatch.setattr(type(p.repo.git), "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran git")))
     assert policy_sha_for(p.repo, setup, setup) == setup
     assert git(project, "rev-parse", setup).strip() == setup

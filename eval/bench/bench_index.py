@@ -92,13 +92,13 @@ def phases(clone: Path) -> dict[str, float]:
     config = Project.open(clone).config
     out["tips+config"] = time.perf_counter() - t
     t = time.perf_counter()
-    blocks = list(reader.walk_blocks(repo.common_dir, sorted(set(tips.values())), []))
+    blocks = list(reader.walk_blocks(repo.common_path, sorted(set(tips.values())), []))
     out["git log walk"] = time.perf_counter() - t
     t = time.perf_counter()
     work, links = parallel.parse_all(blocks, config.metric, int(time.time()), lambda links: links)
     out["parse in workers + sort"] = time.perf_counter() - t
     t = time.perf_counter()
-    listed = listing.entries_from_walk(repo.common_dir, tips, links)
+    listed = listing.entries_from_walk(repo.common_path, tips, links)
     out["log listing from the walk"] = time.perf_counter() - t
     t = time.perf_counter()
     table, refs = parallel.graph_rows(work, {}, None, listed)

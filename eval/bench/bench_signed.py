@@ -72,7 +72,7 @@ def one_core_verification(path: Path) -> tuple[float, int]:
     contributions = load(project).contributions
     keys = trusted_keys(project)
     shas, accounts = contributions["sha"].to_pylist(), contributions["account"].to_pylist()
-    raws = checking.raw_commits(project.repo.common_dir, shas)
+    raws = checking.raw_commits(project.repo.common_path, shas)
     jobs = []
     for sha, account in zip(shas, accounts):
         payload, signature = verifying.split_signature(raws[sha])

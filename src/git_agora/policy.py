@@ -86,7 +86,7 @@ def lookup_paths(repo: Repository, queries: list[tuple[str, str]]) -> list[str |
     text = "".join(f"{tree}:{path}\n" for tree, path in queries)
     out = subprocess.run(
         ["git", "cat-file", "--batch-check=%(objectname)", "--buffer"],  # answers in large writes
-        cwd=repo.worktree,
+        cwd=repo.worktree_path,
         input=text,
         capture_output=True,
         text=True,
@@ -219,7 +219,7 @@ def _path_column(repo: Repository, trees, path: str):
     text = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(questions)], pa.int32()), questions), "")
     answers = subprocess.run(
         ["git", "cat-file", "--batch-check=%(objectname)", "--buffer"],
-        cwd=repo.worktree,
+        cwd=repo.worktree_path,
         input=text[0].as_buffer().to_pybytes(),
         capture_output=True,
         check=True,

@@ -43,7 +43,7 @@ class Project:
         self.feedback = feedback or Feedback()
 
     def __repr__(self) -> str:
-        return f"Project({self.repo.worktree!r}, account_option={self.account_option!r})"
+        return f"Project({self.repo.worktree_path!r}, account_option={self.account_option!r})"
 
     @classmethod
     def open(

@@ -46,7 +46,7 @@ class TamperReport:
 
 
 def _path(repo: Repository) -> Path:
-    return repo.agora_dir / TRUST_FILE
+    return Path(repo.agora_path, TRUST_FILE)
 
 
 def _load(repo: Repository) -> dict:

@@ -33,7 +33,7 @@ def snapshot(repo: Repository) -> Iterator[Snapshot]:
     if repo.bare:
         raise AgoraError("a bare repository has no work tree to publish")
     real_index = Path(repo.git.run("rev-parse", "--path-format=absolute", "--git-path", "index").strip())
-    with tempfile.TemporaryDirectory(prefix="agora-index-", dir=repo.git_dir) as tmp:
+    with tempfile.TemporaryDirectory(prefix="agora-index-", dir=repo.git_path) as tmp:
         index_file = Path(tmp) / "index"
         if real_index.exists():
             shutil.copy2(real_index, index_file)
@@ -120,13 +120,13 @@ def checkout(
     if is_dirty(repo):
         raise AgoraError("the work tree has uncommitted changes: publish, commit or stash them, or use --worktree DIR")
     if record is not None:
-        record(repo.worktree)
+        record(Path(repo.worktree_path))
     try:
         repo.git.run("checkout", "--quiet", "--detach", sha)
     except GitError as exc:
         first = next((ln for ln in exc.stderr.splitlines() if ln.strip()), str(exc))
         raise AgoraError(f"cannot check out {sha[:12]} here ({first.strip()}); use --worktree DIR") from None
-    return repo.worktree
+    return Path(repo.worktree_path)
 
 
 def adopt_if_unborn(repo: Repository, sha: str, snap: Snapshot) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -21,7 +22,7 @@ from git_agora.index.segments import WriteFailed
 @pytest.fixture
 def repo(tmp_path):
     (tmp_path / "index").mkdir()
-    return SimpleNamespace(agora_dir=tmp_path)
+    return SimpleNamespace(agora_path=str(tmp_path))
 
 
 def state(rows: int):
@@ -55,7 +56,7 @@ def _spy(function, seen):
 def test_a_damaged_cache_counts_as_missing(repo, damage):
     graph, qualifying = state(300)
     cached_counter(repo)(graph, qualifying)
-    path = repo.agora_dir / "index" / FOLLOW_ONS_FILE
+    path = Path(repo.agora_path) / "index" / FOLLOW_ONS_FILE
     if damage == "truncated":
         path.write_bytes(path.read_bytes()[:-100])
     elif damage == "garbage":
@@ -77,9 +78,9 @@ def test_a_damaged_cache_counts_as_missing(repo, damage):
 
 def test_read_only_index_counts_without_keeping(repo, monkeypatch):
     def refuse(*_):
-        raise WriteFailed(OSError(errno.EROFS, "Read-only file system"), repo.agora_dir / "index")
+        raise WriteFailed(OSError(errno.EROFS, "Read-only file system"), Path(repo.agora_path) / "index")
 
     monkeypatch.setattr(followons_cache, "write_follow_ons", refuse)
     graph, qualifying = state(300)
     assert cached_counter(repo)(graph, qualifying).tolist() == count_descendants(graph, qualifying).tolist()
-    assert not (repo.agora_dir / "index" / FOLLOW_ONS_FILE).exists()
+    assert not (Path(repo.agora_path) / "index" / FOLLOW_ONS_FILE).exists()

@@ -444,7 +444,7 @@ class _Steps:
     def _private_paths(self) -> list[str]:
         """This clone's git folders and its configured signing key's folder: never shown to a step."""
 
-        private = [str(self.repo.git_dir), str(self.repo.common_dir), str(self.repo.worktree)]
+        private = [self.repo.git_path, self.repo.common_path, self.repo.worktree_path]
         key = self.repo.git.config_get(KEY_CONFIG)
         if key:
             private.append(os.path.dirname(os.path.abspath(os.path.expanduser(key))))

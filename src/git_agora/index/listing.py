@@ -10,11 +10,11 @@ commit exactly as this package writes it is left to git.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from array import array
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,7 +37,9 @@ def log_account(ref: str) -> str | None:
     return None
 
 
-def new_entries(git_dir: Path, old_tips: Mapping[str, str], new_tips: Mapping[str, str]) -> dict[str, set[str]]:
+def new_entries(
+    git_dir: str | os.PathLike[str], old_tips: Mapping[str, str], new_tips: Mapping[str, str]
+) -> dict[str, set[str]]:
     """{contribution sha: accounts whose log newly lists it} for every log ref that moved."""
     listed: dict[str, set[str]] = {}
     for ref, tip in new_tips.items():
@@ -139,7 +141,7 @@ def listed_mask(table: pa.Table, listed: Mapping[str, set[str]]) -> pa.Array:
     return pc.fill_null(pc.is_in(keys, value_set=pa.array(listed_keys, pa.int64())), False).combine_chunks()
 
 
-def entries_from_walk(git_dir: Path, tips: Mapping[str, str], links: pa.Table) -> Listed:
+def entries_from_walk(git_dir: str | os.PathLike[str], tips: Mapping[str, str], links: pa.Table) -> Listed:
     """`new_entries(git_dir, {}, tips)` from the `log_links` of a walk of everything the tips reach: each
     log's first-parent chain is followed through the links; a chain through a record only git can read
     is read by git."""
@@ -193,7 +195,7 @@ def _numpy(values, dtype: str):
     return np.asarray(values, dtype=dtype)
 
 
-def _chain_entries(git_dir: Path, tip: str, old: str | None) -> list[str] | None:
+def _chain_entries(git_dir: str | os.PathLike[str], tip: str, old: str | None) -> list[str] | None:
     """The entries of the log commits on `tip`'s first-parent chain, down to `old`. The chain of a new
     log ends at its first commit, whose first parent is a contribution: reading stops there instead of
     following the contribution graph down to the setup. None when git cannot read the range."""

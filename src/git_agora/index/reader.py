@@ -15,7 +15,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO
 
 from ..contribution import Contribution, ContributionError, NewerFormat
@@ -44,7 +43,7 @@ class ParsedCommit:
     problem: str | None = None
 
 
-def walk(git_dir: Path, tips: list[str], exclude: list[str]) -> Iterator[RawCommit]:
+def walk(git_dir: str | os.PathLike[str], tips: list[str], exclude: list[str]) -> Iterator[RawCommit]:
     """Every commit reachable from tips and not from exclude, newest first, log commits left out.
 
     A log commit (its last paragraph is the log trailer block) is transport, not a contribution, and
@@ -60,7 +59,9 @@ DATE_ORDER_FROM = 500_000
 (100,000 contributions) rebuild faster in the default order, 2,000,000 in date order."""
 
 
-def walk_blocks(git_dir: Path, tips: list[str], exclude: list[str], size: int = 1 << 20) -> Iterator[bytes]:
+def walk_blocks(
+    git_dir: str | os.PathLike[str], tips: list[str], exclude: list[str], size: int = 1 << 20
+) -> Iterator[bytes]:
     """The output of `walk` as blocks of undecoded records, log commits included (`records` splits one):
     a large walk hands them to worker processes, which also read the log commits (`listing.log_links`).
 
@@ -73,7 +74,7 @@ def walk_blocks(git_dir: Path, tips: list[str], exclude: list[str], size: int = 
     commit-graph a rebuild walks in date order. A walk that excludes commits is limited before it prints
     in any order, and date order is the fastest there."""
     if tips:
-        streams_first = not exclude and commit_graph_size(git_dir / "objects") < DATE_ORDER_FROM
+        streams_first = not exclude and commit_graph_size(os.path.join(git_dir, "objects")) < DATE_ORDER_FROM
         order = ["log"] if streams_first else ["log", "--date-order"]
         yield from _blocks(order, [*tips, *(f"^{sha}" for sha in exclude)], git_dir, size)
 
@@ -88,23 +89,25 @@ def as_raw(commit: RawCommit | bytes) -> RawCommit:
     return _raw_commit(commit) if isinstance(commit, bytes) else commit
 
 
-def read(git_dir: Path, shas: list[str]) -> Iterator[RawCommit]:
+def read(git_dir: str | os.PathLike[str], shas: list[str]) -> Iterator[RawCommit]:
     """These commits only (no walk), log commits left out: the same records as `walk` gives."""
     if shas:
         yield from _records(["log", "--no-walk=unsorted", "--ignore-missing"], shas, git_dir)
 
 
-def _records(command: list[str], revisions: list[str], git_dir: Path) -> Iterator[RawCommit]:
+def _records(command: list[str], revisions: list[str], git_dir: str | os.PathLike[str]) -> Iterator[RawCommit]:
     return (_raw_commit(record) for record in _split(command, revisions, git_dir))
 
 
-def _split(command: list[str], revisions: list[str], git_dir: Path) -> Iterator[bytes]:
+def _split(command: list[str], revisions: list[str], git_dir: str | os.PathLike[str]) -> Iterator[bytes]:
     """The records git prints, log commits left out, while git is still walking."""
     for block in _blocks(command, revisions, git_dir):
         yield from (r for r in block.split(b"\0") if not _is_log_record(r))
 
 
-def _blocks(command: list[str], revisions: list[str], git_dir: Path, size: int = 1 << 20) -> Iterator[bytes]:
+def _blocks(
+    command: list[str], revisions: list[str], git_dir: str | os.PathLike[str], size: int = 1 << 20
+) -> Iterator[bytes]:
     """What git prints, cut into blocks of whole records (`block.split(b"\\0")` gives the records), while
     git is still walking."""
     args = ["git", "--git-dir", str(git_dir), *command, "-z", f"--format={_FORMAT}", "--stdin"]

@@ -59,8 +59,8 @@ def _parse_walk(
 
     def listed_by(links: pa.Table) -> Mapping[str, set[str]]:
         if base.tips:
-            return listing.new_entries(repo.common_dir, base.tips, tips)
-        return listing.entries_from_walk(repo.common_dir, tips, links)
+            return listing.new_entries(repo.common_path, base.tips, tips)
+        return listing.entries_from_walk(repo.common_path, tips, links)
 
     blocks = chain(head, walked)
     work, listed = parallel.parse_all(blocks, rules.primary_metric, now, listed_by, progress, in_workers=in_bulk)
@@ -85,8 +85,8 @@ def new_rows(
     listed: Mapping[str, set[str]]
     with parallel.cyclic_gc_paused(), parallel.bulk_memory_pool():
         if discovered is not None:
-            work = parallel.parse_here(reader.read(repo.common_dir, discovered), rules.primary_metric, now)
-            listed, in_bulk = listing.new_entries(repo.common_dir, base.tips, tips), False
+            work = parallel.parse_here(reader.read(repo.common_path, discovered), rules.primary_metric, now)
+            listed, in_bulk = listing.new_entries(repo.common_path, base.tips, tips), False
         else:
             work, listed, in_bulk = _parse_walk(repo, base, tips, rules, now, progress)
         known = _known_parents_of(repo, directory, base, work)
@@ -170,7 +170,7 @@ def _signatures_table(repo: Repository, table: pa.Table, rules: IndexRules) -> p
         {"sha": sha, "account": account, "policy": policy, "reasons": [], "valid": True}
         for sha, account, policy in zip(*columns)
     ]
-    signatures.check_rows(repo.common_dir, rows, rules.keys, rules.signatures_required, members)
+    signatures.check_rows(repo.common_path, rows, rules.keys, rules.signatures_required, members)
     return _append_reasons(table, {i: row["reasons"] for i, row in zip(rows_at, rows) if row["reasons"]})
 
 
@@ -205,7 +205,7 @@ def _append_reasons(table: pa.Table, found: Mapping[int, list[str]]) -> pa.Table
 def _walk(repo: Repository, base: Manifest, tips: dict[str, str]) -> Iterator[bytes]:
     """Every commit the tips reach and the stored tips do not, as blocks of `git log` records."""
     new, old = sorted(set(tips.values())), sorted(set(base.tips.values()))
-    return reader.walk_blocks(repo.common_dir, new, old, parallel.BLOCK)
+    return reader.walk_blocks(repo.common_path, new, old, parallel.BLOCK)
 
 
 def _discovered(repo: Repository, directory: Path, base: Manifest, tips: dict[str, str]) -> list[str] | None:

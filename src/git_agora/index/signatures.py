@@ -10,9 +10,9 @@ the keys this clone trusts for its account (one `git cat-file --batch` reads the
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the pre-receive hook reads signatures without pyarrow
@@ -25,7 +25,7 @@ WAITING = "signed, but its account has no identity here yet"
 BAD = "the signature does not verify with the key of its account"
 
 
-def raw_commits(git_dir: Path, shas: list[str]) -> dict[str, bytes]:
+def raw_commits(git_dir: str | os.PathLike[str], shas: list[str]) -> dict[str, bytes]:
     """The raw bytes of each commit, through one `git cat-file --batch` process."""
     if not shas:
         return {}
@@ -72,7 +72,11 @@ Members = Callable[[str | None], Mapping[str, str] | None]  # policy sha -> {acc
 
 
 def check_rows(
-    git_dir: Path, rows: list[dict], keys: Mapping[str, tuple[str, ...]], required: bool, members: Members
+    git_dir: str | os.PathLike[str],
+    rows: list[dict],
+    keys: Mapping[str, tuple[str, ...]],
+    required: bool,
+    members: Members,
 ) -> None:
     """Add the signature problem of every contribution row (in place). Where the row's policy lists
     members, only members count, each with the key the policy gives (signatures required)."""
@@ -100,7 +104,7 @@ def check_rows(
             row["valid"] = False
 
 
-def recheck_waiting(git_dir: Path, table: pa.Table, keys: Mapping[str, tuple[str, ...]]) -> pa.Table:
+def recheck_waiting(git_dir: str | os.PathLike[str], table: pa.Table, keys: Mapping[str, tuple[str, ...]]) -> pa.Table:
     """Rows that waited for their account's identity: verify them now that keys are known."""
     from .build import replace_reason, rows_with_reason
 

@@ -24,7 +24,7 @@ STATE_FILE = "manifest.json"  # written by index.segments
 
 
 def index_dir(repo: Repository) -> Path:
-    return repo.agora_dir / "index"
+    return Path(repo.agora_path, "index")
 
 
 def read_state(directory: Path, name: str = STATE_FILE) -> dict | None:

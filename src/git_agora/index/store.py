@@ -220,7 +220,7 @@ def _advance(
     stored = segments.find_rows(directory, base.segments, _revisited(directory, base, new_rows, listed, rules, now))
     worked = pa.concat_tables([new_rows, stored])
     worked = build.clear_listed(worked, listed)
-    worked = signatures.recheck_waiting(repo.common_dir, worked, rules.keys)
+    worked = signatures.recheck_waiting(repo.common_path, worked, rules.keys)
     worked = build.finalize(worked, rules.root, presorted=stored.num_rows == 0, now=now)  # new rows come sorted
     is_new = pc.invert(pc.is_in(worked.column("sha"), value_set=stored.column("sha")))
     worked = delta.place_log_seq(worked, stored, is_new, base.accounts)

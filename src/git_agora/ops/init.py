@@ -59,10 +59,11 @@ def init_project(
         raise AgoraError("--eval is one command; --build and --score are the two phases: choose one form")
     if eval_command:
         evaluation = replace(evaluation or Evaluation(), command=eval_command)
-    config = _config(repo.worktree, evaluation, name=name, metric=metric, direction=direction, tolerance=tolerance)
-    _check_programs(config, repo.worktree)
-    (repo.worktree / CONFIG_FILE).write_text(config.dump())
-    brief_path = repo.worktree / BRIEF_FILE
+    worktree = Path(repo.worktree_path)
+    config = _config(worktree, evaluation, name=name, metric=metric, direction=direction, tolerance=tolerance)
+    _check_programs(config, worktree)
+    (worktree / CONFIG_FILE).write_text(config.dump())
+    brief_path = worktree / BRIEF_FILE
     if brief:
         brief_path.write_text(Path(brief).read_text())
     elif not brief_path.exists():

@@ -114,7 +114,7 @@ class ChunkDiffs:
 
     def __init__(self, data: SiteData, start: int, c: dict[str, list], scored_rows):
 
-        cwd = data.project.repo.worktree
+        cwd = data.project.repo.worktree_path
         code = [i for i, bearing in enumerate(c["code_bearing"]) if bearing]
         pairs = [(c["sha"][i], _first(c["parents"][i]), bool(scored_rows[start + i])) for i in code]
         self.streams: list[Any] = [  # generators: closed (git waited for) on exit

@@ -9,6 +9,7 @@ every scored result up to `LINEAGE_ALL_UP_TO` of them, else for the `LINEAGE_PAG
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -79,7 +80,7 @@ class SiteData:
         clusters = _cluster_map(analysis, rows, row_of_node)
         lineage_nodes, rule = _lineage_choice(frame, analysis_dict, notes)
         info = SiteInfo(
-            name=config.name or project.repo.worktree.name,
+            name=config.name or os.path.basename(project.repo.worktree_path),
             metric=config.metric,
             direction=config.direction,
             tolerance=float(config.tolerance or 0.0),

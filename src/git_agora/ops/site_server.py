@@ -75,7 +75,7 @@ def _diff_page(data: SiteData, sha: str) -> str | None:
     if row is None:
         return None
     parent = data.first_parent(row)
-    diff = diff_one(data.project.repo.worktree, sha, parent)
+    diff = diff_one(data.project.repo.worktree_path, sha, parent)
     files = [(f.word, f.path) for f in diff.files]
     patch = diff.patch or ""
     if diff.truncated:

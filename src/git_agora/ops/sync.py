@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..contribution import ContributionError, parse_cross_ref
 from ..errors import AgoraError
@@ -70,7 +71,7 @@ def _fetch_lock(project: Project) -> Iterator[None]:
     """One fetch at a time in a clone (two would race on the same remote-tracking refs); the second
     says so and waits for the first."""
 
-    path = project.repo.agora_dir / FETCH_LOCK
+    path = Path(project.repo.agora_path, FETCH_LOCK)
     try:
         fd = acquire(path, exclusive=True, on_wait=lambda: project.feedback.notice(WAITING))
     except OSError as exc:

@@ -16,6 +16,7 @@ commit-graph, which git writes from refs only), the only ones that may stand as 
 from __future__ import annotations
 
 import mmap
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -27,11 +28,12 @@ from .git import Git
 PROBE_DEPTH = 2  # a moved log's new commit, and below it its entry and the old tip: one new entry per log
 
 
-def probe(common_dir: Path, remote: str, tips: dict[str, str]) -> set[str] | None:
+def probe(common_dir: str | os.PathLike[str], remote: str, tips: dict[str, str]) -> set[str] | None:
     """The commits this clone already has on which the new commits of `tips` (remote ref -> sha) rest,
     read from a depth-limited fetch into a scratch repository that reads this clone's config (the
     remote's URL, credentials). None when that fetch fails or did not reach commits this clone has
     (more than one new entry in a log, a ref that moved meanwhile): the caller fetches as usual."""
+    common_dir = Path(common_dir)
     try:
         (common_dir / "agora").mkdir(exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=common_dir / "agora"))
@@ -109,9 +111,10 @@ def _boundary(theirs: CatFile, ours: CatFile, tips: Iterable[str]) -> set[str] |
     return boundary
 
 
-def proven(common_dir: Path, shas: Iterable[str], ref_tips: Iterable[str]) -> set[str]:
+def proven(common_dir: str | os.PathLike[str], shas: Iterable[str], ref_tips: Iterable[str]) -> set[str]:
     """Those of `shas` whose whole history this clone holds: ref tips, and commits in its commit-graph
     (git writes one from the commits reachable from refs, and stops at a missing parent)."""
+    common_dir = Path(common_dir)
     wanted = set(shas)
     found = wanted & set(ref_tips)
     rest = wanted - found
@@ -120,8 +123,9 @@ def proven(common_dir: Path, shas: Iterable[str], ref_tips: Iterable[str]) -> se
     return found
 
 
-def commit_graph_size(objects: Path) -> int:
+def commit_graph_size(objects: str | os.PathLike[str]) -> int:
     """How many commits the commit-graph files of an object directory list (0 without a readable one)."""
+    objects = Path(objects)
     total = 0
     for path in _graph_files(objects):
         try:

@@ -8,12 +8,12 @@ thousands of `git diff` calls: at 100,000 contributions the per-process start-up
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 _HEADER = re.compile(rb"^[0-9a-f]{40}$")
 STATUS_WORDS = {"A": "added", "D": "deleted", "M": "modified", "T": "type changed", "R": "renamed", "C": "copied"}
@@ -42,7 +42,11 @@ class Diff:
 
 
 def diffs(
-    cwd: Path, pairs: Iterable[tuple[str, str | None]], *, patch: bool = True, max_bytes: int = 200_000
+    cwd: str | os.PathLike[str],
+    pairs: Iterable[tuple[str, str | None]],
+    *,
+    patch: bool = True,
+    max_bytes: int = 200_000,
 ) -> Iterator[Diff]:
     """One `Diff` per `(sha, first parent)` pair, in input order (a parent of None: a root commit).
 
@@ -118,7 +122,7 @@ def _parse(stream, pairs: list[tuple[str, str | None]], max_bytes: int) -> Itera
         yield done()
 
 
-def diff_one(cwd: Path, sha: str, parent: str | None, max_bytes: int = 2_000_000) -> Diff:
+def diff_one(cwd: str | os.PathLike[str], sha: str, parent: str | None, max_bytes: int = 2_000_000) -> Diff:
     """The diff of one commit against its first parent (for a preview server's on-demand pages)."""
     for diff in diffs(cwd, [(sha, parent)], max_bytes=max_bytes):
         return diff

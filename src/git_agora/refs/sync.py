@@ -6,6 +6,8 @@ and the push is retried. Fetch copies every remote log into `refs/agora/remotes/
 that moved backwards or sideways keeps its old tip under `refs/agora/quarantine/`.
 """
 
+import contextlib
+import os
 import re
 import subprocess
 import time
@@ -153,7 +155,7 @@ def fetch(repo: Repository, remote: str, on_progress: Callable[[str], None] | No
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
     refs = repo.git.for_each_ref("refs/")
     before = {ref: sha for ref, sha in refs.items() if ref.startswith(prefix)}
-    large = before and commit_graph_size(repo.common_dir / "objects") >= PROBE_FROM_COMMITS
+    large = before and commit_graph_size(repo.objects_path) >= PROBE_FROM_COMMITS
     moved = _fetch_moved(repo, remote, refs, on_progress) if large else None
     if isinstance(moved, dict):  # stored from the probe: exactly these tracking refs moved
         after = {**before, **{ref: sha for ref, sha in moved.items() if ref.startswith(prefix)}}
@@ -224,12 +226,12 @@ def _fetch_moved(
         return None
     from .boundary import probe, proven
 
-    below = probe(repo.common_dir, remote, moved)
+    below = probe(repo.common_path, remote, moved)
     if below is None:
         return None
     _replace_refs(repo, {ref for ref in refs if ref.startswith(BOUNDARY_PREFIX)}, {})  # a killed fetch's
     tips = set(refs.values())
-    firm = proven(repo.common_dir, below, tips)  # a commit merely present may lack its history
+    firm = proven(repo.common_path, below, tips)  # a commit merely present may lack its history
     if firm == below and _store_probed(repo, remote, moved, tracking, firm):
         return {_tracking(remote, ref): sha for ref, sha in moved.items()}
     standing = {BOUNDARY_PREFIX + sha: sha for sha in firm - tips}
@@ -307,8 +309,8 @@ def write_commit_graph(repo: Repository) -> str | None:
     (a first write at a million contributions takes minutes, all of them moving): stuck for
     `COMMIT_GRAPH_STALL_S`, it is killed, and commit-graphs stay off in this clone; the one-line note
     says so."""
-    marker = repo.agora_dir / COMMIT_GRAPH_OFF
-    if marker.exists():
+    marker = os.path.join(repo.agora_path, COMMIT_GRAPH_OFF)
+    if os.path.exists(marker):
         return None
     proc = repo.git.watched(
         "commit-graph", "write", "--reachable", "--split", "--progress", stall=COMMIT_GRAPH_STALL_S, new_lines_only=True
@@ -316,9 +318,11 @@ def write_commit_graph(repo: Repository) -> str | None:
     if proc.returncode != 124:
         return None
     for lock in ("commit-graph.lock", "commit-graphs/commit-graph-chain.lock"):
-        (repo.common_dir / "objects" / "info" / lock).unlink(missing_ok=True)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text("git commit-graph write did not finish; see docs/hosting.md\n")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(repo.objects_path, "info", lock))
+    os.makedirs(repo.agora_path, exist_ok=True)
+    with open(marker, "w") as note:
+        note.write("git commit-graph write did not finish; see docs/hosting.md\n")
     return (
         f"git's commit-graph writer made no progress for {COMMIT_GRAPH_STALL_S} s (a commit with a "
         "hostile committer time?); this clone stops writing commit-graphs"
