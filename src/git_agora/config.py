@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -294,6 +293,7 @@ class ProjectConfig:
 
     @classmethod
     def parse(cls, text: str) -> ProjectConfig:
+        import tomllib
 
         try:
             data = tomllib.loads(text)

@@ -23,7 +23,6 @@ from typing import Any
 import git_agora as agora
 
 from ..errors import AgoraError
-from ..ops.history import titles
 
 MARKER = ".agora-demo"
 ACCOUNTS = ("ada", "ben", "cyd", "dee", "eli", "fay", "gus", "hal", "ivy", "jon", "kim", "lou")
@@ -250,6 +249,7 @@ def run_demo(plan: DemoPlan, on_event: Callable[[dict], None]) -> DemoSummary:
 
 
 def summarize(founder: Path, problems: list[str]) -> DemoSummary:
+    from ..ops.history import titles
 
     project = agora.open_project(founder)
     agora.fetch(project)

@@ -21,7 +21,6 @@ instead, so no row is lost.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -243,6 +242,7 @@ def _in_worker(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.T
 
 
 def _pool(count: int) -> ProcessPoolExecutor:
+    import multiprocessing
 
     return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"))
 

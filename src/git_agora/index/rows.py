@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cache
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,9 +15,6 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import ConfigError
-from ..contribution import DOTGIT_REASON
-from ..policy import answers_ahead, evaluator_violations, load_policy
 from ..refs.store import Repository
 from ..refs.trees import dotgit_paths
 from . import build, discover, listing, parallel, reader, segments, signatures
@@ -107,6 +103,7 @@ def new_rows(
 def _answers_ahead(repo: Repository, root: str | None, trees: pa.ChunkedArray) -> Answers | None:
     """The root policy's protected files in these trees, asked before the graph rules say which rows
     need them: nearly every judged row is under the root policy, and its trees are among these."""
+    from ..policy import answers_ahead
 
     return answers_ahead(repo, root, trees.combine_chunks()) if root is not None else None
 
@@ -121,6 +118,7 @@ def _evaluator_policy_table(
     """Mark invalid the code-bearing rows whose tree changes a file their policy fixes or adds a `.git`
     path, and the amendments whose policy is broken (`policy.evaluator_violations`, `_dotgit_reasons`);
     the rows judged are picked over whole columns (with the answers asked `ahead`, if any)."""
+    from ..policy import evaluator_violations
 
     sha, policy = table.column("sha"), table.column("policy")
     own = pc.equal(policy, sha)
@@ -145,6 +143,7 @@ def _dotgit_reasons(repo: Repository, trees: list[str], found: Mapping[str, str]
     """For the trees of code-bearing contributions, the reason such a contribution is invalid when its
     tree holds a `.git` path (git refuses to check it out: it could be neither evaluated nor
     verified); `found`: what `refs.trees.dotgit_paths` already said of a set of trees holding these."""
+    from ..contribution import DOTGIT_REASON
 
     paths = dotgit_paths(repo.common_path, trees) if found is None else found
     return [f"the tree holds {paths[tree]!r}: {DOTGIT_REASON}" if tree in paths else None for tree in trees]
@@ -226,6 +225,10 @@ def _discovered(repo: Repository, directory: Path, base: Manifest, tips: dict[st
 
 def _members(repo: Repository) -> signatures.Members:
     """The members each policy lists (`[identity] members`), read once per policy commit."""
+    from functools import cache
+
+    from ..config import ConfigError
+    from ..policy import load_policy
 
     @cache
     def members(policy_sha: str | None):

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AgoraError
 from ..project import Project
-from ..trust import tamper_reports
-from .indexing import load, load_rows
 
 if TYPE_CHECKING:
     from ..embedding.plan import EmbedBudget
@@ -35,6 +33,7 @@ def analyze(
     a notice says how many remain. `embed=False`: use only the vectors already cached, never load an
     encoder (clusters are then missing, with a note saying why, when too few descriptions have one).
     `clusters`: `frontier.clusters.ClusterParams` (None: the defaults, a window of 5,000)."""
+    from dataclasses import replace
 
     from ..embedding.cache import read_embeddings
     from ..followons_cache import cached_counter
@@ -42,6 +41,7 @@ def analyze(
     from ..frontier.analyze import analyze as compute
     from ..frontier.needs import vectors_needed
     from .embedding import project_model, update_embeddings
+    from .indexing import load, load_rows
 
     index = load(project, ANALYZE_COLUMNS)  # descriptions only if something must be embedded
     try:
@@ -69,6 +69,9 @@ def analyze(
 
 def _with_tamper_notes(project: Project, result):
     """Unacknowledged tamper reports lead the summary notes (`git agora status --ack ID` ends them)."""
+    from dataclasses import replace
+
+    from ..trust import tamper_reports
 
     reports = tamper_reports(project.repo)
     if not reports:
@@ -84,12 +87,14 @@ def search(
     similarity over the contributions with a vector, keyword match for those without one (and as the
     fallback). Embeds at most what `budget` allows (as analyze: newest first; None: 5 s or
     `AGORA_EMBED_BUDGET`), never the whole project; `coverage` says how many have a vector."""
+    from dataclasses import replace
 
     from ..embedding.backends import backend_for
     from ..embedding.cache import row_reader
     from ..frontier.search import search as nearest
     from ..frontier.search import with_claims
     from .embedding import EMBED_COMMAND, model_id, project_model, update_embeddings
+    from .indexing import load
 
     if not query.strip():
         raise AgoraError("empty query: say what you are looking for")
@@ -146,6 +151,7 @@ def _claims(project: Project, contributions):
     import pyarrow.compute as pc
 
     from ..frontier.claims import CLAIM_COLUMNS, active_claims
+    from .indexing import load
 
     if not pc.any(pc.equal(pc.list_flatten(contributions["tags"]), "wip")).as_py():
         return []

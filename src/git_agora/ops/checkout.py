@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..project import Project
-from ..workspace import checkout as checkout_tree
 
 
 @dataclass(frozen=True)
@@ -25,6 +24,7 @@ def checkout(project: Project, rev: str, worktree: Path | None = None) -> Checke
     The parent of the next push is recorded before HEAD moves; if the checkout then fails, the previous
     record is put back (in place) or the new work tree removed, so HEAD and the record never disagree.
     """
+    from ..workspace import checkout as checkout_tree
 
     contribution = project.contribution(rev)
     sha = contribution.sha

@@ -7,7 +7,6 @@ import time
 from ..errors import AgoraError
 from ..frontier.claims import CLAIM_COLUMNS, DEFAULT_SECONDS, UNTIL_KEY, Claim, active_claims, parse_duration
 from ..project import Project
-from .indexing import load
 from .publish import Published, post
 
 
@@ -42,5 +41,6 @@ def release(project: Project, sha: str, now: float | None = None) -> Published:
 
 def claims(project: Project, now: float | None = None) -> tuple[Claim, ...]:
     """The claims active now, newest first."""
+    from .indexing import load
 
     return tuple(active_claims(load(project, CLAIM_COLUMNS).contributions, now if now is not None else time.time()))

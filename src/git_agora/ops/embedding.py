@@ -14,10 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AgoraError
 from ..frontier.embeddings import Coverage
 from ..project import Project
-from .indexing import load
 
 if TYPE_CHECKING:
     from ..embedding.plan import EmbedBudget
@@ -99,6 +97,7 @@ EMBED_COLUMNS = ("sha", "timestamp", "log_seq", "valid", "title", "description")
 def embed_everything(project: Project, model: str | None = None) -> EmbedReport:
     """`git agora index --embed`: every valid contribution lacking a vector of ``model``, with progress."""
     from ..embedding.plan import EmbedBudget
+    from .indexing import load
 
     contributions = load(project, EMBED_COLUMNS).contributions
     return _embed(
@@ -109,6 +108,7 @@ def embed_everything(project: Project, model: str | None = None) -> EmbedReport:
 def budget_from_env() -> EmbedBudget:
     """The budget `AGORA_EMBED_BUDGET` sets (seconds), else the default; a bad value is one error line."""
     from ..embedding.plan import EmbedBudget
+    from ..errors import AgoraError
 
     try:
         return EmbedBudget.from_env(os.environ)

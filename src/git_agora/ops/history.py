@@ -7,13 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..contribution import Contribution, parse_cross_ref
+from ..contribution import Contribution
 from ..errors import AgoraError
-from ..evaluate.identity import policy_identity
-from ..frontier.comparable import differences, measured_under, warning
 from ..project import Project
-from .indexing import FRAME_COLUMNS, GRAPH_COLUMNS, LOG_COLUMNS, load
-from .verify import claimed_evaluator
 
 if TYPE_CHECKING:
     from ..frontier.lineage import Lineage
@@ -46,6 +42,7 @@ class Shown:
 
     @property
     def comparability_warning(self) -> str | None:
+        from ..frontier.comparable import warning
 
         return warning(f"this result and the best ({(self.best or '')[:12]})", self.incomparable)
 
@@ -78,8 +75,10 @@ def show(project: Project, rev: str) -> Shown:
     """One contribution with its evidence score, verification status, parents and cited commits."""
     import pyarrow.compute as pc
 
+    from ..contribution import parse_cross_ref
     from ..followons_cache import cached_counter
     from ..frontier.evidence import evidence
+    from .indexing import FRAME_COLUMNS, load
 
     c = project.contribution(rev)
     contributions = load(project, FRAME_COLUMNS).contributions
@@ -113,6 +112,8 @@ def _run_notes(project: Project, c: Contribution) -> tuple[str, ...]:
 
 def _evaluator_note(project: Project, c: Contribution) -> str | None:
     """Whether the claim's recorded evaluator identity differs from the one its policy gives today."""
+    from ..evaluate.identity import policy_identity
+    from .verify import claimed_evaluator
 
     claimed = claimed_evaluator(c)
     if claimed is None or c.sha is None:
@@ -128,6 +129,7 @@ def _against_best(project: Project, c: Contribution, contributions, evidence_tab
     from it (both read from the recorded evaluator outputs); (None, ()) when there is nothing to compare."""
     import pyarrow.compute as pc
 
+    from ..frontier.comparable import differences, measured_under
     from ..frontier.frame import build_frame
     from ..frontier.views import best
 
@@ -177,6 +179,8 @@ def log(
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from .indexing import LOG_COLUMNS, load
+
     table = load(project, LOG_COLUMNS).contributions
     table = table.filter(pc.invert(table["valid"]) if rejected else table["valid"])
     if accounts := list(accounts):
@@ -207,6 +211,7 @@ def lineage(project: Project, rev: str) -> Lineage:
     """Ancestry of a contribution (`frontier.lineage.Lineage`): size, accounts, cross-account edges,
     reproduced ancestors and the milestone path of new bests."""
     from ..frontier.lineage import lineage as ancestry
+    from .indexing import GRAPH_COLUMNS, load
 
     target = project.contribution_sha(rev)
     config = project.config
@@ -220,6 +225,7 @@ def lineage(project: Project, rev: str) -> Lineage:
 
 def titles(project: Project) -> dict[str, str]:
     """Title of every indexed commit, by sha (for rendering lineage and stats)."""
+    from .indexing import load
 
     table = load(project, ("sha", "title")).contributions
     return dict(zip(table["sha"].to_pylist(), table["title"].to_pylist()))
@@ -228,6 +234,7 @@ def titles(project: Project) -> dict[str, str]:
 def stats(project: Project) -> GraphStats:
     """Graph statistics of the project (`frontier.stats.GraphStats`), as the paper's section 4.6 defines them."""
     from ..frontier.stats import graph_stats
+    from .indexing import GRAPH_COLUMNS, load
 
     config = project.config
     return graph_stats(

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import shlex
-import shutil
 from dataclasses import dataclass, replace
-from importlib.resources import files
 from pathlib import Path
 
 from ..config import BRIEF_FILE, CONFIG_FILE, ConfigError, ProjectConfig
 from ..contribution import Contribution
 from ..errors import AgoraError
-from ..policy import protected_entries
 from ..project import Project
-from ..workspace import adopt_if_unborn, check_size, snapshot
 from .publish import Published, publish
 
 
@@ -46,6 +41,8 @@ def init_project(
     sets `[eval]`. A one-command evaluation fixes no file unless told to (its results are self-scored);
     a two-phase one fixes the files its score command names. Each fixed file is said, with how to
     change it later."""
+    from ..policy import protected_entries
+    from ..workspace import adopt_if_unborn, check_size, snapshot
 
     repo = project.repo
     if repo.bare:
@@ -123,6 +120,8 @@ _SHELL_WORDS = {"cd", "export", "exec", "source", ".", "set", "eval", "test", "[
 
 def _check_programs(config: ProjectConfig, root: Path) -> None:
     """Each evaluation command's program exists: on PATH, or a file of the tree."""
+    import shlex
+    import shutil
 
     spec = config.evaluation
     for what, command in (("command", spec.command), ("build", spec.build), ("score", spec.score)):
@@ -156,6 +155,7 @@ def _say_what_is_fixed(project: Project, config: ProjectConfig) -> None:
 
 def _files_named_by(command: str, root: Path) -> tuple[str, ...]:
     """The evaluator files a command names (`python3 score.py` -> score.py): frozen by default."""
+    import shlex
 
     try:
         words = shlex.split(command)
@@ -181,6 +181,7 @@ def _summary(config: ProjectConfig) -> str:
 
 
 def _default_brief(config: ProjectConfig) -> str:
+    from importlib.resources import files
 
     template = files("git_agora").joinpath("templates/program.md").read_text()
     metric_line = f"\n\nThe primary metric is `{config.metric}` ({config.direction}imise)." if config.metric else ""

@@ -22,11 +22,6 @@ from pathlib import Path
 
 from ..errors import AgoraError
 from ..feedback import Feedback
-from ..identity.keys import KEY_CONFIG, create_key
-from ..refs.git import Git, GitError
-from ..refs.names import LogRef, valid_account
-from ..refs.store import NotARepository, Repository
-from ..refs.sync import queued_entries
 from ..supervise import groups
 from ..supervise.state import (
     ACTIVE,
@@ -42,8 +37,6 @@ from ..supervise.state import (
     state_path,
     write_state,
 )
-from ..supervise.supervisor import supervise
-from .clone import REMOTE, _absolute, clone
 
 DEFAULT_DIRECTORY = "agora-agents"
 SCRIPTED = "scripted"
@@ -152,6 +145,7 @@ def launch(
     (`prefix-01`...) and key, running `command` (`{prompt}` replaced by the shell-quoted prompt) or, with
     `scripted`, the demo's worker for `rounds` rounds. Each stops at `budget_minutes` of wall-clock time
     (None: no limit). Returns once all run (`wait`: once all ended, supervised by this process)."""
+    from .clone import _absolute
 
     feedback = feedback or Feedback()
     remote = _absolute(remote)
@@ -183,6 +177,8 @@ def launch(
         raise
     marker.unlink()
     if wait:
+        from ..supervise.supervisor import supervise
+
         supervise(where, mode="foreground")
     else:
         _start_detached(where)
@@ -224,6 +220,7 @@ def _check_request(
     prefix: str,
     grace_seconds: float,
 ) -> list[str]:
+    from ..refs.names import valid_account
 
     if agents < 1:
         raise AgoraError(f"--agents must be at least 1 (got {agents})")
@@ -313,6 +310,9 @@ def _prepare(
     seed: int,
     feedback: Feedback,
 ) -> list[AgentRecord]:
+    from ..identity.keys import KEY_CONFIG, create_key
+    from ..refs.git import Git
+    from .clone import clone
 
     records = []
     for name in names:
@@ -444,6 +444,11 @@ def _agent_status(agent: AgentRecord, state: LaunchState, supervised: bool, now:
 
 def _contributions(clone: Path, account: str) -> tuple[int, int, LastContribution | None]:
     """From the agent's own clone: its account log's length, how much of it is queued, and its tip."""
+    from ..refs.git import GitError
+    from ..refs.names import LogRef
+    from ..refs.store import NotARepository, Repository
+    from ..refs.sync import queued_entries
+    from .clone import REMOTE
 
     try:
         repo = Repository.discover(clone)

@@ -9,8 +9,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..contribution import Contribution, Verdict
-from ..refs.diffs import diffs
 from ..web.model import ContributionView, Evidence, Ref, VerdictInfo
 from .site_data import SiteData, cut
 
@@ -113,6 +111,7 @@ class ChunkDiffs:
     scored results, file lists of the others) as the pages ask for them, in row order."""
 
     def __init__(self, data: SiteData, start: int, c: dict[str, list], scored_rows):
+        from ..refs.diffs import diffs
 
         cwd = data.project.repo.worktree_path
         code = [i for i, bearing in enumerate(c["code_bearing"]) if bearing]
@@ -234,6 +233,7 @@ class Chunk:
 
 def _trailers(c: dict[str, list], i: int, cross: tuple[str, ...]) -> tuple[str, ...]:
     """The commit's Agora trailers, as `Contribution.trailers` writes them, from the indexed fields."""
+    from ..contribution import Contribution, Verdict
 
     try:
         verdict = Verdict(c["verdict"][i]) if c["verdict"][i] else None

@@ -16,9 +16,6 @@ from typing import Any
 
 from ..project import Project
 from ..web.model import ClusterMap, LineageView, RatchetData, Ref, SiteInfo
-from .analyze import analyze
-from .history import stats as graph_stats
-from .indexing import load
 
 MAX_POINTS = 20_000
 LINEAGE_ALL_UP_TO = 2_000
@@ -52,6 +49,9 @@ class SiteData:
         import pyarrow.compute as pc
 
         from ..frontier.views import compute_views
+        from .analyze import analyze
+        from .history import stats as graph_stats
+        from .indexing import load
         from .site_rows import Rows
 
         config = project.config

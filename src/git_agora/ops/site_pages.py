@@ -8,7 +8,6 @@ from typing import Any
 from ..frontier.columns import OVERVIEW_COLUMNS
 from ..web import pages
 from ..web.model import ListRow
-from .indexing import load
 from .site_contributions import Chunk, ChunkDiffs, Verdicts, descriptions
 from .site_data import SiteData, cut, lineage_view
 from .site_writer import PageWriter
@@ -108,6 +107,7 @@ def _write_contributions(data: SiteData, writer: PageWriter, lineages: set[str])
     in row order while its pages are made."""
     import numpy as np
 
+    from .indexing import load
     from .site_rows import csr
 
     frame = data.analysis.frame

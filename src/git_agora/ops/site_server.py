@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from ..project import Project
-from ..refs.diffs import diff_one
 from ..web import pages
 from .site_data import SiteData, lineage_view
 
@@ -70,6 +69,7 @@ def site_server(
 
 
 def _diff_page(data: SiteData, sha: str) -> str | None:
+    from ..refs.diffs import diff_one
 
     row = data.rows.row(sha)
     if row is None:
