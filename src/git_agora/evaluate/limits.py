@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import GiB, KiB, Limits, MiB  # noqa: F401 (MiB: the evaluation's sizes)
+from .sandbox import SANDBOX_UID
 
 
 @dataclass
@@ -255,7 +256,6 @@ class Enforcement:
 def _nproc_limit(processes: int) -> int:
     """RLIMIT_NPROC counts every process of the user: allow the step `processes` more than run now.
     As root the sandbox's processes run as the unprivileged `SANDBOX_UID`, whose processes are counted."""
-    from .sandbox import SANDBOX_UID
 
     uid = SANDBOX_UID if os.geteuid() == 0 else os.geteuid()
     running = 0

@@ -28,6 +28,7 @@ from typing import Any
 from ..config import ARTIFACT, EvalSpec
 from ..errors import AgoraError
 from ..feedback import Feedback
+from ..identity.keys import KEY_CONFIG
 from ..refs.store import Repository
 from . import sandbox as jail
 from .artifact import ArtifactRefused, receive
@@ -442,7 +443,6 @@ class _Steps:
 
     def _private_paths(self) -> list[str]:
         """This clone's git folders and its configured signing key's folder: never shown to a step."""
-        from ..identity.keys import KEY_CONFIG
 
         private = [self.repo.git_path, self.repo.common_path, self.repo.worktree_path]
         key = self.repo.git.config_get(KEY_CONFIG)

@@ -23,6 +23,7 @@ would map the sandbox onto root itself).
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import shutil
 import sys
@@ -241,7 +242,6 @@ def _site_paths(prefix: str) -> list[str]:
 
 def package_paths(names: Iterable[str]) -> list[str]:
     """Where each installed package (a scorer) lives: its package folder or module file."""
-    import importlib.util
 
     found = []
     for name in names:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pj
 
 from .bands import KEYS, Band, band_of
 from .frame import Frame
@@ -183,7 +184,6 @@ def band_ends(metadata: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndar
 
 def _read_all(texts: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
     """``band_of`` of every text, as ends, through one Arrow JSON read; None when a text does not fit."""
-    import pyarrow.json as pj
 
     if not texts or any("\n" in text for text in texts):
         return None

@@ -10,11 +10,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import LIMITS, PENDING_FUTURE, encode_metadata, intrinsic_problems, time_problems
-from .listing import NOT_LISTED
+from .listing import NOT_LISTED, listed_mask
 from .schema import ACCOUNTS, CONTRIBUTIONS, EDGES, TAGS, VERDICTS
 
 SECOND_SETUP = "a second setup: this clone's project root is pinned to another setup"
@@ -111,7 +112,6 @@ def finalize(
     - log_seq: each contribution's position in its account's history (time, then sha).
     Vectorised: only the (few) setup rows are visited one by one.
     """
-    import numpy as np
 
     table = contributions if presorted else contributions.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
     table = _recheck_pending(table, int(time.time()) if now is None else now)
@@ -152,7 +152,6 @@ def _recheck_pending(table: pa.Table, now: int) -> pa.Table:
 
 def clear_listed(table: pa.Table, listed: Mapping[str, set[str]]) -> pa.Table:
     """Rows that were not listed in their account's log and now are: drop that reason."""
-    from .listing import listed_mask
 
     if not rows_with_reason(table, NOT_LISTED) or not listed:
         return table
@@ -162,7 +161,6 @@ def clear_listed(table: pa.Table, listed: Mapping[str, set[str]]) -> pa.Table:
 
 def rows_with_reason(table: pa.Table, prefix: str) -> list[int]:
     """The rows holding a reason that starts with `prefix` (a vectorised search)."""
-    import numpy as np
 
     reasons = table.column("reasons").combine_chunks()
     flat = pc.starts_with(pc.list_flatten(reasons), prefix).to_numpy(zero_copy_only=False)
@@ -190,7 +188,6 @@ def replace_reason(table: pa.Table, prefix: str, replacements: Mapping[int, str 
 
 def pending_until(table: pa.Table) -> int | None:
     """The earliest committer time among pending rows (None: nothing is pending)."""
-    import numpy as np
 
     reasons = table.column("reasons").combine_chunks()
     flat = pc.starts_with(pc.list_flatten(reasons), PENDING_FUTURE).to_numpy(zero_copy_only=False)
@@ -200,7 +197,6 @@ def pending_until(table: pa.Table) -> int | None:
 
 def _account_positions(accounts: pa.ChunkedArray) -> pa.Array:
     """For each row, how many earlier rows have the same account (null account: null)."""
-    import numpy as np
 
     encoded = pc.dictionary_encode(accounts.combine_chunks())
     codes = encoded.indices.to_numpy(zero_copy_only=False)
@@ -227,7 +223,6 @@ def derived_tables(contributions: pa.Table) -> dict[str, pa.Table]:
 
 def _edges(c: pa.Table) -> pa.Table:
     lengths = pc.list_value_length(c.column("parents")).fill_null(0).to_numpy()
-    import numpy as np
 
     child_idx = np.repeat(np.arange(c.num_rows), lengths)
     position = np.concatenate([np.arange(n) for n in lengths]) if len(lengths) else np.array([], int)
@@ -241,7 +236,6 @@ def _edges(c: pa.Table) -> pa.Table:
 
 
 def _tags(c: pa.Table) -> pa.Table:
-    import numpy as np
 
     lengths = pc.list_value_length(c.column("tags")).fill_null(0).to_numpy()
     sha = c.column("sha").take(np.repeat(np.arange(c.num_rows), lengths))

@@ -16,6 +16,7 @@ import subprocess
 from array import array
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -118,7 +119,6 @@ class Listed(Mapping[str, set[str]]):
 
 def listed_mask(table: pa.Table, listed: Mapping[str, set[str]]) -> pa.Array:
     """Per row of `table`, whether the log of the account the row names lists it (null account: no)."""
-    import numpy as np
 
     if not isinstance(listed, Listed):
         pairs = [(sha, account) for sha, named in listed.items() for account in named]
@@ -190,7 +190,6 @@ def _linked_chain(row: int | None, parent_of: Sequence[int], readable: bytes) ->
 
 def _numpy(values, dtype: str):
     """Arrow values (or a buffer) as a numpy array of `dtype`."""
-    import numpy as np
 
     return np.asarray(values, dtype=dtype)
 

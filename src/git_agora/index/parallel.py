@@ -21,6 +21,7 @@ instead, so no row is lost.
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -29,6 +30,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -242,7 +244,6 @@ def _in_worker(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.T
 
 
 def _pool(count: int) -> ProcessPoolExecutor:
-    import multiprocessing
 
     return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"))
 
@@ -374,7 +375,6 @@ def _lookup(work: pa.Table, known: Mapping[str, build.Known]) -> pa.Table:
 
 def _any_per_row(lists: pa.ListArray, flat: pa.Array, rows: int) -> pa.Array:
     """Per row of `lists`, whether `flat` (one value per list element) is true for any element."""
-    import numpy as np
 
     hits = pc.list_parent_indices(lists).filter(pc.fill_null(flat, False))
     found = np.zeros(rows, dtype=bool)
@@ -384,7 +384,6 @@ def _any_per_row(lists: pa.ListArray, flat: pa.Array, rows: int) -> pa.Array:
 
 def _first_elements(lists: pa.ListArray) -> pa.Array:
     """Each list's first element, null for an empty (or null) list."""
-    import numpy as np
 
     offsets = np.asarray(lists.offsets, dtype=np.int64)
     empty = np.asarray(pc.fill_null(pc.list_value_length(lists), 0), dtype=np.int64) == 0
@@ -419,7 +418,6 @@ def _graph_reasons(
 
 def replace_rows(column: pa.ChunkedArray, at: list[int], values: pa.Array) -> pa.Array:
     """`column` with its rows `at` (ascending) replaced by `values`, in one take."""
-    import numpy as np
 
     index = np.arange(len(column), dtype=np.int64)
     index[np.asarray(at, dtype=np.int64)] = len(column) + np.arange(len(at), dtype=np.int64)
@@ -433,7 +431,6 @@ def _policy_column(
     amendment (tagged policy by the root setup's account) is its own policy, any other contribution
     has its first parent's; a first parent outside the batch gives its known policy, one in the batch
     that is no contribution none. Resolved by pointer jumping (each round halves every chain)."""
-    import numpy as np
 
     n = work.num_rows
     parsed = _numpy_bools(pc.is_valid(work.column("_account")))
@@ -465,7 +462,6 @@ def _numpy_bools(column: pa.Array | pa.ChunkedArray):
 
 
 def np_bools(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    import numpy as np
 
     return np.asarray(column.to_numpy(zero_copy_only=False), dtype=bool)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..contribution import DOTGIT_REASON
 from ..refs.store import Repository
 from ..refs.trees import dotgit_paths
 from . import build, discover, listing, parallel, reader, segments, signatures
@@ -143,7 +145,6 @@ def _dotgit_reasons(repo: Repository, trees: list[str], found: Mapping[str, str]
     """For the trees of code-bearing contributions, the reason such a contribution is invalid when its
     tree holds a `.git` path (git refuses to check it out: it could be neither evaluated nor
     verified); `found`: what `refs.trees.dotgit_paths` already said of a set of trees holding these."""
-    from ..contribution import DOTGIT_REASON
 
     paths = dotgit_paths(repo.common_path, trees) if found is None else found
     return [f"the tree holds {paths[tree]!r}: {DOTGIT_REASON}" if tree in paths else None for tree in trees]
@@ -225,7 +226,6 @@ def _discovered(repo: Repository, directory: Path, base: Manifest, tips: dict[st
 
 def _members(repo: Repository) -> signatures.Members:
     """The members each policy lists (`[identity] members`), read once per policy commit."""
-    from functools import cache
 
     from ..config import ConfigError
     from ..policy import load_policy

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -271,7 +272,6 @@ def plan_merge(rows: Sequence[int], fanout: int = FANOUT, cap: int = MAX_SEGMENT
 
 def newest_versions(table: pa.Table) -> tuple[pa.Table, int]:
     """Keep the last row of each sha (rows in age order); also how many older versions were dropped."""
-    import numpy as np
 
     if table.num_rows == 0:
         return table, 0

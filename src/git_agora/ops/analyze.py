@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AgoraError
@@ -33,7 +33,6 @@ def analyze(
     a notice says how many remain. `embed=False`: use only the vectors already cached, never load an
     encoder (clusters are then missing, with a note saying why, when too few descriptions have one).
     `clusters`: `frontier.clusters.ClusterParams` (None: the defaults, a window of 5,000)."""
-    from dataclasses import replace
 
     from ..embedding.cache import read_embeddings
     from ..followons_cache import cached_counter
@@ -69,7 +68,6 @@ def analyze(
 
 def _with_tamper_notes(project: Project, result):
     """Unacknowledged tamper reports lead the summary notes (`git agora status --ack ID` ends them)."""
-    from dataclasses import replace
 
     from ..trust import tamper_reports
 
@@ -87,7 +85,6 @@ def search(
     similarity over the contributions with a vector, keyword match for those without one (and as the
     fallback). Embeds at most what `budget` allows (as analyze: newest first; None: 5 s or
     `AGORA_EMBED_BUDGET`), never the whole project; `coverage` says how many have a vector."""
-    from dataclasses import replace
 
     from ..embedding.backends import backend_for
     from ..embedding.cache import row_reader

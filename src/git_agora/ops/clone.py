@@ -13,6 +13,11 @@ from pathlib import Path
 from ..errors import AgoraError
 from ..feedback import Feedback
 from ..project import SETUP_CONFIG_KEY, Project
+from ..refs.git import Git
+from ..refs.names import RefNameError, check_account, fetch_refspec
+from ..refs.sync import RemoteError
+from ..refs.sync import fetch as fetch_logs
+from .checkout import checkout
 
 REMOTE = "origin"
 
@@ -46,7 +51,6 @@ def clone(
     does). With `setup`, the project must have that setup (a sha or a unique prefix), which is pinned
     whatever else the remote holds; otherwise its setup root is pinned. Checks out the current best
     result (the setup when nothing is scored) and remembers `account`."""
-    from ..refs.names import RefNameError, check_account
 
     if account is not None:
         try:
@@ -81,11 +85,6 @@ def _absolute(url: str) -> str:
 def _clone(
     url: str, shown_url: str, target: Path, setup: str | None, account: str | None, feedback: Feedback
 ) -> Cloned:
-    from ..refs.git import Git
-    from ..refs.names import fetch_refspec
-    from ..refs.sync import RemoteError
-    from ..refs.sync import fetch as fetch_logs
-    from .checkout import checkout
     from .indexing import FRAME_COLUMNS, load
 
     target.mkdir(parents=True, exist_ok=True)

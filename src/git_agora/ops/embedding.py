@@ -14,7 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..frontier.embeddings import Coverage
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..embedding.backends import DEFAULT_MODEL, HASHING, backend_for, hashing_model_id
+from ..errors import AgoraError
+from ..frontier.embeddings import Coverage, TextsOf, empty_cache
 from ..project import Project
 
 if TYPE_CHECKING:
@@ -108,7 +113,6 @@ def embed_everything(project: Project, model: str | None = None) -> EmbedReport:
 def budget_from_env() -> EmbedBudget:
     """The budget `AGORA_EMBED_BUDGET` sets (seconds), else the default; a bad value is one error line."""
     from ..embedding.plan import EmbedBudget
-    from ..errors import AgoraError
 
     try:
         return EmbedBudget.from_env(os.environ)
@@ -117,7 +121,6 @@ def budget_from_env() -> EmbedBudget:
 
 
 def _embed(project: Project, contributions, model, needed, budget, described, everything: bool) -> EmbedReport:
-    from ..embedding.backends import backend_for
     from ..embedding.cache import read_embeddings
     from ..embedding.incremental import PROGRESS_FROM, encode_plan
     from ..embedding.plan import plan_embedding
@@ -171,10 +174,8 @@ class _Store:
 
     def cache(self):
         """The cache as stored, plus the slices that could not be."""
-        import pyarrow as pa
 
         from ..embedding.cache import read_embeddings
-        from ..frontier.embeddings import empty_cache
 
         stored = read_embeddings(self.project.repo)
         if not self.kept:
@@ -184,7 +185,6 @@ class _Store:
 
 def _texts(contributions, plan, budget) -> Mapping[str, str]:
     """The texts of what the run may encode (``later`` only as far as a row budget reaches)."""
-    from ..frontier.embeddings import TextsOf
 
     return TextsOf(contributions, [*plan.first, *_later(plan, budget)])
 
@@ -195,7 +195,6 @@ def _later(plan, budget) -> tuple[str, ...]:
 
 
 def _cached_shas(cache, model: str):
-    import pyarrow.compute as pc
 
     if cache is None or not cache.num_rows:
         return ()
@@ -204,7 +203,6 @@ def _cached_shas(cache, model: str):
 
 def model_id(model: str | None) -> str:
     """The id vectors of ``model`` are cached under (None: the default model)."""
-    from ..embedding.backends import DEFAULT_MODEL, HASHING, hashing_model_id
 
     return hashing_model_id() if model == HASHING else (model or DEFAULT_MODEL)
 

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import AgoraError
-from ..evaluate import EvalRun
+from ..evaluate import EvalRun, evaluate_tree
+from ..evaluate.sandbox import require_bwrap
 from ..project import Project
+from ..workspace import snapshot
 
 SANDBOX_CONFIG = "agora.sandbox"
 
@@ -38,7 +40,6 @@ class Evaluated:
 def check_sandbox() -> None:
     """Refuse in one line, saying what to do, where the sandbox cannot start (no bubblewrap; as root,
     no setpriv). Whether user namespaces work shows only when a step starts."""
-    from ..evaluate.sandbox import require_bwrap
 
     require_bwrap()
 
@@ -67,9 +68,7 @@ def run(project: Project, timeout: float | None = None, quick: bool = False, san
     `publish_worktree` would publish) with the evaluator of the policy in force for the checked-out
     contribution, in the sandbox unless `sandbox` is False (None: `sandbox_choice`); local changes to
     evaluator files are ignored, and a notice says so."""
-    from ..evaluate import evaluate_tree
     from ..policy import changed_protected_files
-    from ..workspace import snapshot
 
     policy = project.policy(project.base)
     sandboxed = sandbox_choice(project, sandbox)

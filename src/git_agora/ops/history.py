@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..contribution import Contribution
+from ..contribution import Contribution, parse_cross_ref
 from ..errors import AgoraError
+from ..frontier.comparable import differences, measured_under, warning
 from ..project import Project
 
 if TYPE_CHECKING:
@@ -42,7 +43,6 @@ class Shown:
 
     @property
     def comparability_warning(self) -> str | None:
-        from ..frontier.comparable import warning
 
         return warning(f"this result and the best ({(self.best or '')[:12]})", self.incomparable)
 
@@ -75,7 +75,6 @@ def show(project: Project, rev: str) -> Shown:
     """One contribution with its evidence score, verification status, parents and cited commits."""
     import pyarrow.compute as pc
 
-    from ..contribution import parse_cross_ref
     from ..followons_cache import cached_counter
     from ..frontier.evidence import evidence
     from .indexing import FRAME_COLUMNS, load
@@ -129,7 +128,6 @@ def _against_best(project: Project, c: Contribution, contributions, evidence_tab
     from it (both read from the recorded evaluator outputs); (None, ()) when there is nothing to compare."""
     import pyarrow.compute as pc
 
-    from ..frontier.comparable import differences, measured_under
     from ..frontier.frame import build_frame
     from ..frontier.views import best
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..feedback import on_demand
+from ..index.state import FORMAT_VERSION, current, index_dir, intact, is_current, read_state
 from ..project import Project
 from ..refs.names import ROOT
 from ..refs.quarantine import quarantine_rewritten_logs
-from ..trust import record_tampering
+from ..trust import record_tampering, trusted_keys
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -75,8 +78,6 @@ LOG_COLUMNS = (
 def refresh(project: Project, rebuild: bool = False) -> UpdateReport:
     """Bring the index up to date with the refs (quarantining rewritten remote logs first). The refs are
     read once, after the manifest (`store.update_index` says why)."""
-    from ..feedback import on_demand
-    from ..index.state import index_dir, read_state
     from ..index.store import UpdateReport, stored_tips
     from ..index.store import update_index as update
 
@@ -102,9 +103,6 @@ def refresh(project: Project, rebuild: bool = False) -> UpdateReport:
 
 
 def _current(state: dict | None, refs: dict[str, str]) -> bool:
-    import time
-
-    from ..index.state import FORMAT_VERSION, current
 
     return current(state, refs, time.time(), FORMAT_VERSION)
 
@@ -119,7 +117,6 @@ def use_setup(project: Project) -> None:
 def confirm_setup(project: Project, state: dict | None = None) -> None:
     """Pin the setup once the index, which has read every commit, names every root setup; several,
     none pinned: `CompetingSetups`. `state`: the manifest as just read (`state.read_state`)."""
-    from ..index.state import FORMAT_VERSION, index_dir, intact, read_state
 
     if project.pinned_setup:
         return
@@ -171,7 +168,6 @@ def load_rows(project: Project, columns: Sequence[str], shas: Sequence[str]) -> 
 
 def refresh_if_stale(project: Project) -> None:
     """After a fetch: update only when the tips moved (a no-op fetch never imports pyarrow)."""
-    from ..index.state import is_current
 
     if not is_current(project.repo):
         refresh(project)
@@ -181,7 +177,6 @@ def refresh_if_stale(project: Project) -> None:
 
 def update_index(project: Project, rebuild: bool = False, export_to: Path | None = None) -> IndexSummary:
     """Update (or rebuild) the index in `.git/agora/index/`; optionally export every table as Parquet."""
-    from ..index.state import index_dir
     from ..index.store import load_index
 
     use_setup(project)
@@ -237,6 +232,5 @@ def _rules(project: Project, refs: dict[str, str] | None = None):
 def _trusted_keys(project: Project, refs: dict[str, str] | None = None) -> dict[str, tuple[str, ...]]:
     """The keys trusted for every account with an identity here (pinned on first sight); `refs`: the
     refs under refs/agora/ when the caller has just read them."""
-    from ..trust import trusted_keys
 
     return trusted_keys(project.repo, refs if refs is not None else project.repo.refs_under(ROOT))

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
+import shutil
 from dataclasses import dataclass, replace
+from importlib.resources import files
 from pathlib import Path
 
 from ..config import BRIEF_FILE, CONFIG_FILE, ConfigError, ProjectConfig
@@ -120,8 +123,6 @@ _SHELL_WORDS = {"cd", "export", "exec", "source", ".", "set", "eval", "test", "[
 
 def _check_programs(config: ProjectConfig, root: Path) -> None:
     """Each evaluation command's program exists: on PATH, or a file of the tree."""
-    import shlex
-    import shutil
 
     spec = config.evaluation
     for what, command in (("command", spec.command), ("build", spec.build), ("score", spec.score)):
@@ -155,7 +156,6 @@ def _say_what_is_fixed(project: Project, config: ProjectConfig) -> None:
 
 def _files_named_by(command: str, root: Path) -> tuple[str, ...]:
     """The evaluator files a command names (`python3 score.py` -> score.py): frozen by default."""
-    import shlex
 
     try:
         words = shlex.split(command)
@@ -181,7 +181,6 @@ def _summary(config: ProjectConfig) -> str:
 
 
 def _default_brief(config: ProjectConfig) -> str:
-    from importlib.resources import files
 
     template = files("git_agora").joinpath("templates/program.md").read_text()
     metric_line = f"\n\nThe primary metric is `{config.metric}` ({config.direction}imise)." if config.metric else ""

@@ -18,6 +18,7 @@ from ..identity.chain import chain_keys, ensure_identity, identity_message
 from ..identity.keys import KEY_CONFIG, SigningKey, create_key, public_line, same_key
 from ..project import Project
 from ..refs.names import IDENTITY_PREFIX
+from ..refs.sync import push_identity
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,6 @@ def _install(project: Project, old: SigningKey, new: SigningKey, given: bool) ->
 
 
 def _push(project: Project, push: bool) -> str | None:
-    from ..refs.sync import push_identity
 
     if not push or project.remote is None:
         return None

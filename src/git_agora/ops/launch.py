@@ -22,6 +22,11 @@ from pathlib import Path
 
 from ..errors import AgoraError
 from ..feedback import Feedback
+from ..identity.keys import KEY_CONFIG, create_key
+from ..refs.git import Git, GitError
+from ..refs.names import LogRef, valid_account
+from ..refs.store import NotARepository, Repository
+from ..refs.sync import queued_entries
 from ..supervise import groups
 from ..supervise.state import (
     ACTIVE,
@@ -220,7 +225,6 @@ def _check_request(
     prefix: str,
     grace_seconds: float,
 ) -> list[str]:
-    from ..refs.names import valid_account
 
     if agents < 1:
         raise AgoraError(f"--agents must be at least 1 (got {agents})")
@@ -310,8 +314,6 @@ def _prepare(
     seed: int,
     feedback: Feedback,
 ) -> list[AgentRecord]:
-    from ..identity.keys import KEY_CONFIG, create_key
-    from ..refs.git import Git
     from .clone import clone
 
     records = []
@@ -444,10 +446,6 @@ def _agent_status(agent: AgentRecord, state: LaunchState, supervised: bool, now:
 
 def _contributions(clone: Path, account: str) -> tuple[int, int, LastContribution | None]:
     """From the agent's own clone: its account log's length, how much of it is queued, and its tip."""
-    from ..refs.git import GitError
-    from ..refs.names import LogRef
-    from ..refs.store import NotARepository, Repository
-    from ..refs.sync import queued_entries
     from .clone import REMOTE
 
     try:

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..contribution import Contribution, Verdict
 from ..web.model import ContributionView, Evidence, Ref, VerdictInfo
 from .site_data import SiteData, cut
 
@@ -233,7 +234,6 @@ class Chunk:
 
 def _trailers(c: dict[str, list], i: int, cross: tuple[str, ...]) -> tuple[str, ...]:
     """The commit's Agora trailers, as `Contribution.trailers` writes them, from the indexed fields."""
-    from ..contribution import Contribution, Verdict
 
     try:
         verdict = Verdict(c["verdict"][i]) if c["verdict"][i] else None

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..project import Project
 from ..web.model import ClusterMap, LineageView, RatchetData, Ref, SiteInfo
+from .analyze import analyze
 
 MAX_POINTS = 20_000
 LINEAGE_ALL_UP_TO = 2_000
@@ -49,7 +50,6 @@ class SiteData:
         import pyarrow.compute as pc
 
         from ..frontier.views import compute_views
-        from .analyze import analyze
         from .history import stats as graph_stats
         from .indexing import load
         from .site_rows import Rows

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 from ..errors import AgoraError
 from ..project import SETUP_CONFIG_KEY, Project
+from ..refs.sync import queued_entries
 from ..trust import TamperReport, tamper_reports
+from ..trust import acknowledge as mark
 
 
 @dataclass(frozen=True)
@@ -22,7 +24,6 @@ class Identity:
 
 
 def whoami(project: Project) -> Identity:
-    from ..refs.sync import queued_entries
 
     setup = project.find_setup() if project.repo.git.config_get(SETUP_CONFIG_KEY) is None else project.setup
     queued = len(queued_entries(project.repo, project.account, project.remote))
@@ -51,7 +52,6 @@ def tampering(project: Project) -> list[TamperReport]:
 
 def acknowledge(project: Project, ids: list[str]) -> list[TamperReport]:
     """Acknowledge tamper reports by id (`all`: every one); they stop being listed."""
-    from ..trust import acknowledge as mark
 
     try:
         return mark(project.repo, ids)

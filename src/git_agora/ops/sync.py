@@ -8,11 +8,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..contribution import ContributionError, parse_cross_ref
 from ..errors import AgoraError
-from ..project import Project
+from ..feedback import git_phases
+from ..locks import acquire, release
+from ..project import CompetingSetups, Project
 from ..refs.quarantine import RewrittenLog
-from ..refs.sync import FetchResult, PushResult, RemoteError
-from ..refs.xref import CrossRefFetch
+from ..refs.sync import FetchResult, PushResult, RemoteError, push_log
+from ..refs.sync import fetch as fetch_logs
+from ..refs.xref import CrossRefFetch, fetch_cross_refs
 from ..trust import record_tampering
 
 
@@ -65,7 +69,6 @@ FETCH_LOCK = "fetch.lock"
 def _fetch_lock(project: Project) -> Iterator[None]:
     """One fetch at a time in a clone (two would race on the same remote-tracking refs); the second
     says so and waits for the first."""
-    from ..locks import acquire, release
 
     path = Path(project.repo.agora_path, FETCH_LOCK)
     try:
@@ -82,8 +85,6 @@ WAITING = "another git agora fetch is running in this clone: waiting for it to f
 
 
 def _fetch_locked(project: Project, remote: str, cross_refs: bool) -> Fetched:
-    from ..feedback import git_phases
-    from ..refs.sync import fetch as fetch_logs
 
     try:
         with git_phases(project.feedback) as on_progress:
@@ -103,7 +104,6 @@ def _fetch_locked(project: Project, remote: str, cross_refs: bool) -> Fetched:
 
 def sync(project: Project) -> Synced:
     """Send contributions queued by earlier failed pushes, then fetch everyone's."""
-    from ..refs.sync import push_log
 
     project.enable_signing()  # a re-appended queue is signed too
     pushed = push_log(project.repo, project.account, project.remote)
@@ -121,7 +121,6 @@ def sync(project: Project) -> Synced:
 def _indexed(project: Project) -> bool:
     """Index what the fetch brought (when the tips moved); False when no setup has come yet (nothing to
     index) or when the index found competing setups (said in one line)."""
-    from ..project import CompetingSetups
     from .indexing import refresh_if_stale
 
     if not project.assume_setup():
@@ -135,8 +134,6 @@ def _indexed(project: Project) -> bool:
 
 
 def _fetch_cross_refs(project: Project) -> tuple[CrossRefFetch, ...]:
-    from ..contribution import ContributionError, parse_cross_ref
-    from ..refs.xref import fetch_cross_refs
     from .indexing import load
 
     index = load(project, ("sha", "valid"))

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..contribution import Contribution, ContributionError, Verdict, check
 from ..errors import AgoraError
-from ..evaluate import Judgement
+from ..evaluate import Judgement, evaluate_tree, hardware, judge
 from ..project import Project
 from .publish import Published, publish
 
@@ -51,7 +51,6 @@ def reproduce(
     the author too. The build step (or the one command) runs the contribution's code in the sandbox
     unless `sandbox` is False (None: `ops.evaluate.sandbox_choice`). What it records is numbers and
     fixed words (`Evaluation.record`): the evaluator's free text stays on this machine."""
-    from ..evaluate import evaluate_tree, hardware, judge
     from .evaluate import sandbox_choice
 
     target = project.contribution(rev)
