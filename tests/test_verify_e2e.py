@@ -213,3 +213,25 @@ def test_a_burst_stops_at_the_limit_and_a_log_dated_far_ahead_is_not_followed(pr
     before = int(time.time())
     after = post(alice, "dated now", ("insight",)).sha
     assert before <= int(git(project, "log", "-1", "--format=%ct", after)) <= time.time()
+
+
+def test_a_commit_dated_more_than_ten_minutes_ahead_is_pending(project):
+    """Observed: a copy dated 23 hours ahead was valid and topped "recent" (the window was a day). More
+    than 10 minutes ahead of the reader's clock is pending, shown with why; 5 minutes ahead is not."""
+    import time
+
+    from git_agora.ops.publish import post
+    from git_agora.project import Project
+
+    alice = Project.open(project)
+    now = int(time.time())
+    shas = {
+        ahead: post(alice, f"dated {ahead} s ahead", ("insight",), timestamp=now + ahead).sha
+        for ahead in (300, 1200, 82_800)
+    }
+    rejected = {row["sha"]: row["reasons"] for row in agora(project, "log", "--rejected", "--json").json()}
+    valid = {row["sha"] for row in agora(project, "log", "--json").json()}
+    assert shas[300] in valid and shas[300] not in rejected
+    for ahead in (1200, 82_800):
+        assert any(reason.startswith("dated in the future") for reason in rejected[shas[ahead]]), rejected
+        assert shas[ahead] not in valid

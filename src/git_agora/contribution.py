@@ -101,7 +101,7 @@ class Limits(NamedTuple):
     meta_bytes: int = 16 * 1024
     meta_depth: int = 16
     earliest_time: int = 946_684_800  # 2000-01-01T00:00:00Z
-    future_slack_s: int = 86_400  # a commit dated more than a day ahead of the reader's clock is pending
+    future_slack_s: int = 600  # a commit dated more than 10 minutes ahead of the reader's clock is pending
 
 
 LIMITS = Limits()
@@ -403,7 +403,7 @@ def json_depth(text: str) -> int:
 
 
 def time_problems(timestamp: int, now: int) -> list[str]:
-    """The committer time must lie between 2000-01-01 and a day ahead of the reader's clock; a later one
+    """The committer time must lie between 2000-01-01 and 10 minutes ahead of the reader's clock; a later one
     is *pending*: shown, not counted, and re-checked on later reads."""
     if timestamp < LIMITS.earliest_time:
         return [f"committer time {timestamp} is before 2000-01-01"]
