@@ -139,6 +139,13 @@ def test_policy_amendments_by_the_setup_account_move_the_evaluator(tmp_path, rem
     (c / "score.py").write_text(fixed)
     r = agora(c, "push", "-m", "x", "--tag", "result", check=False)
     assert r.returncode == 1 and "changes score.py" in r.stderr
+    git(c, "checkout", "-q", "--", "score.py")
+    # verify across the policy boundary, both ways: each result under its own line's evaluator
+    verdict = agora(c, "verify", on_amendment["sha"], "--no-publish", "--json").json()
+    assert verdict["verdict"] == "confirmed", verdict
+    agora(c, "checkout", amendment["sha"])
+    verdict = agora(c, "verify", baseline, "--no-publish", "--json").json()
+    assert verdict["verdict"] == "confirmed", verdict
     assert_the_parallel_rebuild_equals_the_serial_one(c, tmp_path, monkeypatch)
 
 
