@@ -351,3 +351,16 @@ def test_a_fetch_that_brings_nothing_imports_nothing_heavy(project):
     git(project, "update-ref", "-d", "refs/agora/remotes/origin/log/" + git(project, "config", "agora.account").strip())
     busy = agora(project, "fetch", env=timed)
     assert heavy.findall(busy.stderr)  # the new entry is indexed, which needs pyarrow
+
+
+def test_a_new_account_that_differs_from_one_only_by_case_is_refused(tmp_path, remote, project):
+    """`Alice` beside `alice`: one ref file on a case-insensitive filesystem (issue 26, look-alikes)."""
+    b = make_clone(tmp_path, "b", str(remote), "Alice")
+    agora(b, "fetch")
+    refused = agora(b, "post", "-m", "hello", "--tag", "insight", check=False)
+    assert refused.returncode == 1 and "differs from the existing account alice only by case" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused
+    assert git(b, "for-each-ref", "refs/agora/log/Alice").strip() == ""
+    assert "refs/agora/log/Alice" not in git(remote, "for-each-ref", "refs/agora/")
+    agora(b, "post", "-m", "hello", "--tag", "insight", "--account", "alicia")  # another name is fine
+    agora(project, "post", "-m", "still me", "--tag", "insight")  # and the existing account goes on

@@ -46,6 +46,7 @@ def publish(project: Project, contribution: Contribution, tree: str, timestamp: 
     contribution: `Repository.next_timestamp`) and append it to the account log before any network I/O,
     so a failed or interrupted push loses nothing: the log is pushed now or by the next sync."""
     _validate(project, contribution)
+    _refuse_case_twin(project, contribution.account)
     _refuse_secrets(contribution)
     _refuse_dotgit(project, contribution, tree)
     _check_membership(project, contribution)
@@ -54,6 +55,22 @@ def publish(project: Project, contribution: Contribution, tree: str, timestamp: 
     sha = project.repo.write_contribution(contribution, tree, when)
     project.repo.append_to_log(contribution.account, [sha])
     return Published(sha, push_log(project.repo, contribution.account, project.remote), contribution.parents)
+
+
+def _refuse_case_twin(project: Project, account: str) -> None:
+    """A new account whose name differs from a known one only by case is refused: their refs would be
+    one file on a case-insensitive filesystem. Checked when the account has no log here yet."""
+    from ..refs.names import LogRef
+
+    if project.repo.ref(LogRef(account).local) is not None:
+        return
+    known = {ref.rsplit("/", 1)[1] for ref in project.repo.refs_under("refs/agora/") if "/log/" in ref}
+    twins = sorted(name for name in known if name != account and name.lower() == account.lower())
+    if twins:
+        raise AgoraError(
+            f"account {account} differs from the existing account {twins[0]} only by case (their refs would "
+            "collide on a case-insensitive filesystem): choose another name; nothing was published"
+        )
 
 
 def _refuse_secrets(contribution: Contribution) -> None:
