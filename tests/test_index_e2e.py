@@ -6,6 +6,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.parquet as pq
+import pytest
 
 from agora_testing import agora, forge, forge_root, git, make_clone, publish_forged_log
 from git_agora.contribution import Contribution, Verdict
@@ -159,22 +160,24 @@ def test_an_index_of_the_old_format_is_rebuilt_once(project):
     (index_dir / "contributions.parquet").write_bytes(b"PAR1 old")
     r = agora(project, "log", "--json")
     assert "an insight" in [row["title"] for row in r.json()]
-    assert r.stderr.strip() == "git agora: note: the index format changed (2 -> 4); rebuilt it from Git"
+    assert r.stderr.strip() == "git agora: note: the index format changed (2 -> 5); rebuilt it from Git"
     assert not (index_dir / "state.json").exists() and not (index_dir / "contributions.parquet").exists()
     assert agora(project, "log").stderr == ""
 
 
-def test_an_index_of_format_3_is_rebuilt_once_with_one_line(project):
+@pytest.mark.parametrize("old_format", [3, 4])
+def test_an_index_of_an_older_format_is_rebuilt_once_with_one_line(project, old_format):
+    """Format 4 was judged by older rules (a day's future window): its rows are not reused."""
     agora(project, "post", "-m", "an insight", "--tag", "insight")
     index_dir = project / ".git" / "agora" / "index"
     agora(project, "index")
     tips = dict(
         line.split(" ")[::-1] for line in git(project, "for-each-ref", "--format=%(objectname) %(refname)").splitlines()
     )
-    old = {"format_version": 3, "tips": tips, "accounts": {}, "segments": [], "checksum": 0}  # tips inline
+    old = {"format_version": old_format, "tips": tips, "accounts": {}, "segments": [], "checksum": 0}
     (index_dir / "manifest.json").write_text(json.dumps(old))
     r = agora(project, "log", "--json")
     assert "an insight" in [row["title"] for row in r.json()]
-    assert r.stderr.strip() == "git agora: note: the index format changed (3 -> 4); rebuilt it from Git"
-    assert json.loads((index_dir / "manifest.json").read_text())["format_version"] == 4
+    assert r.stderr.strip() == f"git agora: note: the index format changed ({old_format} -> 5); rebuilt it from Git"
+    assert json.loads((index_dir / "manifest.json").read_text())["format_version"] == 5
     assert agora(project, "log").stderr == ""

@@ -20,7 +20,7 @@ from agora_testing import agora, forge, git
 from git_agora.contribution import Contribution
 from git_agora.index import segments, state, store
 from git_agora.index.schema import CONTRIBUTIONS
-from git_agora.index.state import index_dir
+from git_agora.index.state import FORMAT_VERSION, index_dir
 from git_agora.ops.indexing import _rules
 from git_agora.project import Project
 from git_agora.refs.git import Git
@@ -94,7 +94,7 @@ def test_the_logical_table_is_canonical_and_keeps_the_newest_version():
 
 
 def test_a_damaged_manifest_is_noticed():
-    manifest = segments.Manifest(4, {"refs/agora/log/a": "1" * 40}, {"root": None})
+    manifest = segments.Manifest(FORMAT_VERSION, {"refs/agora/log/a": "1" * 40}, {"root": None})
     text = manifest.to_json()
     assert segments.Manifest.from_json(text) == manifest
     with pytest.raises(segments.Damaged):
@@ -111,7 +111,7 @@ def many(n: int, moved: int = 0) -> tuple[dict[str, str], dict[str, tuple[int, i
 def test_the_manifest_stays_small_and_carries_only_what_changed_since_its_side_file(tmp_path, monkeypatch):
     monkeypatch.setattr(segments, "INLINE", 8)
     tips, accounts = many(100)
-    first = segments.commit(tmp_path, segments.Manifest(4, tips, {"root": None}, accounts=accounts))
+    first = segments.commit(tmp_path, segments.Manifest(FORMAT_VERSION, tips, {"root": None}, accounts=accounts))
     assert first.tables is not None and first.next_id == 2  # more changed than INLINE: a side file
     small = (tmp_path / "manifest.json").read_text()
     assert len(small) < 1000 and segments.read_manifest(tmp_path) == first
@@ -137,7 +137,7 @@ def test_the_manifest_stays_small_and_carries_only_what_changed_since_its_side_f
 def test_a_damaged_side_file_is_noticed(tmp_path, monkeypatch):
     monkeypatch.setattr(segments, "INLINE", 0)
     tips, accounts = many(5)
-    written = segments.commit(tmp_path, segments.Manifest(4, tips, {"root": None}, accounts=accounts))
+    written = segments.commit(tmp_path, segments.Manifest(FORMAT_VERSION, tips, {"root": None}, accounts=accounts))
     assert written.tables is not None
     side = tmp_path / "segments" / written.tables.name
     text = side.read_text()
