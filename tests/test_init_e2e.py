@@ -38,24 +38,15 @@ def test_one_command_freezes_nothing_and_says_results_are_self_scored(tmp_path, 
     agora(a, "push", "--check", "-m", "the command's own script changed", "--tag", "result")  # not refused
 
 
+def init_two_phases(clone, *options: str) -> str:
+    """`init` with the build and score commands of the two-phase fixture; what it said on stderr."""
+    build, score = "python3 train.py --out {artifact}", "python3 score.py {artifact}"
+    return agora(clone, "init", "--metric", "loss", "--build", build, "--score", score, *options).stderr
+
+
 def test_two_phases_from_the_command_line(tmp_path, remote):
     a = founder(tmp_path, remote)
-    said = agora(
-        a,
-        "init",
-        "--metric",
-        "loss",
-        "--build",
-        "python3 train.py --out {artifact}",
-        "--score",
-        "python3 score.py {artifact}",
-        "--eval-files",
-        "data.txt",
-        "--quick",
-        "--fast",
-        "--output",
-        "n",
-    ).stderr
+    said = init_two_phases(a, "--eval-files", "data.txt", "--quick", "--fast", "--output", "n")
     assert "fixed: data.txt" in said and "fixed: agora.toml" in said and "self-scored" not in said
     spec = setup_toml(a)["eval"]
     assert spec["build"] == "python3 train.py --out {artifact}" and spec["score"] == "python3 score.py {artifact}"
@@ -66,16 +57,7 @@ def test_two_phases_from_the_command_line(tmp_path, remote):
 
 def test_two_phases_fix_what_the_score_command_names_by_default(tmp_path, remote):
     a = founder(tmp_path, remote)
-    said = agora(
-        a,
-        "init",
-        "--metric",
-        "loss",
-        "--build",
-        "python3 train.py --out {artifact}",
-        "--score",
-        "python3 score.py {artifact}",
-    ).stderr
+    said = init_two_phases(a)
     assert "fixed: score.py" in said and setup_toml(a)["eval"]["files"] == ["score.py"]
 
 
