@@ -35,17 +35,18 @@ def test_every_rule_home_named_in_the_docs_exists(home):
 
 def imports_of(path: Path) -> set[str]:
     """Absolute names of every module a file imports (relative imports resolved)."""
+    nodes = ast.walk(ast.parse(path.read_text()))
+    return {name for node in nodes if isinstance(node, (ast.Import, ast.ImportFrom)) for name in imported(path, node)}
+
+
+def imported(path: Path, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """Absolute names of the modules one import statement of `path` imports."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
     package = ".".join(("git_agora", *path.relative_to(SRC).parent.parts))
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            module = ".".join(p for p in (base, node.module or "") if p)
-            names.add(module)
-            names.update(f"{module}.{alias.name}" for alias in node.names)
-    return names
+    base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+    module = ".".join(p for p in (base, node.module or "") if p)
+    return {module, *(f"{module}.{alias.name}" for alias in node.names)}
 
 
 def files(room: str) -> list[Path]:
@@ -230,14 +231,8 @@ def module_name(path: Path) -> str:
 
 def top_level_imports(path: Path) -> set[str]:
     """`imports_of` for the statements at the module's top level (TYPE_CHECKING blocks left out)."""
-    tree = ast.parse(path.read_text())
-    top = ast.Module(body=[n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))], type_ignores=[])
-    scratch = path.with_name(f".{path.name}.top")
-    try:
-        scratch.write_text(ast.unparse(top))
-        return imports_of(scratch)
-    finally:
-        scratch.unlink()
+    top = (n for n in ast.parse(path.read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return {name for node in top for name in imported(path, node)}
 
 
 def heavy_modules() -> set[str]:
@@ -267,16 +262,7 @@ def test_imports_are_deferred_only_at_the_seams():
             for node in ast.walk(function):
                 if isinstance(node, (ast.Import, ast.ImportFrom)):
                     module = ast.unparse(node)
-                    targets = imports_of_statement(path, node)
+                    targets = imported(path, node)
                     if not any(is_heavy(t) or t in heavy for t in targets):
                         misplaced.append(f"{name}:{node.lineno} {module}")
     assert not misplaced, "\n".join(misplaced)
-
-
-def imports_of_statement(path: Path, node: ast.Import | ast.ImportFrom) -> set[str]:
-    package = ".".join(("git_agora", *path.relative_to(SRC).parent.parts))
-    if isinstance(node, ast.Import):
-        return {alias.name for alias in node.names}
-    base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-    module = ".".join(p for p in (base, node.module or "") if p)
-    return {module, *(f"{module}.{alias.name}" for alias in node.names)}
