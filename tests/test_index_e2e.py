@@ -10,6 +10,7 @@ import pytest
 
 from agora_testing import agora, forge, forge_root, git, make_clone, publish_forged_log
 from git_agora.contribution import Contribution, Verdict
+from git_agora.index.state import FORMAT_VERSION
 
 
 def test_invalid_commits_are_indexed_with_reasons(tmp_path, remote, project):
@@ -160,12 +161,12 @@ def test_an_index_of_the_old_format_is_rebuilt_once(project):
     (index_dir / "contributions.parquet").write_bytes(b"PAR1 old")
     r = agora(project, "log", "--json")
     assert "an insight" in [row["title"] for row in r.json()]
-    assert r.stderr.strip() == "git agora: note: the index format changed (2 -> 5); rebuilt it from Git"
+    assert r.stderr.strip() == f"git agora: note: the index format changed (2 -> {FORMAT_VERSION}); rebuilt it from Git"
     assert not (index_dir / "state.json").exists() and not (index_dir / "contributions.parquet").exists()
     assert agora(project, "log").stderr == ""
 
 
-@pytest.mark.parametrize("old_format", [3, 4])
+@pytest.mark.parametrize("old_format", [3, 4, 5])
 def test_an_index_of_an_older_format_is_rebuilt_once_with_one_line(project, old_format):
     """Format 4 was judged by older rules (a day's future window): its rows are not reused."""
     agora(project, "post", "-m", "an insight", "--tag", "insight")
@@ -178,6 +179,9 @@ def test_an_index_of_an_older_format_is_rebuilt_once_with_one_line(project, old_
     (index_dir / "manifest.json").write_text(json.dumps(old))
     r = agora(project, "log", "--json")
     assert "an insight" in [row["title"] for row in r.json()]
-    assert r.stderr.strip() == f"git agora: note: the index format changed ({old_format} -> 5); rebuilt it from Git"
-    assert json.loads((index_dir / "manifest.json").read_text())["format_version"] == 5
+    assert (
+        r.stderr.strip()
+        == f"git agora: note: the index format changed ({old_format} -> {FORMAT_VERSION}); rebuilt it from Git"
+    )
+    assert json.loads((index_dir / "manifest.json").read_text())["format_version"] == FORMAT_VERSION
     assert agora(project, "log").stderr == ""

@@ -59,14 +59,26 @@ def test_verdict_replacement_shows_in_evidence(task_project):
     set_choice(a, "ORDER", "ORDER = 3")
     result = agora(a, "push", "--check", "-m", "order 3", "--tag", "result", "--json").json()
     agora(b, "fetch")
-    agora(b, "verify", result["sha"])
+    verdict = agora(b, "verify", result["sha"], "--json").json()
     agora(a, "fetch")
+    shown = agora(a, "show", result["sha"], "--json").json()
+    assert shown["evidence"]["status"] == "unverified" and shown["evidence"]["score"] == 0  # bob: no standing yet
+    assert "weighs nothing: from an account with no confirmed work" in agora(a, "show", verdict["sha"]).stdout
+    agora(b, "checkout", result["sha"])
+    set_choice(b, "ORDER", "ORDER = 4")  # bob's own result, which the setup's account confirms: bob is established
+    own = agora(b, "push", "--check", "-m", "order 4", "--tag", "result", "--json").json()
+    agora(a, "fetch")
+    agora(a, "verify", own["sha"])
     evidence = agora(a, "show", result["sha"], "--json").json()["evidence"]
-    assert evidence["score"] == 20 and evidence["status"] == "confirmed"
+    assert evidence["score"] == 25 and evidence["status"] == "confirmed"  # 20 for the verdict, 5 for bob's result
+    agora(b, "fetch")
+    agora(b, "verify", result["sha"], "--tolerance", "0")  # a second rerun replaces the first
     agora(b, "post", "--target", result["sha"], "--verdict", "failed", "-m", "on second thought, no")
     agora(a, "fetch")
     evidence = agora(a, "show", result["sha"], "--json").json()["evidence"]
-    assert evidence["score"] == -20 and evidence["status"] == "failed"
+    assert evidence["score"] == 5 and evidence["status"] == "unverified"  # bob's newest is an opinion: no weight
+    newest = agora(a, "log", "--json", "--limit", "1").json()[0]
+    assert "weighs nothing: an opinion: no rerun behind it" in agora(a, "show", newest["sha"]).stdout
 
 
 def test_a_crashing_result_fails_with_the_reason(task_project):
@@ -188,8 +200,9 @@ def test_a_verdict_replaced_within_one_second_is_the_newer(project, monkeypatch)
         shas = [post(bob, f"verdict {i}", (), targets=[setup], verdict=v).sha for i, v in enumerate(verdicts)]
     assert [int(git(project, "log", "-1", "--format=%ct", sha)) for sha in shas] == list(range(frozen, frozen + 6))
     agora(project, "fetch")
-    evidence = agora(project, "show", setup, "--json").json()["evidence"]
-    assert evidence["status"] == "failed" and evidence["score"] == -20
+    notes = [agora(project, "show", sha, "--json").json()["run_notes"] for sha in shas]
+    assert all(any("replaced by a newer verdict" in n for n in earlier) for earlier in notes[:-1])
+    assert not any("replaced" in n for n in notes[-1])  # the last is current (an opinion: it weighs nothing)
 
 
 def test_a_burst_stops_at_the_limit_and_a_log_dated_far_ahead_is_not_followed(project):

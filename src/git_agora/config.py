@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .contribution import DEFAULT_TAG_WEIGHTS, METRIC_NAME_PATTERN
+from .contribution import DEFAULT_TAG_WEIGHTS, METRIC_NAME_PATTERN, valid_account
 
 CONFIG_FILE = "agora.toml"
 BRIEF_FILE = "program.md"
@@ -290,6 +290,27 @@ class ProjectConfig:
             raise ConfigError(f"metric name {self.metric!r} is not valid")
         if not self.tolerance >= 0:
             raise ConfigError("tolerance must be a non-negative number")
+        ci = self.sections.get("ci", {})
+        accounts = ci.get("accounts", []) if isinstance(ci, Mapping) else None
+        if not isinstance(accounts, list) or not all(isinstance(a, str) and valid_account(a) for a in accounts):
+            raise ConfigError("[ci] accounts must be a list of account names")
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """`[identity] members`: the accounts of a closed project (empty: an open one)."""
+        identity = self.sections.get("identity", {})
+        members = identity.get("members", {}) if isinstance(identity, Mapping) else {}
+        return tuple(members) if isinstance(members, Mapping) else ()
+
+    @property
+    def ci_accounts(self) -> tuple[str, ...]:
+        """`[ci] accounts`: the accounts the project's CI verifies and witnesses as."""
+        return tuple(self.sections.get("ci", {}).get("accounts", []))
+
+    @property
+    def trusted_accounts(self) -> frozenset[str]:
+        """Whose verdicts count from the start besides the setup's account: the members and the CI accounts."""
+        return frozenset(self.members) | frozenset(self.ci_accounts)
 
     @classmethod
     def parse(cls, text: str) -> ProjectConfig:

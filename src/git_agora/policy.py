@@ -10,6 +10,8 @@ is itself an amendment, and `run`, `push --check` and `verify` always evaluate w
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import json
 import os
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -34,6 +36,24 @@ class Policy:
     @cached_property
     def evaluator_files(self) -> dict[str, str]:
         return {path: oid for path, oid in self.protected.items() if path != CONFIG_FILE}
+
+    @cached_property
+    def evaluator_key(self) -> str:
+        """What scores a result under this policy, as one digest: the evaluator files' object ids, the
+        commands, the scorer packages and their pins, the metric and its direction. Two policies with the
+        same key score alike (one evaluator epoch); an amendment of the brief, the members, `[ucb]` or
+        `[ci]` keeps the key."""
+        spec, config = self.config.evaluation, self.config
+        scoring = {
+            "files": sorted(self.evaluator_files.items()),
+            "command": spec.command,
+            "build": spec.build,
+            "score": spec.score,
+            "scorer": list(spec.scorer),
+            "pins": sorted(spec.pins.items()),
+            "metric": [config.metric, config.direction],
+        }
+        return hashlib.sha256(json.dumps(scoring, sort_keys=True).encode()).hexdigest()
 
 
 def load_policy(repo: Repository, sha: str) -> Policy:

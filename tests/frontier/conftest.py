@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from git_agora.frontier.root import Root
 from git_agora.index.schema import CONTRIBUTIONS
 
 
@@ -32,6 +33,7 @@ class Row:
     valid: bool = True
     log_seq: int | None = None
     meta: dict | None = None  # Agora-Meta, e.g. {"prediction": [low, high]}
+    run: bool = True  # a verdict records its rerun (run_backed); False: an opinion
 
 
 def sha(name: str) -> str:
@@ -75,10 +77,17 @@ def table(rows: Sequence[Row]) -> pa.Table:
             "valid": row.valid,
             "reasons": [] if row.valid else ["test"],
             "policy": None,
+            "run_backed": row.run if row.verdict is not None else None,
         }
         for name in CONTRIBUTIONS.names:
             columns[name].append(values[name])
     return pa.table(columns, schema=CONTRIBUTIONS)
+
+
+def everyone(contributions: pa.Table) -> Root:
+    """A trust root holding every account of the table: for tests of the evidence math, where every
+    verifier has standing (whose verdicts count is tested in test_standing.py)."""
+    return Root(accounts=frozenset(a for a in contributions["account"].to_pylist() if a))
 
 
 def random_table(n: int, seed: int = 0, accounts: int = 20, merge_share: float = 0.1) -> pa.Table:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from frontier_tables import node, random_table, sha, table, verify
+from frontier_tables import everyone, node, random_table, sha, table, verify
 
 from git_agora.config import ProjectConfig
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
@@ -31,7 +31,9 @@ def small():
 
 
 def test_result_has_every_part_and_is_json():
-    result = analyze(small(), config=AnalyzeConfig(metric="bpb", tolerance=0.01, limit=5))
+    contributions = small()
+    config = AnalyzeConfig(metric="bpb", tolerance=0.01, limit=5, root=everyone(contributions))
+    result = analyze(contributions, config=config)
     data = json.loads(dumps(result))
     assert list(data) == ["summary", "slots", "views", "diversity", "references", "claims"]
     summary = data["summary"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from frontier_tables import descendants_by_walk, node, random_table, sha, table, verify
+from frontier_tables import descendants_by_walk, everyone, node, random_table, sha, table, verify
 
 from git_agora.frontier.evidence import EVIDENCE, count_descendants, evidence
 from git_agora.frontier.graph import build_graph
@@ -14,6 +14,12 @@ def by_name(result: pa.Table) -> dict[str, dict]:
     rows = result.to_pylist()
     names = {sha(name): name for name in "R A B C D E W X Y V1 V2 V3 V4 V5 Q P1 P2 P3 P4 S".split()}
     return {names.get(row["sha"], row["sha"]): row for row in rows}
+
+
+def evidence_of(rows, **kw) -> pa.Table:
+    """evidence() of the rows, every verifier with standing."""
+    contributions = table(rows)
+    return evidence(contributions, root=everyone(contributions), **kw)
 
 
 # R (alice, setup)
@@ -41,11 +47,11 @@ GRAPH = [
 
 @pytest.fixture(scope="module")
 def result() -> dict[str, dict]:
-    return by_name(evidence(table(GRAPH)))
+    return by_name(evidence_of(GRAPH))
 
 
 def test_schema_and_rows_are_the_valid_contributions():
-    out = evidence(table(GRAPH))
+    out = evidence_of(GRAPH)
     assert out.schema == EVIDENCE
     assert out["sha"].to_pylist() == [sha(r.name) for r in GRAPH if r.valid]
 
@@ -92,7 +98,7 @@ def test_descendants_count_qualifying_work_once(result):
 
 def test_custom_tag_weights():
     weights = {"insight": 7.0, "result": 5.0, "setup": 5.0}
-    out = by_name(evidence(table(GRAPH), weights=weights))
+    out = by_name(evidence_of(GRAPH, weights=weights))
     assert out["A"]["score"] == 7.0 - 20.0
 
 
@@ -103,7 +109,7 @@ def test_newest_verdict_by_time_then_log_seq_then_sha():
         verify("P1", "carol", "A", "confirmed", t=5, log_seq=9),
         verify("P2", "carol", "A", "failed", t=5, log_seq=3),
     ]
-    out = by_name(evidence(table(rows)))
+    out = by_name(evidence_of(rows))
     assert out["A"]["status"] == "confirmed" and out["A"]["score"] == 20.0
     assert out["P2"]["descendants"] == 0 and out["R"]["descendants"] == 2  # A and P1; P2 is replaced
     # Later timestamp wins over a larger log_seq.
@@ -111,13 +117,13 @@ def test_newest_verdict_by_time_then_log_seq_then_sha():
         verify("P1", "carol", "A", "confirmed", t=5, log_seq=9),
         verify("P2", "carol", "A", "failed", t=6, log_seq=3),
     ]
-    assert by_name(evidence(table(rows)))["A"]["score"] == -20.0
+    assert by_name(evidence_of(rows))["A"]["score"] == -20.0
     # Full tie: the larger sha wins (sha("P2") > sha("P1")).
     rows = base + [
         verify("P2", "carol", "A", "partial", t=5, log_seq=1),
         verify("P1", "carol", "A", "failed", t=5, log_seq=1),
     ]
-    out = by_name(evidence(table(rows)))
+    out = by_name(evidence_of(rows))
     assert out["A"]["status"] == "partial" and out["A"]["score"] == 10.0
 
 
@@ -130,7 +136,7 @@ def test_verdicts_of_different_verifiers_all_count():
         verify("P3", "erin", "A", "failed", t=4),
         verify("P4", "erin", "A", "confirmed", t=5),  # erin changes her mind
     ]
-    out = by_name(evidence(table(rows)))
+    out = by_name(evidence_of(rows))
     assert out["A"]["score"] == 20 + 20 + 0 + 20
     assert (out["A"]["status"], out["A"]["confirmations"], out["A"]["failures"]) == ("confirmed", 3, 0)
     assert out["A"]["descendants"] == 3  # P1 P2 P4
@@ -138,9 +144,9 @@ def test_verdicts_of_different_verifiers_all_count():
 
 def test_dangling_parent_and_empty_table():
     rows = [node("R", "alice", tags=("setup",)), node("A", "bob", "R", "missing")]
-    out = by_name(evidence(table(rows)))
+    out = by_name(evidence_of(rows))
     assert out["A"]["children"] == 0 and out["R"]["score"] == 5.0
-    assert evidence(table([])).num_rows == 0
+    assert evidence_of([]).num_rows == 0
 
 
 def test_descendants_with_clock_skew_use_graph_order():
@@ -150,7 +156,7 @@ def test_descendants_with_clock_skew_use_graph_order():
         node("A", "bob", "R", t=50),
         node("B", "carol", "A", t=10),
     ]
-    out = by_name(evidence(table(rows)))
+    out = by_name(evidence_of(rows))
     assert (out["R"]["descendants"], out["A"]["descendants"]) == (2, 1)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from frontier_tables import node, random_table, table, verify
+from frontier_tables import everyone, node, random_table, table, verify
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,7 +37,8 @@ def histories(draw):
 
 
 def state(rows) -> tuple:
-    graph = build_graph(table(rows))
+    contributions = table(rows)
+    graph = build_graph(contributions, everyone(contributions))
     return graph, follow_on_work(graph, current_verdicts(graph))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from frontier_tables import node, random_table, sha, table, verify
+from frontier_tables import everyone, node, random_table, sha, table, verify
 
 from git_agora.frontier.lineage import Milestone, lineage
 
@@ -25,6 +25,7 @@ GRAPH = [
     verify("VA", "alice", "A", "partial", t=9),
 ]
 CONTRIBUTIONS = table(GRAPH)
+ROOT = everyone(CONTRIBUTIONS)  # every verifier has standing
 
 
 def names(shas, rows=GRAPH) -> list[str]:
@@ -33,7 +34,7 @@ def names(shas, rows=GRAPH) -> list[str]:
 
 
 def test_ancestry_accounts_and_edges():
-    result = lineage(CONTRIBUTIONS, sha("T"))
+    result = lineage(CONTRIBUTIONS, sha("T"), root=ROOT)
     assert names(result.ancestry) == ["R", "A", "B", "C", "D", "H", "T"]
     assert result.size == 7
     assert result.accounts == ("alice", "bob", "carol", "dave", "erin")
@@ -92,7 +93,8 @@ def test_scored_ancestors_and_failed_results():
         verify("VF", "hana", "F", "failed", t=11),
         node("G", "ivan", "F", "T", t=12, metric=0.88),
     ]
-    result = lineage(table(rows), sha("G"))
+    contributions = table(rows)
+    result = lineage(contributions, sha("G"), root=everyone(contributions))
     assert names(result.scored_ancestors, rows) == ["R", "A", "B", "C", "D", "T"]  # not H (hypothesis), F or G
     assert names(result.reproduced_scored_ancestors, rows) == ["B"]
     assert names((m.sha for m in result.milestones), rows) == ["R", "A", "B", "G"]

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from frontier_tables import node, random_table, sha, table, verify
+from frontier_tables import everyone, node, random_table, sha, table, verify
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.stats import HOUR, component_sizes, gap_percentiles, graph_stats
@@ -47,13 +47,13 @@ def test_small_graph():
 
 
 def test_new_bests_min_and_max():
-    s = graph_stats(table(GRAPH))
+    s = graph_stats(table(GRAPH), root=everyone(table(GRAPH)))
     # min: 1.00 (R), 0.95 (D), 0.70 (O); A and B are failed-verified
     assert (s.scored_results, s.new_bests, s.new_bests_strict, s.best_value) == (7, 3, 3, 0.70)
     assert (s.best_sha, s.first_value, s.strict_best_value) == (sha("O"), 1.00, 0.70)
-    s = graph_stats(table(GRAPH), tolerance=0.06)
+    s = graph_stats(table(GRAPH), tolerance=0.06, root=everyone(table(GRAPH)))
     assert (s.new_bests, s.new_bests_strict) == (2, 3)  # D gains only 0.05
-    s = graph_stats(table(GRAPH), direction="max")
+    s = graph_stats(table(GRAPH), direction="max", root=everyone(table(GRAPH)))
     assert (s.new_bests, s.best_value, s.best_sha) == (1, 1.00, sha("R"))
 
 
@@ -79,7 +79,7 @@ def test_equal_score_shares_within_one_and_six_hours():
         node("refuted", "d", "setup", t=40, metric=2.0),
         verify("v", "e", "refuted", "failed", t=50),  # failed-verified: not a scored result
     ]
-    s = graph_stats(table(rows))
+    s = graph_stats(table(rows), root=everyone(table(rows)))
     assert s.equal_score_pairs == 5
     assert tuple(s.equal_score_gaps) == tuple(int(h * HOUR) for h in (0.5, 1.0, 2.0, 5.0, 7.0))
     assert s.equal_score_share_1h == pytest.approx(2 / 5)  # 30 min and exactly one hour
@@ -139,7 +139,7 @@ def test_gain_within_tolerance_moves_only_the_strict_best():
 
 
 def test_improvement_share_by_scored_results():
-    s = graph_stats(table(GRAPH))
+    s = graph_stats(table(GRAPH), root=everyone(table(GRAPH)))
     # min, first 1.00, best 0.70: total 0.30. Best of the first 1 / 5 scored results: 1.00 / 0.95.
     shares = dict(s.improvement_share)
     assert set(shares) == {1, 5}
@@ -167,7 +167,7 @@ REPRO = [
 
 
 def test_reproduced_ancestors_of_the_best():
-    s = graph_stats(table(REPRO))
+    s = graph_stats(table(REPRO), root=everyone(table(REPRO)))
     assert (s.best_sha, s.best_value) == (sha("C"), 0.7)
     assert (s.best_ancestry_size, s.best_ancestry_accounts) == (6, 5)  # R A B X D C; alice bob erin hana dave
     assert (s.best_ancestry_edges, s.best_ancestry_cross_account_edges) == (7, 6)  # B-A is bob on bob

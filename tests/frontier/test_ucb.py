@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from frontier_tables import node, random_table, sha, table, verify
+from frontier_tables import everyone, node, random_table, sha, table, verify
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.embeddings import embeddings_table
@@ -81,7 +81,8 @@ def test_slots_never_suggest_forbidden_parents(direction):
     contributions = forbidden_project()
     names = ["setup", "ok", "bad", "wip", "endorse", "refuted", "v", "v2", "hyp", "mid"]
     for emb in (None, vectors_table({n: direction_vector(i) for i, n in enumerate(names)})):
-        result = analyze(contributions, embeddings=emb, config=AnalyzeConfig(direction=direction))
+        config = AnalyzeConfig(direction=direction, root=everyone(contributions))
+        result = analyze(contributions, embeddings=emb, config=config)
         suggested = [s.sha for slot in result.slots.slots for s in slot.suggestions]
         assert suggested and set(suggested) <= ALLOWED
         assert len(suggested) == len(set(suggested))  # a node is in at most one slot

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
-from frontier_tables import node, sha, table, verify
+from frontier_tables import everyone, node, sha, table, verify
 
-from git_agora.frontier.analyze import analyze
+from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.frame import build_frame, quality
 from git_agora.frontier.search import search
 from git_agora.frontier.views import (
@@ -39,7 +40,8 @@ def project():
 
 
 def frame(rows=None, direction="min", tolerance=1e-3):
-    return build_frame(table(project() if rows is None else rows), direction=direction, tolerance=tolerance)
+    contributions = table(project() if rows is None else rows)
+    return build_frame(contributions, direction=direction, tolerance=tolerance, root=everyone(contributions))
 
 
 def names(view):
@@ -164,6 +166,7 @@ def test_registry_is_the_one_list_of_views():
         "promising",
         "unverified",
         "contested",
+        "earlier_epoch",
         "open_hypotheses",
         "recent",
         "tags",
@@ -186,6 +189,9 @@ def test_the_columns_of_every_view_are_fields_of_its_rows():
     from git_agora.frontier.columns import OVERVIEW_COLUMNS, TABLE_COLUMNS
 
     views = compute_views(frame(), params=ViewParams(promising_q=0.0, few_follow_ons=99))
+    contributions = table(project())  # every row judged by a policy outside the current epoch:
+    earlier = build_frame(contributions, root=replace(everyone(contributions), epoch=frozenset({"p" * 40})))
+    views["earlier_epoch"] = compute_views(earlier, names=["earlier_epoch"])["earlier_epoch"]
     assert tuple(TABLE_COLUMNS) == VIEW_NAMES and set(OVERVIEW_COLUMNS) <= set(VIEW_NAMES)
     for name, view in views.items():
         assert view.rows, name
@@ -214,7 +220,8 @@ def test_follow_ons_mean_the_same_in_views_and_ucb():
     views = compute_views(f)
     assert names(views["open_hypotheses"]) == ["h1"]
     assert set(names(views["leaves"])) == {"h1", "w1", "r", "r2"}  # h1: its only child is wip
-    result = analyze(table(rows))
+    contributions = table(rows)
+    result = analyze(contributions, config=AnalyzeConfig(root=everyone(contributions)))
     suggested = {s.title: s.follow_ons for slot in result.slots.slots for s in slot.suggestions}
     assert suggested and all(count == n[title] for title, count in suggested.items())
 

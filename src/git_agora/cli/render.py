@@ -449,8 +449,8 @@ def print_demo_summary(summary) -> None:
     holds = summary.holds
     if holds.all_hold:
         click.echo(
-            f"\nevery scored result holds: {holds.scored} scored, {holds.confirmed} confirmed by another "
-            f"account, {holds.reproduced_now} reproduced now with the project's evaluator"
+            f"\nevery scored result holds: {holds.scored} scored, {holds.confirmed} confirmed by an account "
+            f"with standing, {holds.reproduced_now} reproduced now by the founder with the project's evaluator"
         )
     else:
         click.secho(

@@ -217,7 +217,8 @@ class DemoSummary:
 
 @dataclass(frozen=True)
 class ScoredResultsHold:
-    """Whether every scored result holds up: confirmed by another account, or reproduced now."""
+    """Whether every scored result holds up: confirmed by an account with standing, or reproduced now
+    by the founder (another account's result with a published verdict, which establishes its author)."""
 
     scored: int
     confirmed: int
@@ -230,14 +231,20 @@ class ScoredResultsHold:
 
 
 def check_scored_results(project, analysis) -> ScoredResultsHold:
-    """Re-evaluate every scored result that no other account confirmed, with the project's evaluator."""
+    """The founder reruns every scored result that no account with standing has confirmed yet, with the
+    project's evaluator: another account's result gets the founder's published verdict (its author is
+    then established, and that worker's own verdicts count); the founder's own is only re-evaluated."""
     frame = analysis.frame
-    shas = frame.table["sha"].to_pylist()
+    shas, accounts = frame.table["sha"].to_pylist(), frame.table["account"].to_pylist()
     scored = [i for i in range(frame.n) if frame.scored[i]]
     confirmed = [i for i in scored if frame.status[i] == "confirmed"]
-    others = [shas[i] for i in scored if frame.status[i] != "confirmed"]
-    failed = tuple(sha for sha in others if agora.reproduce(project, sha).judgement.verdict != "confirmed")
-    return ScoredResultsHold(len(scored), len(confirmed), len(others) - len(failed), failed)
+    others = [i for i in scored if frame.status[i] != "confirmed"]
+    failed = []
+    for i in others:
+        rerun = agora.reproduce if accounts[i] == project.account else agora.verify
+        if rerun(project, shas[i]).judgement.verdict != "confirmed":
+            failed.append(shas[i])
+    return ScoredResultsHold(len(scored), len(confirmed), len(others) - len(failed), tuple(failed))
 
 
 def run_demo(plan: DemoPlan, on_event: Callable[[dict], None]) -> DemoSummary:
@@ -253,7 +260,8 @@ def summarize(founder: Path, problems: list[str]) -> DemoSummary:
 
     project = agora.open_project(founder)
     agora.fetch(project)
-    analysis = agora.analyze(project)
+    holds = check_scored_results(project, agora.analyze(project))
+    analysis = agora.analyze(project)  # with the founder's verdicts
     best = analysis.summary.best
     lineage = agora.lineage(project, best.sha) if best else None
     return DemoSummary(
@@ -265,5 +273,5 @@ def summarize(founder: Path, problems: list[str]) -> DemoSummary:
         titles(project),
         project.config.metric,
         agora.check_index(project),
-        check_scored_results(project, analysis),
+        holds,
     )

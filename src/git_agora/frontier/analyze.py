@@ -53,6 +53,7 @@ from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
 from .evidence import FollowOnCounter
 from .frame import Frame, build_frame
+from .root import Root
 from .ucb import Slots, UcbParams, plan_slots
 from .views import Best, View, ViewParams, best, compute_views, ranked_by_metric
 
@@ -81,6 +82,7 @@ class AnalyzeConfig:
     embedding_model: str | None = None
     comparable_on: tuple[str, ...] = ()
     now: float | None = None  # the reader's clock, for claims (None: no claims)
+    root: Root = Root()  # whose verdicts count from the start, the current evaluator epoch
 
     @classmethod
     def from_project(cls, project: Any, **overrides: Any) -> AnalyzeConfig:
@@ -188,7 +190,12 @@ def frame_for(contributions: pa.Table, config: AnalyzeConfig, counter: FollowOnC
     """The evidence frame analyze computes everything from (also what `needs.vectors_needed` reads);
     ``counter`` computes n(v) (a cache's, or the batch count)."""
     return build_frame(
-        contributions, direction=config.direction, tolerance=config.tolerance, weights=config.weights, counter=counter
+        contributions,
+        direction=config.direction,
+        tolerance=config.tolerance,
+        weights=config.weights,
+        counter=counter,
+        root=config.root,
     )
 
 
@@ -227,17 +234,45 @@ def _vector_access(frame: Frame, embeddings: pa.Table | None, model: str | None)
     return index.present, index.vectors
 
 
+def _tie_notes(top: Best | None) -> list[str]:
+    """Which results the best tied with on effective time, and how the tie was broken."""
+    if top is None or not top.tied_at_time:
+        return []
+    others = ", ".join(sha[:10] for sha in top.tied_at_time)
+    return [
+        f"the best, {top.sha[:10]}, ties on effective time with {others} (same second, within the tolerance): "
+        "the earlier by log position, then by sha, took the new-best credit"
+    ]
+
+
+def _epoch_notes(frame: Frame) -> list[str]:
+    """Why results of an earlier evaluator are not ranked, and what to do about it."""
+    earlier = int(frame.earlier_epoch.sum())
+    if not earlier:
+        return []
+    apart = f"{earlier} result(s) scored under an earlier evaluator are listed apart (earlier_epoch)"
+    rerun = "`git agora push --check --rerun` on a checkout of one re-measures it under the current evaluator"
+    if not frame.scored.any():
+        return [
+            f"a policy amendment changed the evaluator: no result is scored under it yet, so the leaders are "
+            f"empty; {apart}; {rerun}"
+        ]
+    return [f"{apart}, never ranked against the current ones; {rerun}"]
+
+
 def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity) -> Summary:
     total = frame.contributions.num_rows
     notes = []
     metric = config.metric or "primary metric"
     if frame.n <= 1:
         notes.append("nothing but the setup contribution yet: build on it" if frame.n else "no valid contribution yet")
-    if not frame.has_metric:
+    if not frame.has_metric and not frame.earlier_epoch.any():
         notes.append(
             f"no valid contribution reports the {metric}: leaders, quality percentiles and the exploit slot "
             "are empty, and UCB uses Q = 0"
         )
+    notes.extend(_epoch_notes(frame))
+    notes.extend(_tie_notes(best(frame)))
     if not div.available and div.note:
         notes.append(div.note)
     incomparable = _leaders_differ(frame, config)

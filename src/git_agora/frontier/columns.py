@@ -20,6 +20,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {  # analyze's table: the title, las
     "promising": ("sha", "account", "metric", "status", "descendants", "quality", "title"),
     "unverified": ("sha", "account", "metric", "quality", "title"),
     "contested": ("sha", "account", "metric", "quality", "title"),
+    "earlier_epoch": ("sha", "account", "metric", "status", "title"),
     "open_hypotheses": ("sha", "account", "metric", "title"),
     "recent": ("sha", "account", "metric", "status", "title"),
     "tags": ("tag", "count"),
@@ -34,7 +35,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {  # analyze's table: the title, las
 OVERVIEW_COLUMNS: dict[str, tuple[str, ...]] = {
     "promising": ("quality", "descendants", "status"),
     "unverified": ("quality",),
-    "contested": ("confirmations", "failures"),
+    "contested": ("confirmations", "partials", "failures"),
     "open_hypotheses": ("inherited_quality",),
     "built_on": ("score", "children", "descendants", "status"),
     "recent": ("status", "verdict"),

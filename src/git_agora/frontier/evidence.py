@@ -10,14 +10,22 @@ Rules (design.md section 5; weights from `git_agora.contribution`):
   (timestamp, log_seq), then sha). A replaced verification stays in history but weighs nothing and is not
   downstream work. A verdict on one's own work, or on a commit that is not a valid contribution, is
   ignored the same way (the index already marks self-verification invalid; this is a second guard).
+- Verdicts that count (docs/protocol.md, "Whose verdicts count"): a current verdict counts only when it
+  records the rerun behind it (``run_backed``: measured values, evaluator identity, sandbox flag,
+  duration, as `git agora verify` writes them) and its verifier has standing: trusted from the start
+  (the setup's account and ``graph.root.accounts``) or established (a contribution of its own, not a
+  verification, is confirmed by a counting verdict). Any other verdict is shown with why it weighs
+  nothing (``Verdicts.weightless``) and is treated as a replaced one: no weight, no status, not
+  follow-on work.
 - Follow-ons n(u) (the paper's "follow-on work on u", its descendant count; the ``descendants`` column):
   every node reachable from u through child edges, counted once however many paths lead to it, that is
   follow-on work: not wip, not an endorsement, not a failed, replaced or ignored verification.
   Other nodes are not counted but are still walked through (a result built on a wip commit is
   follow-on work of the wip's parent). ``follow_ons`` is the one home of this rule: views and UCB
   read it from here (``Frame.follow_ons``).
-- Status: `unverified` (no current verdict), `confirmed` / `partial` / `failed` when every current
-  verdict (one per verifier) agrees, `contested` when they disagree.
+- Status, from the counting verdicts (one per verifier): `unverified` (none), `confirmed` / `partial` /
+  `failed` when they all agree, `contested` when they disagree. One failure disputes a result confirmed
+  by another account (contested: it stays scored, marked); it does not delete it.
 
 Only rows with valid == true take part; the output has one row per valid contribution, in table order.
 """
@@ -35,6 +43,7 @@ import pyarrow.compute as pc
 from ..contribution import NON_PROPAGATING_TAGS, VERDICT_WEIGHTS, contribution_weight
 from .descendants import count_descendants
 from .graph import Graph, build_graph, combined, tag_mask
+from .root import Root
 
 EVIDENCE = pa.schema(
     [
@@ -45,6 +54,7 @@ EVIDENCE = pa.schema(
         ("descendants", pa.int64()),
         ("status", pa.string()),
         ("confirmations", pa.int64()),
+        ("partials", pa.int64()),
         ("failures", pa.int64()),
     ]
 )
@@ -52,23 +62,49 @@ EVIDENCE = pa.schema(
 _TAG_SEPARATOR = "\x1f"
 
 
+REPLACED = "replaced by a newer verdict"
+OPINION = "an opinion: no rerun behind it"
+NEWCOMER = "from an account with no confirmed work"
+
+
 @dataclass(frozen=True, eq=False)
 class Verdicts:
-    """The usable verdicts of a graph, one entry per verification commit.
+    """The usable verdicts of a graph, one entry per verification commit, and which of them count.
 
     Usable: a known verdict on a valid contribution of another account. `current` marks the newest
-    verdict of each (verifier, target) pair; the others are replaced.
+    verdict of each (verifier, target) pair; the others are replaced. `counts` marks the current ones
+    that record their rerun (`run_backed`) and come from a trusted or established account (`standing`,
+    per account code): only those weigh in status, evidence and follow-on counts.
     """
 
     node: np.ndarray  # int64 node of the verification commit
     target: np.ndarray  # int64 node it verifies
     verdict: np.ndarray  # object array of "confirmed" / "partial" / "failed"
     current: np.ndarray  # bool
+    verifier: np.ndarray  # int64 account code of the verifier
+    run_backed: np.ndarray  # bool: records its rerun (`contribution.carries_run`)
+    standing: np.ndarray  # bool per account code: trusted from the start or established
+
+    @property
+    def counts(self) -> np.ndarray:
+        return self.current & self.run_backed & self.standing[self.verifier]
 
     def current_counts(self, verdict: str, n: int) -> np.ndarray:
-        """Per node: how many current verdicts of this kind it has received."""
-        chosen = self.current & (self.verdict == verdict)
+        """Per node: how many counting verdicts of this kind it has received."""
+        chosen = self.counts & (self.verdict == verdict)
         return np.bincount(self.target[chosen], minlength=n).astype(np.int64)
+
+    def weightless(self) -> list[str | None]:
+        """Per verdict: why it weighs nothing (replaced, an opinion, from a newcomer), None when it counts."""
+        why: list[str | None] = []
+        for current, run, standing in zip(
+            self.current.tolist(), self.run_backed.tolist(), self.standing[self.verifier].tolist()
+        ):
+            parts = [] if current else [REPLACED]
+            parts += [] if run else [OPINION]
+            parts += [] if standing else [NEWCOMER]
+            why.append("; ".join(parts) or None)
+        return why
 
 
 # counts n(v) for a graph and its follow-on work mask; ``count_descendants`` unless a caller keeps a cache
@@ -82,14 +118,16 @@ def evidence(
     weights: Mapping[str, float] | None = None,
     *,
     counter: FollowOnCounter | None = None,
+    root: Root | None = None,
 ) -> pa.Table:
     """One EVIDENCE row per valid contribution: score, child counts, descendants, verification status.
 
     `weights` are tag weights (default DEFAULT_TAG_WEIGHTS), passed on to `contribution_weight`;
     `counter` computes n(v) from the graph and ``follow_on_work`` (default ``count_descendants``; a
-    cache may answer instead, with the same numbers).
+    cache may answer instead, with the same numbers); `root`: whose verdicts count from the start
+    (``graph.build_graph``).
     """
-    return pa.table(evidence_columns(build_graph(contributions), weights, counter), schema=EVIDENCE)
+    return pa.table(evidence_columns(build_graph(contributions, root), weights, counter), schema=EVIDENCE)
 
 
 def evidence_columns(
@@ -102,7 +140,7 @@ def evidence_columns(
     weight[discarded_verifications(graph, verdicts)] = 0.0
     n = graph.n
     cross = graph.cross_edges()
-    status, confirmations, failures = verification_status(verdicts, n)
+    status, confirmations, partials, failures = verification_status(verdicts, n)
     return {
         "sha": graph.table["sha"],
         "score": np.bincount(graph.parent[cross], weights=weight[graph.child[cross]], minlength=n),
@@ -111,15 +149,17 @@ def evidence_columns(
         "descendants": follow_ons(graph, verdicts, counter),
         "status": status,
         "confirmations": confirmations,
+        "partials": partials,
         "failures": failures,
     }
 
 
 def current_verdicts(graph: Graph) -> Verdicts:
-    """The usable verdicts, each marked current when it is its verifier's newest on that target."""
+    """The usable verdicts, each marked current when it is its verifier's newest on that target, and the
+    accounts whose verdicts count (``standing``)."""
     table = graph.table
     node = np.flatnonzero(pc.is_valid(table["verdict"]).to_numpy(zero_copy_only=False))
-    rows = table.select(["sha", "target", "verdict", "timestamp", "log_seq"]).take(node)
+    rows = table.select(["sha", "target", "verdict", "timestamp", "log_seq", "run_backed"]).take(node)
     target = graph.target[node] if graph.target is not None else graph.lookup(rows["target"])
     verdict = np.asarray(rows["verdict"].to_pylist(), dtype=object)
     verifier = graph.account[node]
@@ -127,6 +167,7 @@ def current_verdicts(graph: Graph) -> Verdicts:
     usable = np.isin(verdict, list(VERDICT_WEIGHTS)) & (target >= 0) & (target_account != verifier)
     node, target, verdict, verifier = node[usable], target[usable], verdict[usable], verifier[usable]
     rows = rows.filter(usable)
+    run_backed = np.asarray(pc.fill_null(rows["run_backed"], False).to_numpy(zero_copy_only=False), dtype=bool)
     newest_last = np.lexsort(
         (
             np.asarray(rows["sha"].to_pylist(), dtype=str),
@@ -136,17 +177,50 @@ def current_verdicts(graph: Graph) -> Verdicts:
             verifier,
         )
     )
-    node, target, verdict, verifier = (a[newest_last] for a in (node, target, verdict, verifier))
+    node, target, verdict, verifier, run_backed = (
+        a[newest_last] for a in (node, target, verdict, verifier, run_backed)
+    )
     current = np.ones(len(node), dtype=bool)
     current[:-1] = (verifier[1:] != verifier[:-1]) | (target[1:] != target[:-1])
-    return Verdicts(node, target, verdict, current)
+    standing = established(graph, target, verdict, verifier, current & run_backed)
+    return Verdicts(node, target, verdict, current, verifier, run_backed, standing)
+
+
+def trusted_from_the_start(graph: Graph) -> np.ndarray:
+    """Per account code: the setup's account, or one the trust root names (``graph.root.accounts``)."""
+    size = int(graph.account.max()) + 1 if graph.n else 0
+    trusted = np.zeros(size, dtype=bool)
+    named = pa.array(sorted(graph.root.accounts), pa.string())
+    in_root = pc.fill_null(pc.is_in(graph.table["account"], value_set=named), False).to_numpy(zero_copy_only=False)
+    trusted[graph.account[np.asarray(in_root, dtype=bool) | tag_mask(graph.table, "setup")]] = True
+    return trusted
+
+
+def established(
+    graph: Graph, target: np.ndarray, verdict: np.ndarray, verifier: np.ndarray, backed: np.ndarray
+) -> np.ndarray:
+    """Per account code: trusted from the start, or established: a contribution of its own (not a
+    verification) is confirmed by a current, run-backed verdict of an account already trusted or
+    established. The least fixed point, one vectorised round per link of the longest chain."""
+    standing = trusted_from_the_start(graph)
+    own_work = ~(
+        pc.is_valid(graph.table["verdict"]).to_numpy(zero_copy_only=False) | tag_mask(graph.table, "verification")
+    )
+    confirms = backed & (verdict == "confirmed") & own_work[target]
+    while True:
+        reached = graph.account[target[confirms & standing[verifier]]]
+        new = np.unique(reached[~standing[reached]])
+        if not len(new):
+            return standing
+        standing[new] = True
 
 
 def discarded_verifications(graph: Graph, verdicts: Verdicts) -> np.ndarray:
-    """Boolean per node: a verification commit whose verdict does not count (replaced or not usable)."""
+    """Boolean per node: a verification commit whose verdict does not count (not usable, replaced, an
+    opinion or from an account without standing)."""
     is_verification = pc.is_valid(graph.table["verdict"]).to_numpy(zero_copy_only=False)
     discarded = np.asarray(is_verification, dtype=bool).copy()
-    discarded[verdicts.node[verdicts.current]] = False
+    discarded[verdicts.node[verdicts.counts]] = False
     return discarded
 
 
@@ -188,12 +262,12 @@ def follow_ons(graph: Graph, verdicts: Verdicts, counter: FollowOnCounter | None
     return (counter or count_descendants)(graph, follow_on_work(graph, verdicts))
 
 
-def verification_status(verdicts: Verdicts, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per node: status (an object array of the five shared ``STATUSES`` strings), current confirmed
-    count, current failed count."""
+def verification_status(verdicts: Verdicts, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per node: status (an object array of the five shared ``STATUSES`` strings) and the counting
+    confirmed, partial and failed verdicts."""
     confirmed = verdicts.current_counts("confirmed", n)
     partial = verdicts.current_counts("partial", n)
     failed = verdicts.current_counts("failed", n)
     kinds = (confirmed > 0).astype(np.int8) + (partial > 0) + (failed > 0)
     code = np.select([kinds == 0, kinds > 1, confirmed > 0, partial > 0], [0, 1, 2, 3], default=4).astype(np.int8)
-    return STATUSES[code], confirmed, failed
+    return STATUSES[code], confirmed, partial, failed

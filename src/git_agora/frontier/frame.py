@@ -30,7 +30,8 @@ import pyarrow.compute as pc
 
 from .evidence import FollowOnCounter, evidence_columns
 from .graph import Graph, build_graph, combined, signed, tag_mask
-from .scored import buildable_mask, is_verification, primary_metric
+from .root import Root
+from .scored import buildable_mask, in_epoch, is_verification, primary_metric
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,7 +45,7 @@ class Frame:
     graph: Graph
     direction: str
     tolerance: float
-    timestamp: np.ndarray
+    timestamp: np.ndarray  # the effective time (``graph.effective_times``): what time orders read
     log_seq: np.ndarray
     metric: np.ndarray  # float64, nan when not reported
     hypothesis: np.ndarray
@@ -58,9 +59,11 @@ class Frame:
     children: np.ndarray  # direct children (any kind)
     status: np.ndarray  # object array of status strings
     confirmations: np.ndarray
+    partials: np.ndarray
     failures: np.ndarray
     buildable: np.ndarray  # may be suggested as a parent (``scored.buildable_mask``)
     scored: np.ndarray  # a scored result (``scored.scored_mask``)
+    earlier_epoch: np.ndarray  # would be scored, but was judged under an earlier evaluator
     q: np.ndarray  # own quality, nan when not scored
     q_inherited: np.ndarray  # q, or that of the nearest scored first-parent ancestor, else 0
 
@@ -112,11 +115,12 @@ def build_frame(
     tolerance: float = 0.0,
     weights: Mapping[str, float] | None = None,
     counter: FollowOnCounter | None = None,
+    root: Root | None = None,
 ) -> Frame:
     """Join contributions with their evidence (computed as ``evidence()`` does when not given, on the
-    same graph: it is built once). ``counter``: see ``evidence.evidence``."""
+    same graph: it is built once). ``counter``: see ``evidence.evidence``; ``root``: ``graph.build_graph``."""
     signed(np.zeros(0), direction)  # validates the direction
-    graph = build_graph(contributions)
+    graph = build_graph(contributions, root)
     table = graph.table
     if evidence_table is None:
         ev = evidence_columns(graph, weights, counter)  # node-aligned already
@@ -125,7 +129,9 @@ def build_frame(
     status = np.asarray(ev["status"], dtype=object)
     buildable = buildable_mask(table, status)
     metric = primary_metric(table)
-    scored = buildable & ~np.isnan(metric)
+    measured = buildable & ~np.isnan(metric)
+    current = in_epoch(table, graph.root.epoch)
+    scored = measured & current
     q = quality(metric, scored, direction)
     first_parent = _first_parents(graph)
     return Frame(
@@ -133,7 +139,7 @@ def build_frame(
         graph=graph,
         direction=direction,
         tolerance=float(tolerance or 0.0),
-        timestamp=int_column(table["timestamp"], 0),
+        timestamp=int_column(table["effective_time"], 0),
         log_seq=int_column(table["log_seq"], -1),
         metric=metric,
         hypothesis=tag_mask(table, "hypothesis"),
@@ -147,9 +153,11 @@ def build_frame(
         children=np.asarray(ev["children"], dtype=np.int64),
         status=status,
         confirmations=np.asarray(ev["confirmations"], dtype=np.int64),
+        partials=np.asarray(ev["partials"], dtype=np.int64),
         failures=np.asarray(ev["failures"], dtype=np.int64),
         buildable=buildable,
         scored=scored,
+        earlier_epoch=measured & ~current,
         q=q,
         q_inherited=inherit_quality(q, first_parent),
     )

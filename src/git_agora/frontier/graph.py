@@ -6,11 +6,13 @@ node numbers 0..n-1, which follow the order of the valid rows in the contributio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from .root import Root
 
 DIRECTIONS = ("min", "max")
 
@@ -29,6 +31,7 @@ class Graph:
     parent: np.ndarray  # int64 node per edge
     first_parent: np.ndarray | None = None  # int64 node of each node's first parent, -1 when not a node
     target: np.ndarray | None = None  # int64 node each node's `target` names, -1 when none or not a node
+    root: Root = Root()  # the trust root and the current evaluator epoch (``root.Root``)
 
     @property
     def n(self) -> int:
@@ -64,9 +67,10 @@ class Graph:
         return _csr(self.child, self.parent, self.n)
 
 
-def build_graph(contributions: pa.Table) -> Graph:
+def build_graph(contributions: pa.Table, root: Root | None = None) -> Graph:
     """Keep the valid rows, number them, and resolve each parent sha and target to a node (one hash
-    lookup for both: a million shas cost about half a second to hash)."""
+    lookup for both: a million shas cost about half a second to hash). ``root``: whose verdicts count
+    from the start and which policies are the current epoch (None: only the setup's account, one epoch)."""
     table = valid_rows(contributions)
     n = table.num_rows
     accounts = pc.fill_null(combined(table["account"]), "")
@@ -87,7 +91,8 @@ def build_graph(contributions: pa.Table) -> Graph:
     if len(keys) and not (keys[1:] > keys[:-1]).all():  # rows come in order: only merges need sorting
         keys = np.sort(keys)
         keys = keys[np.r_[True, keys[1:] != keys[:-1]]]
-    return Graph(table, account, keys // max(n, 1), keys % max(n, 1), first_parent, target)
+    graph = Graph(table, account, keys // max(n, 1), keys % max(n, 1), first_parent, target, root or Root())
+    return with_effective_times(graph)
 
 
 def valid_rows(contributions: pa.Table) -> pa.Table:
@@ -98,17 +103,58 @@ def valid_rows(contributions: pa.Table) -> pa.Table:
     return contributions.filter(valid)
 
 
+def effective_times(graph: Graph) -> np.ndarray:
+    """Per node: its effective time, its committer time or one second after its latest parent's effective
+    time, whichever is later: a contribution never comes before (or with) what it builds on, whatever
+    date its author wrote, so every time order puts parents first. Where every parent is dated before
+    its children (the usual case) it is the committer time itself; otherwise the later times are pushed
+    down the child edges from where the dates disagree, one vectorised round per link of the longest
+    backdated chain."""
+    times = np.asarray(pc.fill_null(graph.table["timestamp"], 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if not len(graph.child) or (times[graph.parent] < times[graph.child]).all():
+        return times
+    times = times.copy()
+    order = np.argsort(graph.parent, kind="stable")
+    parents, children = graph.parent[order], graph.child[order]
+    ptr = np.zeros(graph.n + 1, np.int64)
+    np.cumsum(np.bincount(parents, minlength=graph.n), out=ptr[1:])
+    edges = np.arange(len(parents))
+    while len(edges):
+        late = times[parents[edges]] >= times[children[edges]]
+        edges = edges[late]
+        np.maximum.at(times, children[edges], times[parents[edges]] + 1)
+        moved = np.unique(children[edges])
+        counts = ptr[moved + 1] - ptr[moved]
+        starts = np.repeat(ptr[moved] - np.r_[0, np.cumsum(counts)[:-1]], counts)
+        edges = starts + np.arange(counts.sum())
+    return times
+
+
 def chronological_order(table: pa.Table) -> np.ndarray:
-    """Row indices in time order: (timestamp, log_seq, sha); a null log_seq sorts first."""
+    """Row indices in time order: (effective time where the table has it, else timestamp; log_seq; sha);
+    a null log_seq sorts first. Ties on time are broken by log position, then sha."""
     keys = pa.table(
         {
-            "t": pc.fill_null(table["timestamp"], np.iinfo(np.int64).min),
+            "t": pc.fill_null(table[time_column(table)], np.iinfo(np.int64).min),
             "l": pc.fill_null(table["log_seq"], -1),
             "s": table["sha"],
         }
     )
     order = pc.sort_indices(keys, sort_keys=[("t", "ascending"), ("l", "ascending"), ("s", "ascending")])
     return order.to_numpy().astype(np.int64)
+
+
+def time_column(table: pa.Table) -> str:
+    """The column time orders read: ``effective_time`` (``with_effective_times``) where present."""
+    return "effective_time" if "effective_time" in table.column_names else "timestamp"
+
+
+def with_effective_times(graph: Graph) -> Graph:
+    """The graph whose table carries ``effective_time`` (``effective_times``), which every time order reads."""
+    if "effective_time" in graph.table.column_names:
+        return graph
+    table = graph.table.append_column("effective_time", pa.array(effective_times(graph), pa.int64()))
+    return replace(graph, table=table)
 
 
 def topological_order(graph: Graph) -> np.ndarray:

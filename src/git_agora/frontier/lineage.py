@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from .evidence import current_verdicts
 from .graph import Graph, build_graph, chronological_order
+from .root import Root
 from .scored import new_best_mask, scored_nodes
 
 
@@ -70,9 +71,12 @@ class Lineage:
         return data
 
 
-def lineage(contributions: pa.Table, sha: str, *, direction: str = "min", tolerance: float = 0.0) -> Lineage:
-    """The lineage of the contribution `sha`; raises KeyError when it is not a valid contribution."""
-    graph = build_graph(contributions)
+def lineage(
+    contributions: pa.Table, sha: str, *, direction: str = "min", tolerance: float = 0.0, root: Root | None = None
+) -> Lineage:
+    """The lineage of the contribution `sha`; raises KeyError when it is not a valid contribution.
+    ``root``: ``graph.build_graph``."""
+    graph = build_graph(contributions, root)
     start = int(graph.lookup(pa.array([sha], pa.string()))[0])
     if start < 0:
         raise KeyError(f"{sha} is not a valid contribution")

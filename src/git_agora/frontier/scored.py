@@ -6,7 +6,9 @@
 - *Buildable*: a valid contribution that is not a verification, not wip, not an endorsement, and whose
   verification status is not ``failed`` (the status the newest verdict of each verifier gives,
   ``evidence.verification_status``). Work a worker may be pointed at as a parent.
-- *Scored result*: a buildable contribution that reports the primary metric.
+- *Scored result*: a buildable contribution that reports the primary metric, judged by a policy of the
+  current evaluator epoch (``root.Root.epoch``; results of earlier epochs are listed apart, never
+  compared with the current ones).
 - *New best*, in time order (``graph.chronological_order``): the first scored result, then every scored
   result that beats the best so far by more than the tolerance (direction-aware, the rule of
   ``ProjectConfig.better``). With tolerance 0 every strict improvement counts (*strict* new bests);
@@ -24,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .evidence import current_verdicts, verification_status
-from .graph import Graph, chronological_order, signed, tag_mask
+from .graph import Graph, chronological_order, signed, tag_mask, time_column
 
 
 def is_verification(table: pa.Table) -> np.ndarray:
@@ -39,15 +41,25 @@ def buildable_mask(table: pa.Table, status: Sequence[str] | np.ndarray) -> np.nd
     return valid & ~kinds & (np.asarray(status, dtype=object) != "failed")
 
 
-def scored_mask(table: pa.Table, status: Sequence[str] | np.ndarray) -> np.ndarray:
-    """Per row: a scored result (module docstring); ``status`` is each row's verification status."""
-    return buildable_mask(table, status) & _present(table["primary_metric"])
+def scored_mask(table: pa.Table, status: Sequence[str] | np.ndarray, epoch: frozenset[str] | None = None) -> np.ndarray:
+    """Per row: a scored result (module docstring); ``status`` is each row's verification status,
+    ``epoch`` the policies of the current evaluator (``root.Root.epoch``)."""
+    return buildable_mask(table, status) & _present(table["primary_metric"]) & in_epoch(table, epoch)
+
+
+def in_epoch(table: pa.Table, epoch: frozenset[str] | None) -> np.ndarray:
+    """Per row: judged by a policy of the current evaluator epoch (every row when ``epoch`` is None)."""
+    if epoch is None:
+        return np.ones(table.num_rows, dtype=bool)
+    found = pc.is_in(table["policy"], value_set=pa.array(sorted(epoch), pa.string()))
+    return np.asarray(pc.fill_null(found, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def scored_nodes(graph: Graph) -> np.ndarray:
-    """Per node of ``graph``: a scored result, with the status its current verdicts give."""
-    status, _, _ = verification_status(current_verdicts(graph), graph.n)
-    return scored_mask(graph.table, status)
+    """Per node of ``graph``: a scored result, with the status its counting verdicts give, in the
+    current evaluator epoch."""
+    status = verification_status(current_verdicts(graph), graph.n)[0]
+    return scored_mask(graph.table, status, graph.root.epoch)
 
 
 def primary_metric(table: pa.Table) -> np.ndarray:
@@ -59,7 +71,7 @@ def primary_metric(table: pa.Table) -> np.ndarray:
 def in_time(table: pa.Table, nodes: np.ndarray) -> np.ndarray:
     """``nodes`` (rows of ``table``) in time order."""
     nodes = np.asarray(nodes, dtype=np.int64)
-    keys = table.select(["timestamp", "log_seq", "sha"])  # only what the order reads: no copy of the rest
+    keys = table.select([time_column(table), "log_seq", "sha"])  # only what the order reads: no copy of the rest
     return nodes[chronological_order(keys.take(pa.array(nodes, pa.int64())))]
 
 

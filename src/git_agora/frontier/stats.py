@@ -66,8 +66,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .evidence import current_verdicts
-from .graph import Graph, build_graph, pointer_roots, signed
+from .graph import Graph, build_graph, pointer_roots, signed, time_column
 from .lineage import Lineage, lineage_of
+from .root import Root
 from .scored import best_node, in_time, new_best_mask, primary_metric, scored_nodes
 
 IMPROVEMENT_KS = (1, 5, 10, 18, 25, 50, 100)
@@ -134,10 +135,13 @@ class GraphStats:
         return data
 
 
-def graph_stats(contributions: pa.Table, *, direction: str = "min", tolerance: float = 0.0) -> GraphStats:
-    """Statistics of the valid contributions (see the module docstring for each definition)."""
+def graph_stats(
+    contributions: pa.Table, *, direction: str = "min", tolerance: float = 0.0, root: Root | None = None
+) -> GraphStats:
+    """Statistics of the valid contributions (see the module docstring for each definition); ``root``:
+    ``graph.build_graph``."""
     signed(np.zeros(0), direction)  # validates the direction
-    graph = build_graph(contributions)
+    graph = build_graph(contributions, root)
     is_scored = scored_nodes(graph)
     scored = in_time(graph.table, np.flatnonzero(is_scored))
     metric = primary_metric(graph.table)
@@ -261,7 +265,7 @@ def equal_score_gaps(scored: pa.Table) -> np.ndarray:
             {
                 "value": scored["primary_metric"],
                 "account": pc.fill_null(scored["account"], ""),
-                "timestamp": scored["timestamp"],
+                "timestamp": scored[time_column(scored)],
             }
         )
         .group_by(["value", "account"])

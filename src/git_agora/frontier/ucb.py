@@ -327,7 +327,9 @@ def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
         parts.append(f"cluster {cluster} of size {size}")
     if duplicates is not None:
         parts.append(f"{duplicates} near-duplicate(s)")
-    if f.status[node] != "unverified":
+    if f.status[node] == "contested":
+        parts.append("verification: contested: settle it with a rerun (git agora verify) before building on it")
+    elif f.status[node] != "unverified":
         parts.append(f"verification: {f.status[node]}")
     reason = ", ".join(parts) + f"; U = {ucb:.1f}"
     return Suggestion(

@@ -104,7 +104,10 @@ class Best:
     """The best result (``scored.best_node``): the latest new best in time order (gains within the
     tolerance don't count).
 
-    ``ties``: other scored results within the tolerance of it (they share its rank).
+    ``ties``: other scored results within the tolerance of it (they share its rank). ``effective_time``:
+    when it counts as published (``graph.effective_times``); ``priority``: what that time rests on (the
+    author's claimed clock: no witness); ``tied_at_time``: the scored results within the tolerance of
+    it published in the same second, which came after it only by log position, then sha.
     """
 
     sha: str
@@ -114,6 +117,9 @@ class Best:
     timestamp: int
     status: str
     ties: int
+    effective_time: int = 0
+    priority: str = "claimed time, unwitnessed"
+    tied_at_time: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -132,10 +138,21 @@ def best(frame: Frame) -> Best | None:
     if node < 0:
         return None
     loss = frame.loss()
-    ties = int((np.abs(loss[frame.scored] - loss[node]) <= frame.tolerance).sum()) - 1
+    close = frame.scored & (np.abs(loss - loss[node]) <= frame.tolerance)
+    ties = int(close.sum()) - 1
+    same_second = np.flatnonzero(close & (frame.timestamp == frame.timestamp[node]))
+    tied = tuple(r["sha"] for r in frame.rows(same_second[same_second != node]))
     row = frame.rows([node])[0]
     return Best(
-        row["sha"], row["title"], row["account"], row["metric"], row["timestamp"], str(frame.status[node]), ties
+        row["sha"],
+        row["title"],
+        row["account"],
+        row["metric"],
+        row["timestamp"],
+        str(frame.status[node]),
+        ties,
+        int(frame.timestamp[node]),
+        tied_at_time=tied,
     )
 
 
@@ -227,12 +244,27 @@ def unverified(frame: Frame, limit: int, params: ViewParams) -> Listing:
 
 
 def contested(frame: Frame, limit: int, params: ViewParams) -> Listing:
-    """Contributions whose current verdicts disagree, newest first.
-    Extra fields: confirmations, failures, quality."""
+    """Contributions whose counting verdicts disagree, newest first: they stay scored, marked; a rerun
+    settles them. Extra fields: confirmations, partials, failures, quality."""
     nodes = _newest_first(frame, np.flatnonzero(frame.status == "contested"))
     top = nodes[:limit]
-    rows = frame.rows(top, confirmations=frame.confirmations[top], failures=frame.failures[top], quality=frame.q[top])
+    rows = frame.rows(
+        top,
+        confirmations=frame.confirmations[top],
+        partials=frame.partials[top],
+        failures=frame.failures[top],
+        quality=frame.q[top],
+    )
     return Listing(rows, len(nodes))
+
+
+def earlier_epoch(frame: Frame, limit: int, params: ViewParams) -> Listing:
+    """Results scored under an earlier evaluator (a policy amendment changed it since), newest first:
+    listed apart, never ranked against the current ones. `git agora push --check --rerun` on a checkout
+    of one re-measures it under the current evaluator. Extra fields: status."""
+    nodes = _newest_first(frame, np.flatnonzero(frame.earlier_epoch))
+    top = nodes[:limit]
+    return Listing(frame.rows(top, status=frame.status[top]), len(nodes))
 
 
 def open_hypotheses(frame: Frame, limit: int, params: ViewParams) -> Listing:
@@ -350,6 +382,7 @@ REGISTRY: dict[str, ViewSpec] = {
     "promising": ViewSpec("Promising but underexplored", promising),
     "unverified": ViewSpec("Unverified results", unverified),
     "contested": ViewSpec("Contested verifications", contested),
+    "earlier_epoch": ViewSpec("Scored under an earlier evaluator", earlier_epoch),
     "open_hypotheses": ViewSpec("Open hypotheses", open_hypotheses),
     "recent": ViewSpec("Recent activity", recent),
     "tags": ViewSpec("Tags", tags),

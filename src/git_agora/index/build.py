@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import LIMITS, PENDING_FUTURE, encode_metadata, intrinsic_problems, time_problems
+from ..contribution import LIMITS, PENDING_FUTURE, carries_run, encode_metadata, intrinsic_problems, time_problems
 from .listing import NOT_LISTED, listed_mask
 from .schema import ACCOUNTS, CONTRIBUTIONS, EDGES, TAGS, VERDICTS
 
@@ -62,6 +62,7 @@ def local_values(raw, c, primary_metric: str | None, now: int) -> tuple:
         False,
         time_problems(raw.timestamp, now) + intrinsic_problems(c),
         None,
+        carries_run(c.metadata) if c.verdict else None,
         list(c.cross_refs[: LIMITS.cross_refs]),
     )
 
@@ -96,6 +97,7 @@ def not_a_contribution_values(raw, problem: str) -> tuple:
         None,
         False,
         [problem],
+        None,
         None,
         [],
     )

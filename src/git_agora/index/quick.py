@@ -16,7 +16,7 @@ import json
 import math
 import re
 
-from ..contribution import GRAMMAR, LIMITS, POLICY_TAG, Trailer, time_problems
+from ..contribution import GRAMMAR, LIMITS, POLICY_TAG, Trailer, carries_run, time_problems
 from .reader import RawCommit
 
 
@@ -70,7 +70,8 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | 
     is_verification = target is not None or verdict is not None or "verification" in tags
     if is_verification and not (target and verdict and "verification" in tags and raw.parents == (target,)):
         return None
-    if meta is not None and not _a_json_object(meta):
+    metadata = _a_json_object(meta) if meta is not None else {}
+    if metadata is None:
         return None
     title = head.split("\n", 1)[0]
     return (
@@ -92,6 +93,7 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | 
         False,
         time_problems(raw.timestamp, now),
         None,
+        carries_run(metadata) if verdict else None,
         refs,
         account,
         is_setup,
@@ -117,11 +119,13 @@ def _metrics(lines: list[str]) -> dict[str, float] | None:
     return metrics if len(metrics) <= LIMITS.metrics else None
 
 
-def _a_json_object(text: str) -> bool:
-    """What `contribution.decode_metadata` accepts, within its size and depth limits."""
+def _a_json_object(text: str) -> dict | None:
+    """The object `contribution.decode_metadata` reads, within its size and depth limits; None when it
+    would not accept the text."""
     if len(text) * 4 > LIMITS.meta_bytes or text.count("[") + text.count("{") > LIMITS.meta_depth:
-        return False
+        return None
     try:
-        return isinstance(json.loads(text), dict)
+        value = json.loads(text)
     except (ValueError, RecursionError):
-        return False
+        return None
+    return value if isinstance(value, dict) else None

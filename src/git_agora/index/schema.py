@@ -31,6 +31,7 @@ CONTRIBUTIONS = pa.schema(
         ("valid", pa.bool_()),
         ("reasons", pa.list_(pa.string())),  # why invalid; empty when valid
         ("policy", pa.string()),  # the setup or policy amendment in force on the first-parent line
+        ("run_backed", pa.bool_()),  # a verdict whose metadata records its rerun (`carries_run`); null otherwise
     ]
 )
 

@@ -18,8 +18,9 @@ from ..contribution import LIMITS
 from ..refs.names import ROOT
 from ..refs.store import Repository
 
-FORMAT_VERSION = 5  # on disk; 4: the tips and per-account counts in a side file the manifest names; 5: rows
-# judged by rules that changed (pending beyond 10 minutes ahead, not a day; a tree with a .git path is invalid)
+FORMAT_VERSION = 6  # on disk; 4: the tips and per-account counts in a side file the manifest names; 5: rows
+# judged by rules that changed (pending beyond 10 minutes ahead, not a day; a tree with a .git path is invalid);
+# 6: the run_backed column (whether a verdict records its rerun)
 
 STATE_FILE = "manifest.json"  # written by index.segments
 

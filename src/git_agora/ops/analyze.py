@@ -41,10 +41,14 @@ def analyze(
     from ..frontier.needs import vectors_needed
     from .embedding import project_model, update_embeddings
     from .indexing import load, load_rows
+    from .standing import reader_root
 
     index = load(project, ANALYZE_COLUMNS)  # descriptions only if something must be embedded
+    root = reader_root(project, index.contributions)
     try:
-        config = AnalyzeConfig.from_project(project.config, limit=limit, views=tuple(views) or None, now=time.time())
+        config = AnalyzeConfig.from_project(
+            project.config, limit=limit, views=tuple(views) or None, now=time.time(), root=root
+        )
         config = config if clusters is None else replace(config, clusters=clusters)
     except ValueError as exc:
         raise AgoraError(f"agora.toml {exc}") from None
@@ -174,6 +178,7 @@ ANALYZE_COLUMNS = (
     "valid",
     "reasons",
     "policy",
+    "run_backed",
 )
 # what embedding reads: the text (title and description) of valid contributions, newest first
 TEXT_COLUMNS = ("title", "description", "valid", "log_seq")

@@ -141,10 +141,15 @@ def _best(project: Project, contributions) -> tuple[str | None, str, float | Non
     """The current best result (`frontier.views.best`): sha, title and value; (None, "", None) if none."""
     from ..frontier.frame import build_frame
     from ..frontier.views import best
+    from .standing import reader_root
 
     config = project.config
     frame = build_frame(
-        contributions, direction=config.direction, tolerance=config.tolerance, weights=dict(config.tag_weights)
+        contributions,
+        direction=config.direction,
+        tolerance=config.tolerance,
+        weights=dict(config.tag_weights),
+        root=reader_root(project, contributions),
     )
     found = best(frame)
     return (found.sha, found.title, found.metric) if found else (None, "", None)

@@ -73,22 +73,45 @@ class Shown:
 
 def show(project: Project, rev: str) -> Shown:
     """One contribution with its evidence score, verification status, parents and cited commits."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     from ..followons_cache import cached_counter
-    from ..frontier.evidence import evidence
+    from ..frontier.evidence import EVIDENCE, evidence_columns
+    from ..frontier.graph import build_graph
     from .indexing import FRAME_COLUMNS, load
+    from .standing import reader_root
 
     c = project.contribution(rev)
     contributions = load(project, FRAME_COLUMNS).contributions
-    table = evidence(contributions, project.config.tag_weights, counter=cached_counter(project.repo))
+    root = reader_root(project, contributions)
+    graph = build_graph(contributions, root)
+    columns = evidence_columns(graph, project.config.tag_weights, cached_counter(project.repo))
+    table = pa.table(columns, schema=EVIDENCE)
     rows = table.filter(pc.equal(table["sha"], c.sha)).to_pylist()
     score = {k: v for k, v in rows[0].items() if k != "sha"} if rows else None
     parents = tuple(_reference(project, sha) for sha in c.parents)
     cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
-    best, incomparable = _against_best(project, c, contributions, table) if score else (None, ())
-    notes = _run_notes(project, c)
+    best, incomparable = _against_best(project, c, contributions, table, root) if score else (None, ())
+    notes = _run_notes(project, c) + _weight_notes(graph, c)
     return Shown(c, score, parents, cited, _evaluator_note(project, c), best, incomparable, notes)
+
+
+def _weight_notes(graph, c: Contribution) -> tuple[str, ...]:
+    """Why a verdict weighs nothing (replaced, an opinion, from an account with no confirmed work)."""
+    import pyarrow as pa
+
+    from ..frontier.evidence import current_verdicts
+
+    if c.verdict is None or c.sha is None:
+        return ()
+    node = int(graph.lookup(pa.array([c.sha]))[0])
+    verdicts = current_verdicts(graph)
+    at = [i for i, n in enumerate(verdicts.node.tolist()) if n == node]
+    if not at:
+        return ("this verdict weighs nothing: it does not verify a valid contribution of another account",)
+    why = verdicts.weightless()[at[0]]
+    return (f"this verdict weighs nothing: {why}",) if why else ()
 
 
 def _run_notes(project: Project, c: Contribution) -> tuple[str, ...]:
@@ -123,7 +146,7 @@ def _evaluator_note(project: Project, c: Contribution) -> str | None:
     return f"claimed under evaluator {claimed[:12]}, the project's evaluator is now {now[:12]}: verify before comparing"
 
 
-def _against_best(project: Project, c: Contribution, contributions, evidence_table) -> tuple[str | None, tuple]:
+def _against_best(project: Project, c: Contribution, contributions, evidence_table, root) -> tuple[str | None, tuple]:
     """The best result and the `[eval] comparable_on` fields on which `c` was measured differently
     from it (both read from the recorded evaluator outputs); (None, ()) when there is nothing to compare."""
     import pyarrow.compute as pc
@@ -136,7 +159,7 @@ def _against_best(project: Project, c: Contribution, contributions, evidence_tab
     if not fields or not c.metrics:
         return None, ()
     frame = build_frame(
-        contributions, evidence_table, direction=config.direction, tolerance=config.tolerance, weights=None
+        contributions, evidence_table, direction=config.direction, tolerance=config.tolerance, weights=None, root=root
     )
     top = best(frame)
     if top is None or top.sha == c.sha:
@@ -210,13 +233,14 @@ def lineage(project: Project, rev: str) -> Lineage:
     reproduced ancestors and the milestone path of new bests."""
     from ..frontier.lineage import lineage as ancestry
     from .indexing import GRAPH_COLUMNS, load
+    from .standing import reader_root
 
     target = project.contribution_sha(rev)
     config = project.config
+    contributions = load(project, GRAPH_COLUMNS).contributions
+    root = reader_root(project, contributions)
     try:
-        return ancestry(
-            load(project, GRAPH_COLUMNS).contributions, target, direction=config.direction, tolerance=config.tolerance
-        )
+        return ancestry(contributions, target, direction=config.direction, tolerance=config.tolerance, root=root)
     except KeyError:
         raise AgoraError(f"{rev} is not a valid contribution (see `git agora log --rejected`)") from None
 
@@ -233,8 +257,10 @@ def stats(project: Project) -> GraphStats:
     """Graph statistics of the project (`frontier.stats.GraphStats`), as the paper's section 4.6 defines them."""
     from ..frontier.stats import graph_stats
     from .indexing import GRAPH_COLUMNS, load
+    from .standing import reader_root
 
     config = project.config
+    contributions = load(project, GRAPH_COLUMNS).contributions
     return graph_stats(
-        load(project, GRAPH_COLUMNS).contributions, direction=config.direction, tolerance=config.tolerance
+        contributions, direction=config.direction, tolerance=config.tolerance, root=reader_root(project, contributions)
     )

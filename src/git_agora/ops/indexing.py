@@ -58,6 +58,8 @@ GRAPH_COLUMNS = (
     "target",
     "verdict",
     "primary_metric",
+    "policy",
+    "run_backed",
 )
 FRAME_COLUMNS = (*GRAPH_COLUMNS, "title", "metrics", "metadata")
 LOG_COLUMNS = (

@@ -46,7 +46,7 @@ class Verdicts:
     target: Any  # numpy int64: the target's row
     verdict: list[str]
     timestamp: list[int]
-    current: list[bool]
+    weight: list[str]  # "counts", or why the verdict weighs nothing (`evidence.Verdicts.weightless`)
     claimed: list[float | None]
     reproduced: list[float | None]
     ptr: Any  # numpy int64 per row + 1
@@ -58,7 +58,7 @@ class Verdicts:
 
     def info(self, i: int, refs: dict[int, Any]) -> VerdictInfo:
         return VerdictInfo(
-            refs[int(self.row[i])], refs[int(self.target[i])], self.verdict[i], self.timestamp[i], self.current[i],
+            refs[int(self.row[i])], refs[int(self.target[i])], self.verdict[i], self.timestamp[i], self.weight[i],
             self.claimed[i], self.reproduced[i],
         )  # fmt: skip
 
@@ -88,7 +88,7 @@ class Verdicts:
         if len(row):
             np.cumsum(np.bincount(target, minlength=rows.n), out=ptr[1:])
         return cls(
-            row, target, list(found.verdict.tolist()), timestamp, [bool(c) for c in found.current.tolist()], claimed,
+            row, target, list(found.verdict.tolist()), timestamp, [w or "counts" for w in found.weightless()], claimed,
             reproduced, ptr, order, dict(zip(row.tolist(), range(len(row)))),
         )  # fmt: skip
 

@@ -38,7 +38,7 @@ class VerdictInfo:
     target: Ref
     verdict: str
     timestamp: int
-    current: bool  # the verifier's newest verdict on this target
+    weight: str  # "counts", or why it weighs nothing (replaced by a newer verdict, an opinion, a newcomer's)
     claimed: float | None
     reproduced: float | None
 

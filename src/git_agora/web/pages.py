@@ -467,7 +467,7 @@ def _verdicts(verdicts: Iterable[VerdictInfo], root: str, site: SiteInfo, show_t
         rows.append(
             f"<tr class='verdict {esc(v.verdict)}'><td>{who}</td><td>{_status(v.verdict)}</td>"
             f"<td class='num'>{number(v.claimed, 8)}</td><td class='num'>{number(v.reproduced, 8)}</td>"
-            f"<td>{'current' if v.current else 'replaced by a newer verdict'}</td><td>{esc(when(v.timestamp))}</td>"
+            f"<td>{esc(v.weight)}</td><td>{esc(when(v.timestamp))}</td>"
             f"<td>{link(root, v.verification.sha)}</td></tr>"
         )
     first = "target" if show_target else "verifier"

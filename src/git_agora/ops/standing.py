@@ -1,0 +1,58 @@
+"""The reader's trust root and evaluator epoch (`frontier.root.Root`), from the setup and its amendments.
+
+- The *current policy* is the setup account's newest valid amendment in its own log order (never by
+  timestamps), else the setup.
+- Trusted from the start: the setup's account (the frontier reads it from the table), and the current
+  policy's `[identity] members` and `[ci] accounts`.
+- The *current epoch*: every policy in force somewhere whose evaluator (`Policy.evaluator_key`) is the
+  current policy's. None when every policy in force scores alike (no amendment, or none that changed
+  the evaluator).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..frontier.root import Root
+from ..policy import load_policy
+from ..project import Project
+
+# what `reader_root` reads of the contributions table
+ROOT_COLUMNS = ("sha", "account", "tags", "log_seq", "valid", "policy")
+
+
+def reader_root(project: Project, contributions: pa.Table) -> Root:
+    """The trust root and the current epoch of this project's contributions (module docstring)."""
+    valid = contributions.filter(pc.fill_null(contributions["valid"], False))
+    in_force = set(pc.unique(valid["policy"]).drop_null().to_pylist()) | {project.setup}
+    current = current_policy(project.setup, valid)
+    if in_force == {project.setup}:
+        return Root(project.config.trusted_accounts)
+    policies = {sha: load_policy(project.repo, sha) for sha in sorted(in_force | {current})}
+    keys = {sha: policy.evaluator_key for sha, policy in policies.items()}
+    current_key = keys[current]
+    epoch = None if len(set(keys.values())) == 1 else frozenset(s for s, k in keys.items() if k == current_key)
+    return Root(policies[current].config.trusted_accounts, epoch)
+
+
+def current_policy(setup: str, valid: pa.Table) -> str:
+    """The setup account's newest amendment by its log order (valid rows only), else the setup."""
+    at = pc.index_in(pa.array([setup]), value_set=valid["sha"])[0].as_py()
+    if at is None:
+        return setup
+    owner = valid["account"][at].as_py()
+    tags = valid["tags"].combine_chunks() if isinstance(valid["tags"], pa.ChunkedArray) else valid["tags"]
+    tagged = pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), "policy").to_numpy(False)]
+    rows = np.unique(tagged)
+    if not len(rows):
+        return setup
+    accounts = valid["account"].take(pa.array(rows)).to_pylist()
+    seqs = valid["log_seq"].take(pa.array(rows)).to_pylist()
+    own = [
+        (seq if seq is not None else -1, int(row))
+        for row, account, seq in zip(rows, accounts, seqs)
+        if account == owner
+    ]
+    return valid["sha"][max(own)[1]].as_py() if own else setup
