@@ -364,3 +364,19 @@ def test_a_new_account_that_differs_from_one_only_by_case_is_refused(tmp_path, r
     assert "refs/agora/log/Alice" not in git(remote, "for-each-ref", "refs/agora/")
     agora(b, "post", "-m", "hello", "--tag", "insight", "--account", "alicia")  # another name is fine
     agora(project, "post", "-m", "still me", "--tag", "insight")  # and the existing account goes on
+
+
+def test_a_look_alike_account_is_warned_about_and_marked_by_readers(tmp_path, remote, project):
+    """`a1ice` and `alice_` beside `alice`: the writer warns, then `log`, `show` and `analyze` mark them."""
+    m = make_clone(tmp_path, "m", str(remote), "a1ice")
+    agora(m, "fetch")
+    posted = agora(m, "post", "-m", "looks familiar", "--tag", "insight", "--json")
+    assert "account a1ice looks like the existing account alice: readers will mark it" in posted.stderr
+    sha = posted.json()["sha"]
+    agora(project, "fetch")
+    rows = {row["sha"]: row for row in agora(project, "log", "--json").json()}
+    assert rows[sha]["looks_like"] == "alice" and all(r["looks_like"] is None for s, r in rows.items() if s != sha)
+    assert "a1ice (looks like alice)" in agora(project, "log").stdout
+    assert "account a1ice looks like alice, an earlier account" in agora(project, "show", sha).stdout
+    notes = agora(project, "analyze", "--json", "--model", "hashing").json()["summary"]["notes"]
+    assert "account a1ice looks like alice" in notes

@@ -33,7 +33,8 @@ def command(ctx, accounts, tags, limit, rejected, as_json):
     for e in entries:
         metrics = " ".join(f"{k}={v:g}" for k, v in e.metrics.items())
         verdict = f" {e.verdict}→{(e.target or '')[:8]}" if e.verdict else ""
-        line = f"{e.sha[:10]} {str(e.account or '?'):<12} {','.join(e.tags):<18} {metrics}{verdict}  {e.title}"
+        account = f"{e.account} (looks like {e.looks_like})" if e.looks_like else str(e.account or "?")
+        line = f"{e.sha[:10]} {account:<12} {','.join(e.tags):<18} {metrics}{verdict}  {e.title}"
         click.echo(visible(line))
         for reason in e.reasons if rejected else ():
             click.echo(f"           rejected: {visible(reason)}")

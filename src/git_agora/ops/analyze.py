@@ -67,7 +67,17 @@ def analyze(
     result = compute(
         index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs, frame=frame
     )
-    return _with_tamper_notes(project, result)
+    return _with_look_alike_notes(index.contributions, _with_tamper_notes(project, result))
+
+
+def _with_look_alike_notes(contributions, result):
+    """Accounts whose names look like earlier ones are named in the summary notes."""
+    from .standing import look_alike_notes
+
+    notes = look_alike_notes(contributions)
+    if not notes:
+        return result
+    return replace(result, summary=replace(result.summary, notes=result.summary.notes + notes))
 
 
 def _with_tamper_notes(project: Project, result):

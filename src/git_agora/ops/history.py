@@ -93,8 +93,15 @@ def show(project: Project, rev: str) -> Shown:
     parents = tuple(_reference(project, sha) for sha in c.parents)
     cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
     best, incomparable = _against_best(project, c, contributions, table, root) if score else (None, ())
-    notes = _run_notes(project, c) + _weight_notes(graph, c)
+    notes = _run_notes(project, c) + _weight_notes(graph, c) + _look_alike_notes(contributions, c)
     return Shown(c, score, parents, cited, _evaluator_note(project, c), best, incomparable, notes)
+
+
+def _look_alike_notes(contributions, c: Contribution) -> tuple[str, ...]:
+    from .standing import account_look_alikes
+
+    earlier = account_look_alikes(contributions).get(c.account)
+    return (f"account {c.account} looks like {earlier}, an earlier account",) if earlier else ()
 
 
 def _weight_notes(graph, c: Contribution) -> tuple[str, ...]:
@@ -188,6 +195,7 @@ class LogEntry:
     target: str | None
     verdict: str | None
     reasons: tuple[str, ...]  # why it is rejected; empty when valid
+    looks_like: str | None = None  # an earlier account this one's name looks like (`lookalike`)
 
     def to_dict(self) -> dict:
         return {**self.__dict__, "tags": list(self.tags), "parents": list(self.parents), "reasons": list(self.reasons)}
@@ -201,8 +209,10 @@ def log(
     import pyarrow.compute as pc
 
     from .indexing import LOG_COLUMNS, load
+    from .standing import account_look_alikes
 
     table = load(project, LOG_COLUMNS).contributions
+    marked = account_look_alikes(table)
     table = table.filter(pc.invert(table["valid"]) if rejected else table["valid"])
     if accounts := list(accounts):
         table = table.filter(pc.is_in(table["account"], value_set=pa.array(accounts, pa.string())))
@@ -223,6 +233,7 @@ def log(
             r["target"],
             r["verdict"],
             tuple(r["reasons"]),
+            marked.get(r["account"]),
         )
         for r in table.select(columns).to_pylist()
     ]

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from ..contribution import Contribution, ContributionError, Verdict, check, parse_cross_ref
 from ..errors import AgoraError, ExitCode
+from ..lookalike import skeleton
 from ..project import Project
 from ..refs.sync import PushOutcome, PushResult, push_log
 
@@ -71,6 +72,9 @@ def _refuse_case_twin(project: Project, account: str) -> None:
             f"account {account} differs from the existing account {twins[0]} only by case (their refs would "
             "collide on a case-insensitive filesystem): choose another name; nothing was published"
         )
+    alike = sorted(name for name in known if name != account and skeleton(name) == skeleton(account))
+    if alike:
+        project.feedback.notice(f"account {account} looks like the existing account {alike[0]}: readers will mark it")
 
 
 def _refuse_secrets(contribution: Contribution) -> None:

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..frontier.root import Root
+from ..lookalike import look_alikes
 from ..policy import load_policy
 from ..project import Project
 
@@ -35,6 +36,22 @@ def reader_root(project: Project, contributions: pa.Table) -> Root:
     current_key = keys[current]
     epoch = None if len(set(keys.values())) == 1 else frozenset(s for s, k in keys.items() if k == current_key)
     return Root(policies[current].config.trusted_accounts, epoch)
+
+
+def account_look_alikes(contributions: pa.Table) -> dict[str, str]:
+    """Each account that looks like an earlier one (`lookalike`), by first contribution (time, then name),
+    mapped to that earlier account. Reads the account and timestamp columns."""
+    named = contributions.filter(pc.is_valid(contributions["account"]))
+    firsts = named.group_by("account").aggregate([("timestamp", "min")])
+    ordered = firsts.sort_by([("timestamp_min", "ascending"), ("account", "ascending")])
+    return look_alikes(ordered["account"].to_pylist())
+
+
+def look_alike_notes(contributions: pa.Table) -> tuple[str, ...]:
+    """One line per look-alike account, for the summary of `analyze`."""
+    return tuple(
+        f"account {later} looks like {earlier}" for later, earlier in account_look_alikes(contributions).items()
+    )
 
 
 def current_policy(setup: str, valid: pa.Table) -> str:
