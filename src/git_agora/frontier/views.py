@@ -260,8 +260,8 @@ def contested(frame: Frame, limit: int, params: ViewParams) -> Listing:
 
 def earlier_epoch(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Results scored under an earlier evaluator (a policy amendment changed it since), newest first:
-    listed apart, never ranked against the current ones. `git agora push --check --rerun` on a checkout
-    of one re-measures it under the current evaluator. Extra fields: status."""
+    listed apart, never ranked against the current ones (docs/protocol.md, "Evaluator epochs", says how
+    to re-measure one under the current evaluator). Extra fields: status."""
     nodes = _newest_first(frame, np.flatnonzero(frame.earlier_epoch))
     top = nodes[:limit]
     return Listing(frame.rows(top, status=frame.status[top]), len(nodes))
