@@ -380,3 +380,19 @@ def test_a_look_alike_account_is_warned_about_and_marked_by_readers(tmp_path, re
     assert "account a1ice looks like alice, an earlier account" in agora(project, "show", sha).stdout
     notes = agora(project, "analyze", "--json", "--model", "hashing").json()["summary"]["notes"]
     assert "account a1ice looks like alice" in notes
+
+
+def test_a_case_twin_that_slipped_past_its_writer_is_invalid_for_readers(tmp_path, remote, project):
+    """`Alice` published by a clone that had not seen `alice` (its copy of her log removed): readers mark
+    every contribution of the later twin invalid, after a fetch as after a rebuild."""
+    b = make_clone(tmp_path, "b", str(remote), "Alice")
+    agora(b, "fetch")
+    git(b, "update-ref", "-d", "refs/agora/remotes/origin/log/alice")
+    twin = agora(b, "post", "-m", "hello from the twin", "--tag", "insight", "--json").json()["sha"]
+    assert "refs/agora/log/Alice" in git(remote, "for-each-ref", "refs/agora/")
+    agora(project, "fetch")
+    rejected = {row["sha"]: row["reasons"] for row in agora(project, "log", "--rejected", "--json").json()}
+    assert rejected[twin] == ["an account that differs only by case from the earlier account alice"]
+    agora(project, "index", "--check")  # the update equals a rebuild
+    agora(project, "post", "-m", "alice goes on", "--tag", "insight")
+    assert agora(project, "log", "--account", "alice", "--json").json()[0]["title"] == "alice goes on"

@@ -7,7 +7,7 @@ index updated after many fetches equals one rebuilt from scratch, byte for byte.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +19,7 @@ from .listing import NOT_LISTED, listed_mask
 from .schema import ACCOUNTS, CONTRIBUTIONS, EDGES, TAGS, VERDICTS
 
 SECOND_SETUP = "a second setup: this clone's project root is pinned to another setup"
+CASE_TWIN = "an account that differs only by case from the earlier account"
 
 
 @dataclass(frozen=True)
@@ -111,12 +112,15 @@ def finalize(
     - a row *pending* because it was dated in the future stops being pending once `now` reaches it;
     - exactly one setup root: `root` (the setup this clone pinned) when given, else the earliest setup
       (time, then sha) without other problems; any other setup is invalid, whatever its timestamp;
+    - of accounts whose names differ only by case (one ref file on a case-insensitive filesystem), the
+      one with the earliest contribution (time, then sha) keeps its rows; the others' are invalid;
     - log_seq: each contribution's position in its account's history (time, then sha).
     Vectorised: only the (few) setup rows are visited one by one.
     """
 
     table = contributions if presorted else contributions.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
     table = _recheck_pending(table, int(time.time()) if now is None else now)
+    table = _case_twins(table)
     tags = table.column("tags").combine_chunks()
     setup_rows = np.unique(
         pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), "setup").to_numpy(zero_copy_only=False)]
@@ -144,6 +148,37 @@ def finalize(
     return table.set_column(
         table.schema.get_field_index("log_seq"), "log_seq", _account_positions(table.column("account"))
     )
+
+
+def case_twin_groups(accounts: Iterable[str]) -> list[list[str]]:
+    """The accounts that share one name but for case, each group sorted, only groups of two or more."""
+    groups: dict[str, list[str]] = {}
+    for account in accounts:
+        groups.setdefault(account.lower(), []).append(account)
+    return [sorted(group) for group in groups.values() if len(group) > 1]
+
+
+def _case_twins(table: pa.Table) -> pa.Table:
+    """Rows of an account whose name differs only by case from an earlier account (`finalize`) carry
+    CASE_TWIN with that account's name. Decided for the groups whose rows are all here (a rebuild; an
+    update revisits a whole group when one of its accounts has new rows, `store._case_twin_keys`); a
+    row outside them keeps what it has."""
+    encoded = pc.dictionary_encode(table.column("account").combine_chunks())
+    groups = case_twin_groups(a for a in encoded.dictionary.to_pylist() if a is not None)
+    if not groups:
+        return table
+    replacements: dict[int, str | None] = {}
+    codes = np.asarray(encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    code_of = {name: i for i, name in enumerate(encoded.dictionary.to_pylist())}
+    timestamps, shas = table.column("timestamp").to_numpy(), table.column("sha")
+    for group in groups:
+        rows = {name: np.flatnonzero(codes == code_of[name]) for name in group}
+        first = {name: min((int(timestamps[i]), shas[int(i)].as_py()) for i in found) for name, found in rows.items()}
+        earliest = min(group, key=lambda name: (first[name], name))
+        for name in group:
+            reason = None if name == earliest else f"{CASE_TWIN} {earliest}"
+            replacements.update(dict.fromkeys(rows[name].tolist(), reason))
+    return replace_reason(table, CASE_TWIN, replacements)
 
 
 def _recheck_pending(table: pa.Table, now: int) -> pa.Table:

@@ -139,6 +139,7 @@ def changes(worked: pa.Table, stored: pa.Table) -> tuple[pa.Table, int]:
     candidates = worked.filter(is_stored)
     changed = [i for i, row in enumerate(candidates.to_pylist()) if row != before[row["sha"]]]
     keep = pc.or_(
-        pc.invert(is_stored), pc.is_in(worked.column("sha"), value_set=candidates.column("sha").take(changed))
+        pc.invert(is_stored),
+        pc.is_in(worked.column("sha"), value_set=candidates.column("sha").take(pa.array(changed, pa.int64()))),
     )
     return worked.filter(keep), len(changed)

@@ -257,12 +257,28 @@ def _revisited(
     """Keys of the stored rows this update may change (`delta.touched`), and of the rows whose log_seq
     moves because a new row of their account sorts before them."""
     keys = delta.touched(base.watch, new_rows, listed, rules.keys, now)
+    keys |= _case_twin_keys(directory, base, new_rows)
     shifted = delta.first_new_keys(new_rows, base.accounts)
     if shifted:
         later = segments.rows_after(directory, base.segments, min(shifted.values()), ["sha", "timestamp", "account"])
         columns = (later.column(c).to_pylist() for c in ("sha", "timestamp", "account"))
         keys |= {(ts, sha) for sha, ts, account in zip(*columns) if account in shifted and (ts, sha) > shifted[account]}
     return keys
+
+
+def _case_twin_keys(directory: Path, base: Manifest, new_rows: pa.Table) -> set[segments.Key]:
+    """Keys of every stored row of the accounts whose names match a new row's account but for case
+    (rare: the case-twin rule of `build.finalize` then sees all their rows, as a rebuild does)."""
+    new = set(pc.unique(new_rows.column("account")).drop_null().to_pylist())
+    if not new or not base.accounts:
+        return set()
+    groups = build.case_twin_groups([*base.accounts, *new])
+    stored = {a for group in groups if new.intersection(group) for a in group} & set(base.accounts)
+    if not stored:
+        return set()
+    rows = segments.rows_after(directory, base.segments, (-(2**63), ""), ["sha", "timestamp", "account"])
+    columns = (rows.column(c).to_pylist() for c in ("sha", "timestamp", "account"))
+    return {(ts, sha) for sha, ts, account in zip(*columns) if account in stored}
 
 
 def _compact(directory: Path, found: list[Segment], next_id: int) -> tuple[list[Segment], int]:
