@@ -133,6 +133,7 @@ def test_a_tiny_comparison_writes_a_sane_table_csv_and_plot(tmp_path):
 
     runs = json.loads((out / "runs.json").read_text())["runs"]
     assert len(runs) == 8 and len(list(csv.DictReader(open(out / "runs.csv")))) == 8
+    assert all(run["confirmed_results"] >= 1 for run in runs)  # the founder's reruns establish the workers
     for run in runs:
         ledger = run["ledger"]
         assert [(r["round"], r["position"]) for r in ledger] == [(0, 0), (0, 1), (1, 0), (1, 1)]

@@ -74,9 +74,10 @@ def prepared_clone(size: int, accounts: int) -> Path:
     return clone
 
 
-def write_random_vectors(clone: Path) -> None:
-    """Index the clone and cache a random unit vector of all-MiniLM-L6-v2's id for every contribution."""
-    sh(str(BIN / "git-agora"), "index", cwd=clone, extra_env={"PYTHONPATH": str(ROOT / "src")})
+def write_random_vectors(clone: Path, src: Path = ROOT / "src") -> None:
+    """Index the clone and cache a random unit vector of all-MiniLM-L6-v2's id for every contribution,
+    with the package of ``src`` (the one that reads this clone's index)."""
+    sh(str(BIN / "git-agora"), "index", cwd=clone, extra_env={"PYTHONPATH": str(src)})
     code = (
         "import sys, numpy as np, git_agora as a\n"
         "from git_agora.embedding.cache import write_embeddings\n"
@@ -88,7 +89,7 @@ def write_random_vectors(clone: Path) -> None:
         "write_embeddings(p.repo, rows_table(shas.to_pylist(), 'all-MiniLM-L6-v2', v))\n"
         "del p, shas\n"  # the repository's cat-file process ends before the interpreter tears down
     )
-    subprocess.run([sys.executable, "-c", code, str(clone)], env={**env(), "PYTHONPATH": str(ROOT / "src")}, check=True)
+    subprocess.run([sys.executable, "-c", code, str(clone)], env={**env(), "PYTHONPATH": str(src)}, check=True)
 
 
 def compare(name: str, args: Callable[[int], list[str]], clone: Path, old: Path, repeat: int) -> dict:

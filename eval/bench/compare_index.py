@@ -2,7 +2,8 @@
 
     python eval/bench/compare_index.py --baseline 774e2dd [--size 100000] [--rounds 5]
 
-On a generated project (cached under $AGORA_BENCH_DIR) fetched by plain git into a clone: each round,
+On a generated project (cached under $AGORA_BENCH_DIR) fetched by plain git into one clone per tree
+(their index formats may differ): each round,
 in alternating order, `git agora index --rebuild` with this tree and with the baseline's (`git archive`
 of src/ at `--baseline`), each a fresh process; then, for each tree, one result appended to the origin
 and `git agora fetch` (the fetch and the index update of one new contribution). Then every contribution
@@ -15,7 +16,6 @@ search's loads the query model). Prints medians with the rounds' range, and the 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from bench_search import QUERIES, baseline_src, run, write_random_vectors
 
@@ -31,36 +31,38 @@ def main() -> int:
     args = parser.parse_args()
     trees = {"new": ROOT / "src", "baseline": baseline_src(args.baseline)}
     origin = project(args.size, args.accounts)
-    clone = plain_clone(origin, WORK_DIR / f"compare-index-{args.size}")
-    sh("git", "config", "agora.account", "bench", cwd=clone)
+    clones = {name: plain_clone(origin, WORK_DIR / f"compare-index-{args.size}-{name}") for name in trees}
+    for clone in clones.values():  # one clone per tree: their index formats may differ
+        sh("git", "config", "agora.account", "bench", cwd=clone)
     agora = str(BIN / "git-agora")
     steps = ("rebuild", "fetch", "analyze", "search")
     runs: dict[str, dict[str, list[dict]]] = {step: {name: [] for name in trees} for step in steps}
 
-    def fetch_one(src: Path) -> dict:
+    def fetch_one(name: str) -> dict:
         tracegen.append(origin, None, n=1, parent_mode="recent", kind="result")
-        return run([agora, "fetch"], clone, src)
+        return run([agora, "fetch"], clones[name], trees[name])
 
-    for src in trees.values():  # warm-up: bytecode, page cache, the first index
-        run([agora, "index", "--rebuild"], clone, src)
-        fetch_one(src)
+    for name, src in trees.items():  # warm-up: bytecode, page cache, the first index
+        run([agora, "index", "--rebuild"], clones[name], src)
+        fetch_one(name)
     for round_ in range(args.rounds):
         order = list(trees.items()) if round_ % 2 == 0 else list(reversed(trees.items()))
         for name, src in order:
-            runs["rebuild"][name].append(run([agora, "index", "--rebuild"], clone, src))
-        for name, src in order:
-            runs["fetch"][name].append(fetch_one(src))
+            runs["rebuild"][name].append(run([agora, "index", "--rebuild"], clones[name], src))
+        for name, _ in order:
+            runs["fetch"][name].append(fetch_one(name))
         print(f"  round {round_ + 1}/{args.rounds} done", flush=True)
-    write_random_vectors(clone)  # every contribution has a vector: analyze and search embed nothing
-    for src in trees.values():
-        run([agora, "analyze", "--json"], clone, src)
-        run([agora, "search", QUERIES[0], "--json"], clone, src)
+    for name, src in trees.items():
+        write_random_vectors(clones[name], src)  # every contribution has a vector: analyze and search embed nothing
+        run([agora, "analyze", "--json"], clones[name], src)
+        run([agora, "search", QUERIES[0], "--json"], clones[name], src)
     for round_ in range(args.rounds):
         order = list(trees.items()) if round_ % 2 == 0 else list(reversed(trees.items()))
         for name, src in order:
-            runs["analyze"][name].append(run([agora, "analyze", "--json"], clone, src))
+            runs["analyze"][name].append(run([agora, "analyze", "--json"], clones[name], src))
         for name, src in order:
-            runs["search"][name].append(run([agora, "search", QUERIES[round_ % len(QUERIES)], "--json"], clone, src))
+            query = QUERIES[round_ % len(QUERIES)]
+            runs["search"][name].append(run([agora, "search", query, "--json"], clones[name], src))
 
     results = {}
     print(f"{args.size} contributions, {args.rounds} interleaved rounds (baseline {args.baseline}):")

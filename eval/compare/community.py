@@ -6,8 +6,10 @@ each acts in turn (evaluate, publish, post, verify). So nobody sees another's wo
 as with concurrent agents, yet the run is reproducible from its seed (up to commit timestamps, which
 only break ties). Everything runs in this process through the library; evaluations are subprocesses.
 
-The record is plain JSON: the per-result ledger in evaluation order, and the measures the report
-aggregates (`stats`), read back from the remote through an observer clone that fetches everything.
+After the rounds the founder reruns each worker's first result (`establish_workers`), so workers'
+verdicts count as they would in a project whose founder verifies. The record is plain JSON: the
+per-result ledger in evaluation order, and the measures the report aggregates (`stats`), read back
+from the remote through an observer clone that fetches everything.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 import git_agora as agora
 from git_agora.demo.choices import read_choices
 from git_agora.demo.run import ACCOUNTS, DemoPlan, found_project, make_clone
+from git_agora.frontier.evidence import current_verdicts
 
 from . import stats
 from .arms import WORKERS, Planner
@@ -95,12 +98,28 @@ def run_community(
                     }
                 )
     wall = time.perf_counter() - started
+    with open(directory / "events.log", "a") as log, contextlib.redirect_stdout(log):
+        establish_workers(plan, ledger)
     record = {"arm": arm, "seed": seed, "workers": workers, "rounds": rounds, "wall_s": wall, "errors": errors}
     record.update(observe(make_clone(plan, "observer", "observer"), accounts, ledger, template))
     record["ledger"] = ledger
     if not keep:
         shutil.rmtree(directory, ignore_errors=True)
     return record
+
+
+def establish_workers(plan: DemoPlan, ledger: list[dict[str, Any]]) -> None:
+    """The founder reruns each worker's first result, as a project's founder would: a confirmed one makes
+    its worker established, so that worker's verdicts count (docs/protocol.md, "Whose verdicts count").
+    The same for every arm, after the rounds (outside the wall time)."""
+    founder = agora.open_project(make_clone(plan, "founder", "founder"), account="founder")
+    agora.fetch(founder)
+    firsts: dict[str, str] = {}
+    for row in ledger:
+        if row["bpc"] is not None and row["sha"]:
+            firsts.setdefault(row["account"], row["sha"])
+    for sha in firsts.values():
+        agora.verify(founder, sha)
 
 
 def observe(clone: Path, accounts: list[str], ledger: list[dict[str, Any]], template: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +134,13 @@ def observe(clone: Path, accounts: list[str], ledger: list[dict[str, Any]], temp
     done = [r for r in ledger if r["bpc"] is not None]
     scores = [r["bpc"] for r in done]
     results = [node[r["sha"]] for r in done if r["sha"] in node]
-    verified = [frame.status[i] != "unverified" for i in results]
+    verdicts = current_verdicts(frame.graph)
+    by_workers = {
+        int(target)
+        for node, target, counts in zip(verdicts.node.tolist(), verdicts.target.tolist(), verdicts.counts.tolist())
+        if counts and owners[node] in accounts
+    }
+    verified = [i in by_workers for i in results]  # a counting verdict of a worker (not the founder's)
     start = template["baseline"]
     first = stats.first_new_best(start, scores, TOLERANCE)
     return {
@@ -133,6 +158,7 @@ def observe(clone: Path, accounts: list[str], ledger: list[dict[str, Any]], temp
         "repeats": stats.repeats([r["choices"] for r in ledger], [template["baseline_choices"]]),
         "effective_clusters": effective_clusters([titles[i] or "" for i in results]),
         "verified_share": (sum(verified) / len(verified)) if verified else 0.0,
+        "confirmed_results": sum(frame.status[i] == "confirmed" for i in results),  # by the founder or a worker
         "verifications": int(sum(1 for i in range(frame.n) if frame.verification[i] and owners[i] in accounts)),
     }
 

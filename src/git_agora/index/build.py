@@ -153,7 +153,7 @@ def finalize(
 def case_twin_groups(accounts: Iterable[str]) -> list[list[str]]:
     """The accounts that share one name but for case, each group sorted, only groups of two or more."""
     groups: dict[str, list[str]] = {}
-    for account in accounts:
+    for account in set(accounts):
         groups.setdefault(account.lower(), []).append(account)
     return [sorted(group) for group in groups.values() if len(group) > 1]
 

@@ -87,7 +87,7 @@ def new_rows(
             listed, in_bulk = listing.new_entries(repo.common_path, base.tips, tips), False
         else:
             work, listed, in_bulk = _parse_walk(repo, base, tips, rules, now, progress)
-        known = _known_parents_of(repo, directory, base, work)
+        known = _known_parents_of(repo, directory, base, work, rules.root)
         if not in_bulk:
             table, refs = parallel.graph_rows(work, known, rules.root, listed)
             table = _evaluator_policy_table(repo, table, rules.root)
@@ -246,12 +246,19 @@ def _members(repo: Repository) -> signatures.Members:
 KNOWN_COLUMNS = ("sha", "account", "tree", "policy")
 
 
-def _known_parents_of(repo: Repository, directory: Path, base: Manifest, work: pa.Table) -> dict[str, build.Known]:
-    """The already indexed commits that these new rows name as parents (all that validation needs),
-    looked up by key: the parent's committer time from Git, then the row groups that can hold it."""
+def _known_parents_of(
+    repo: Repository, directory: Path, base: Manifest, work: pa.Table, root: str | None
+) -> dict[str, build.Known]:
+    """The already indexed commits that these new rows name as parents, and the root setup (whose
+    account says which `policy` commits are amendments): all that validation needs, looked up by key:
+    the commit's committer time from Git, then the row groups that can hold it."""
     if not base.segments:
         return {}
-    named = pc.unique(pc.list_flatten(work.column("parents")))
+    named = pc.unique(
+        pa.concat_arrays(
+            [pc.list_flatten(work.column("parents")).combine_chunks(), pa.array([root] if root else [], pa.string())]
+        )
+    )
     wanted = named.filter(pc.invert(pc.is_in(named, value_set=work.column("sha")))).to_pylist()
     if not wanted:
         return {}
