@@ -326,6 +326,7 @@ class _Steps:
         box = jail.Box(tuple(readonly), tuple(scratch), cwd, self.env, self.spec.network, tuple(self.mounts))
         channel = _Channel(artifact if name == "build" else None, self.limits.artifact)
         info_read, info_write = os.pipe()
+        info_open = [True]  # closed once, by whichever comes first: a second close could hit a reused number
         try:
             wrapper = _WRAPPER.replace("@CH@", str(channel.write_fd))
             argv = jail.bwrap_argv(
@@ -334,6 +335,7 @@ class _Steps:
 
             def started() -> None:
                 channel.started()
+                info_open[0] = False
                 os.close(info_write)
 
             step = run_step(
@@ -349,7 +351,8 @@ class _Steps:
                 reap=enforcement.finish,
             )
         finally:
-            with contextlib.suppress(OSError):
+            if info_open[0]:
+                info_open[0] = False
                 os.close(info_write)
         with os.fdopen(info_read, "rb") as info:
             came_up = bool(info.read())
