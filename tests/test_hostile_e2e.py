@@ -30,6 +30,7 @@ READERS = [
     ["index", "--rebuild"],
     ["index", "--check"],
 ]
+FIRST_READ = [["fetch"], ["analyze", "--json", "--model", "hashing"], ["index", "--check"]]  # a fresh clone's
 
 
 @pytest.mark.slow
@@ -48,7 +49,8 @@ def test_ten_thousand_hostile_commits_hurt_no_reader(tmp_path, remote, project):
 
     shown_kinds = False
     for clone in (project, make_clone(tmp_path, "fresh", str(remote), "nora")):
-        for args in READERS:
+        readers = READERS if clone == project else FIRST_READ  # the rest read the same index
+        for args in readers:
             result = agora(clone, *args, check=False, timeout=600)
             assert result.returncode == 0 and "Traceback" not in result.stderr, (args, result.stderr[-2000:])
         rejected = {
