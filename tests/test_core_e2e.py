@@ -396,3 +396,24 @@ def test_a_case_twin_that_slipped_past_its_writer_is_invalid_for_readers(tmp_pat
     agora(project, "index", "--check")  # the update equals a rebuild
     agora(project, "post", "-m", "alice goes on", "--tag", "insight")
     assert agora(project, "log", "--account", "alice", "--json").json()[0]["title"] == "alice goes on"
+
+
+def test_a_commit_whose_git_author_names_another_account_is_flagged(tmp_path, remote, project):
+    """Plain `git log` shows a commit's Git author: one naming `alice` in mallory's contribution is flagged."""
+    m = make_clone(tmp_path, "m", str(remote), "mallory")
+    agora(m, "fetch")
+    own = agora(m, "post", "-m", "written by git-agora", "--tag", "insight", "--json").json()["sha"]
+    setup = agora(m, "whoami", "--json").json()["setup"]
+    message = "posing\n\nAgora-Format: 1\nAgora-Account: mallory\nAgora-Tag: insight\n"
+    people = {"GIT_AUTHOR_NAME": "alice", "GIT_AUTHOR_EMAIL": "alice@agora"}
+    people |= {"GIT_COMMITTER_NAME": "mallory", "GIT_COMMITTER_EMAIL": "mallory@agora"}
+    posing = subprocess.run(
+        ["git", "commit-tree", f"{setup}^{{tree}}", "-p", setup],
+        cwd=m, input=message, capture_output=True, text=True, check=True, env={**os.environ, **people},
+    ).stdout.strip()  # fmt: skip
+    notes = agora(m, "show", posing, "--json").json()["run_notes"]
+    assert notes == [
+        "its Git author is 'alice <alice@agora>', not 'mallory <mallory@agora>': plain git log names someone "
+        "else than its account"
+    ]
+    assert agora(m, "show", own, "--json").json()["run_notes"] == []

@@ -94,7 +94,22 @@ def show(project: Project, rev: str) -> Shown:
     cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
     best, incomparable = _against_best(project, c, contributions, table, root) if score else (None, ())
     notes = _run_notes(project, c) + _weight_notes(graph, c) + _look_alike_notes(contributions, c)
+    notes += _identity_notes(project, c)
     return Shown(c, score, parents, cited, _evaluator_note(project, c), best, incomparable, notes)
+
+
+def _identity_notes(project: Project, c: Contribution) -> tuple[str, ...]:
+    """A commit whose Git author or committer is not its account's `ACCOUNT <ACCOUNT@agora>` (git-agora
+    writes exactly that) is flagged: plain `git log` names someone else than the account that counts."""
+    info = project.repo.commit_info(c.sha) if c.sha else None
+    if info is None:
+        return ()
+    expected = f"{c.account} <{c.account}@agora>"
+    return tuple(
+        f"its Git {role} is {person!r}, not {expected!r}: plain git log names someone else than its account"
+        for role, person in (("author", info.author), ("committer", info.committer))
+        if person != expected
+    )
 
 
 def _look_alike_notes(contributions, c: Contribution) -> tuple[str, ...]:

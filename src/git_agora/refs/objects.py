@@ -25,6 +25,7 @@ class CommitInfo(NamedTuple):
     message: str
     timestamp: int
     author: str
+    committer: str = ""
 
 
 def commit_body(
@@ -96,7 +97,7 @@ def parse_commit(sha: str, raw: bytes) -> CommitInfo | None:
     if not all(map(is_sha, parents)) or len(people) != 2:
         return None
     author, author_time = _person_and_time(people[b"author"])
-    _, commit_time = _person_and_time(people[b"committer"])
+    committer, commit_time = _person_and_time(people[b"committer"])
     if author_time is None or commit_time is None:
         return None
     return CommitInfo(
@@ -106,6 +107,7 @@ def parse_commit(sha: str, raw: bytes) -> CommitInfo | None:
         message=body.split(b"\0", 1)[0].decode("utf-8", "replace"),
         timestamp=commit_time,
         author=author.decode("utf-8", "replace"),
+        committer=committer.decode("utf-8", "replace"),
     )
 
 
