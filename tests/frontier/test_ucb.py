@@ -133,10 +133,11 @@ def test_suggested_ucb_is_the_formula():
     result = analyze(contributions, config=AnalyzeConfig(tolerance=0.01))
     frame, slots = result.frame, result.slots
     lookup = {s: i for i, s in enumerate(frame.table["sha"].to_pylist())}
+    assert slots.n_total == frame.n - int(frame.weightless.sum()) > 0  # N leaves out weightless verdicts
     for s in (s for slot in slots.slots for s in slot.suggestions):
         node = lookup[s.sha]
         rho = np.array([-1 if s.duplicates is None else s.duplicates])
         expected = ucb_scores(
-            frame.q_inherited[[node]], np.array([s.follow_ons]), rho, frame.n, slots.exploration_c, slots.params.d
+            frame.q_inherited[[node]], np.array([s.follow_ons]), rho, slots.n_total, slots.exploration_c, slots.params.d
         )
         assert s.ucb == pytest.approx(float(expected[0]))

@@ -11,7 +11,14 @@ from .common import emit_json, json_option, open_project
 
 
 @click.command("analyze")
-@click.option("--view", "views", multiple=True, type=click.Choice(VIEW_NAMES), help="Only this view (repeatable).")
+@click.option(
+    "--view",
+    "views",
+    multiple=True,
+    type=click.Choice(VIEW_NAMES),
+    metavar="VIEW",
+    help=f"Only this view (repeatable): {', '.join(VIEW_NAMES)}.",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True, help="Rows per view.")
 @click.option(
     "--model", help="Sentence-transformers model name or path for descriptions ('hashing': the lexical fallback)."

@@ -56,6 +56,7 @@ EVIDENCE = pa.schema(
         ("confirmations", pa.int64()),
         ("partials", pa.int64()),
         ("failures", pa.int64()),
+        ("weightless", pa.bool_()),  # a verification whose verdict weighs nothing (replaced, an opinion, ...)
     ]
 )
 
@@ -137,7 +138,8 @@ def evidence_columns(
     of five shared strings), for callers that already hold the graph."""
     verdicts = current_verdicts(graph)
     weight = node_weights(graph, weights)
-    weight[discarded_verifications(graph, verdicts)] = 0.0
+    discarded = discarded_verifications(graph, verdicts)
+    weight[discarded] = 0.0
     n = graph.n
     cross = graph.cross_edges()
     status, confirmations, partials, failures = verification_status(verdicts, n)
@@ -151,6 +153,7 @@ def evidence_columns(
         "confirmations": confirmations,
         "partials": partials,
         "failures": failures,
+        "weightless": discarded,
     }
 
 

@@ -61,6 +61,7 @@ class Frame:
     confirmations: np.ndarray
     partials: np.ndarray
     failures: np.ndarray
+    weightless: np.ndarray  # a verification whose verdict weighs nothing: not counted in N either
     buildable: np.ndarray  # may be suggested as a parent (``scored.buildable_mask``)
     scored: np.ndarray  # a scored result (``scored.scored_mask``)
     earlier_epoch: np.ndarray  # would be scored, but was judged under an earlier evaluator
@@ -155,6 +156,7 @@ def build_frame(
         confirmations=np.asarray(ev["confirmations"], dtype=np.int64),
         partials=np.asarray(ev["partials"], dtype=np.int64),
         failures=np.asarray(ev["failures"], dtype=np.int64),
+        weightless=np.asarray(ev["weightless"], dtype=bool),
         buildable=buildable,
         scored=scored,
         earlier_epoch=measured & ~current,

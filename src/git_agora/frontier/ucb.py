@@ -7,7 +7,7 @@
   Without any metric in the project Q is 0 everywhere and the slots say so.
 - n(v): follow-on work on v, the paper's descendant count (``evidence.follow_ons``, read as
   ``Frame.follow_ons``: no endorsements, wip or failed verifications). N: the number of valid
-  contributions.
+  contributions, less the verifications whose verdict weighs nothing (``counted``).
 - rho(v): near-duplicates, contributions whose description vector has cosine >= 0.90 with v, counted
   in the clustered window (``clusters``). Unknown (no clusters or no vector) counts as 0.
 - C = c0 (1 + k * bunching). bunching in [0, 1] is the share of the other scored results lying within
@@ -165,6 +165,12 @@ def exploration_constant(frame: Frame, params: UcbParams) -> tuple[float, float]
     return params.c0 * (1.0 + params.k * b), b
 
 
+def counted(frame: Frame) -> int:
+    """N, the contributions UCB counts: every valid one but verifications whose verdict weighs nothing
+    (an opinion or a newcomer's verdict must not move a slot)."""
+    return frame.n - int(frame.weightless.sum())
+
+
 def ucb_scores(q: np.ndarray, n: np.ndarray, rho: np.ndarray, total: int, c: float, d: float) -> np.ndarray:
     """U(v) for arrays of Q, n(v) and rho(v) (rho < 0, unknown, counts as 0): the one place the
     formula is written (module docstring); the slots rank every node through it."""
@@ -187,7 +193,7 @@ class _Context:
     def ucb(self, nodes: np.ndarray, rho: np.ndarray, d: float) -> np.ndarray:
         """U(v) of ``nodes`` through ``ucb_scores``, with Q inherited along first parents."""
         f = self.frame
-        return ucb_scores(f.q_inherited[nodes], f.follow_ons[nodes], rho, f.n, self.c, d)
+        return ucb_scores(f.q_inherited[nodes], f.follow_ons[nodes], rho, counted(f), self.c, d)
 
     def rho(self, nodes: np.ndarray) -> np.ndarray:
         if self.clustering is None:
@@ -216,7 +222,7 @@ class _Context:
 def by_base_ucb(frame: Frame, nodes: np.ndarray, c: float) -> np.ndarray:
     """``nodes`` by U without its diversity term (D = 0, which needs no vector), highest first, newest
     first among equals: the order in which the slots read near-duplicate counts."""
-    base = ucb_scores(frame.q_inherited[nodes], frame.follow_ons[nodes], np.zeros(len(nodes)), frame.n, c, 0.0)
+    base = ucb_scores(frame.q_inherited[nodes], frame.follow_ons[nodes], np.zeros(len(nodes)), counted(frame), c, 0.0)
     return nodes[np.lexsort((-frame.timestamp[nodes], -base))]
 
 
@@ -247,7 +253,7 @@ def plan_slots(frame: Frame, clustering: Clustering | None, params: UcbParams = 
         slot, chosen = build(ctx, frame.candidates() & ~taken)
         taken[chosen] = True
         slots.append(slot)
-    return Slots(c, b, frame.n, params, tuple(slots))
+    return Slots(c, b, counted(frame), params, tuple(slots))
 
 
 def _exploit(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
