@@ -113,14 +113,15 @@ def finalize(
     - exactly one setup root: `root` (the setup this clone pinned) when given, else the earliest setup
       (time, then sha) without other problems; any other setup is invalid, whatever its timestamp;
     - of accounts whose names differ only by case (one ref file on a case-insensitive filesystem), the
-      one with the earliest contribution (time, then sha) keeps its rows; the others' are invalid;
+      one holding the setup keeps its rows, else the one with the earliest contribution (time, then sha);
+      the others' are invalid (claimed times: a backdated twin of another account still wins);
     - log_seq: each contribution's position in its account's history (time, then sha).
     Vectorised: only the (few) setup rows are visited one by one.
     """
 
     table = contributions if presorted else contributions.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
     table = _recheck_pending(table, int(time.time()) if now is None else now)
-    table = _case_twins(table)
+    table = _case_twins(table, root)
     tags = table.column("tags").combine_chunks()
     setup_rows = np.unique(
         pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), "setup").to_numpy(zero_copy_only=False)]
@@ -158,11 +159,12 @@ def case_twin_groups(accounts: Iterable[str]) -> list[list[str]]:
     return [sorted(group) for group in groups.values() if len(group) > 1]
 
 
-def _case_twins(table: pa.Table) -> pa.Table:
+def _case_twins(table: pa.Table, root: str | None) -> pa.Table:
     """Rows of an account whose name differs only by case from an earlier account (`finalize`) carry
     CASE_TWIN with that account's name. Decided for the groups whose rows are all here (a rebuild; an
     update revisits a whole group when one of its accounts has new rows, `store._case_twin_keys`); a
-    row outside them keeps what it has."""
+    row outside them keeps what it has. The account holding the setup (`root`, else any setup) always
+    keeps its rows: a twin dated before it would otherwise invalidate the whole project."""
     encoded = pc.dictionary_encode(table.column("account").combine_chunks())
     groups = case_twin_groups(a for a in encoded.dictionary.to_pylist() if a is not None)
     if not groups:
@@ -174,11 +176,20 @@ def _case_twins(table: pa.Table) -> pa.Table:
     for group in groups:
         rows = {name: np.flatnonzero(codes == code_of[name]) for name in group}
         first = {name: min((int(timestamps[i]), shas[int(i)].as_py()) for i in found) for name, found in rows.items()}
-        earliest = min(group, key=lambda name: (first[name], name))
+        holder = [name for name in group if _holds_setup(table, rows[name], root)]
+        earliest = holder[0] if holder else min(group, key=lambda name: (first[name], name))
         for name in group:
             reason = None if name == earliest else f"{CASE_TWIN} {earliest}"
             replacements.update(dict.fromkeys(rows[name].tolist(), reason))
     return replace_reason(table, CASE_TWIN, replacements)
+
+
+def _holds_setup(table: pa.Table, rows: np.ndarray, root: str | None) -> bool:
+    """Whether these rows (one account's) hold the root setup (`root`; without one, any setup)."""
+    part = table.select(["sha", "tags"]).take(pa.array(rows, pa.int64()))
+    if root is not None:
+        return root in part["sha"].to_pylist()
+    return any("setup" in tags for tags in part["tags"].to_pylist())
 
 
 def _recheck_pending(table: pa.Table, now: int) -> pa.Table:

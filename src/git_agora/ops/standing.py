@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..contribution import POLICY_TAG
+from ..frontier.graph import tag_mask
 from ..frontier.root import Root
 from ..lookalike import look_alikes
 from ..policy import load_policy
@@ -59,17 +61,9 @@ def current_policy(setup: str, valid: pa.Table) -> str:
     at = pc.index_in(pa.array([setup]), value_set=valid["sha"])[0].as_py()
     if at is None:
         return setup
-    owner = valid["account"][at].as_py()
-    tags = valid["tags"].combine_chunks() if isinstance(valid["tags"], pa.ChunkedArray) else valid["tags"]
-    tagged = pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), "policy").to_numpy(False)]
-    rows = np.unique(tagged)
-    if not len(rows):
+    owner = pc.equal(valid["account"], valid["account"][at]).to_numpy(zero_copy_only=False)
+    amendments = np.flatnonzero(tag_mask(valid, POLICY_TAG) & np.asarray(owner, dtype=bool))
+    if not len(amendments):
         return setup
-    accounts = valid["account"].take(pa.array(rows)).to_pylist()
-    seqs = valid["log_seq"].take(pa.array(rows)).to_pylist()
-    own = [
-        (seq if seq is not None else -1, int(row))
-        for row, account, seq in zip(rows, accounts, seqs)
-        if account == owner
-    ]
-    return valid["sha"][max(own)[1]].as_py() if own else setup
+    seqs = np.asarray(pc.fill_null(valid["log_seq"], -1).to_numpy(zero_copy_only=False))[amendments]
+    return valid["sha"][int(amendments[np.argmax(seqs)])].as_py()

@@ -1,19 +1,10 @@
-"""Whole-set index rules on hand-built rows: the case-twin rule of `build.finalize`."""
+"""The case-twin rule of `index.build.finalize`, on hand-built rows (this folder's tables)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from frontier_tables import node, sha, table
 
 from git_agora.index.build import CASE_TWIN, case_twin_groups, finalize
-
-if "frontier_tables" not in sys.modules:  # the frontier's hand-built tables (tests/frontier/conftest.py)
-    spec = importlib.util.spec_from_file_location("frontier_tables", Path(__file__).parent / "frontier" / "conftest.py")
-    assert spec and spec.loader
-    sys.modules["frontier_tables"] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sys.modules["frontier_tables"])
-from frontier_tables import node, sha, table  # noqa: E402
 
 
 def test_an_account_listed_twice_is_no_twin_of_itself():
@@ -27,3 +18,11 @@ def test_the_later_twin_is_invalid_whatever_the_row_order():
         out = finalize(table(ordered), now=100)
         reasons = dict(zip(out["sha"].to_pylist(), out["reasons"].to_pylist()))
         assert reasons[sha("A")] == [f"{CASE_TWIN} alice"] and reasons[sha("S")] == reasons[sha("B")] == []
+
+
+def test_a_twin_dated_before_the_founder_never_takes_the_project():
+    rows = [node("S", "founder", t=100, tags=("setup",)), node("F", "Founder", "S", t=1)]  # backdated
+    for root in (sha("S"), None):
+        out = finalize(table(rows), root=root, now=200)
+        reasons = dict(zip(out["sha"].to_pylist(), out["reasons"].to_pylist()))
+        assert reasons == {sha("S"): [], sha("F"): [f"{CASE_TWIN} founder"]}
