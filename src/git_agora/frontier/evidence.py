@@ -132,11 +132,14 @@ def evidence(
 
 
 def evidence_columns(
-    graph: Graph, weights: Mapping[str, float] | None = None, counter: FollowOnCounter | None = None
+    graph: Graph,
+    weights: Mapping[str, float] | None = None,
+    counter: FollowOnCounter | None = None,
+    verdicts: Verdicts | None = None,
 ) -> dict[str, Any]:
     """The EVIDENCE columns as node-aligned arrays (``sha`` an Arrow column, ``status`` an object array
-    of five shared strings), for callers that already hold the graph."""
-    verdicts = current_verdicts(graph)
+    of five shared strings), for callers that already hold the graph (and its ``current_verdicts``)."""
+    verdicts = current_verdicts(graph) if verdicts is None else verdicts
     weight = node_weights(graph, weights)
     discarded = discarded_verifications(graph, verdicts)
     weight[discarded] = 0.0

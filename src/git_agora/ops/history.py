@@ -77,7 +77,7 @@ def show(project: Project, rev: str) -> Shown:
     import pyarrow.compute as pc
 
     from ..followons_cache import cached_counter
-    from ..frontier.evidence import EVIDENCE, evidence_columns
+    from ..frontier.evidence import EVIDENCE, current_verdicts, evidence_columns
     from ..frontier.graph import build_graph
     from .indexing import FRAME_COLUMNS, load
     from .standing import reader_root
@@ -86,14 +86,15 @@ def show(project: Project, rev: str) -> Shown:
     contributions = load(project, FRAME_COLUMNS).contributions
     root = reader_root(project, contributions)
     graph = build_graph(contributions, root)
-    columns = evidence_columns(graph, project.config.tag_weights, cached_counter(project.repo))
+    verdicts = current_verdicts(graph)
+    columns = evidence_columns(graph, project.config.tag_weights, cached_counter(project.repo), verdicts)
     table = pa.table(columns, schema=EVIDENCE)
     rows = table.filter(pc.equal(table["sha"], c.sha)).to_pylist()
     score = {k: v for k, v in rows[0].items() if k != "sha"} if rows else None
     parents = tuple(_reference(project, sha) for sha in c.parents)
     cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
     best, incomparable = _against_best(project, c, contributions, table, root) if score else (None, ())
-    notes = _run_notes(project, c) + _weight_notes(graph, c) + _look_alike_notes(contributions, c)
+    notes = _run_notes(project, c) + _weight_notes(graph, verdicts, c) + _look_alike_notes(contributions, c)
     notes += _identity_notes(project, c)
     return Shown(c, score, parents, cited, _evaluator_note(project, c), best, incomparable, notes)
 
@@ -119,20 +120,17 @@ def _look_alike_notes(contributions, c: Contribution) -> tuple[str, ...]:
     return (f"account {c.account} looks like {earlier}, an earlier account",) if earlier else ()
 
 
-def _weight_notes(graph, c: Contribution) -> tuple[str, ...]:
+def _weight_notes(graph, verdicts, c: Contribution) -> tuple[str, ...]:
     """Why a verdict weighs nothing (replaced, an opinion, from an account with no confirmed work)."""
     import pyarrow as pa
-
-    from ..frontier.evidence import current_verdicts
 
     if c.verdict is None or c.sha is None:
         return ()
     node = int(graph.lookup(pa.array([c.sha]))[0])
-    verdicts = current_verdicts(graph)
-    at = [i for i, n in enumerate(verdicts.node.tolist()) if n == node]
-    if not at:
+    at = (verdicts.node == node).nonzero()[0]
+    if not len(at):
         return ("this verdict weighs nothing: it does not verify a valid contribution of another account",)
-    why = verdicts.weightless()[at[0]]
+    why = verdicts.weightless()[int(at[0])]
     return (f"this verdict weighs nothing: {why}",) if why else ()
 
 
