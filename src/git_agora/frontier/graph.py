@@ -92,7 +92,8 @@ def build_graph(contributions: pa.Table, root: Root | None = None) -> Graph:
         keys = np.sort(keys)
         keys = keys[np.r_[True, keys[1:] != keys[:-1]]]
     graph = Graph(table, account, keys // max(n, 1), keys % max(n, 1), first_parent, target, root or Root())
-    return with_effective_times(graph)
+    times = pa.array(effective_times(graph), pa.int64())  # what every time order reads (`time_column`)
+    return replace(graph, table=table.append_column("effective_time", times))
 
 
 def valid_rows(contributions: pa.Table) -> pa.Table:
@@ -145,16 +146,9 @@ def chronological_order(table: pa.Table) -> np.ndarray:
 
 
 def time_column(table: pa.Table) -> str:
-    """The column time orders read: ``effective_time`` (``with_effective_times``) where present."""
+    """The column time orders read: ``effective_time`` (a graph's table has it, ``build_graph``) where
+    present, else the committer time."""
     return "effective_time" if "effective_time" in table.column_names else "timestamp"
-
-
-def with_effective_times(graph: Graph) -> Graph:
-    """The graph whose table carries ``effective_time`` (``effective_times``), which every time order reads."""
-    if "effective_time" in graph.table.column_names:
-        return graph
-    table = graph.table.append_column("effective_time", pa.array(effective_times(graph), pa.int64()))
-    return replace(graph, table=table)
 
 
 def topological_order(graph: Graph) -> np.ndarray:

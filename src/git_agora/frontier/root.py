@@ -1,5 +1,5 @@
 """What the reader's setup says that the records alone do not: who is trusted from the start, and which
-policies score under the current evaluator. Pure data; the project computes it (`ops.rooting`).
+policies score under the current evaluator. Pure data; the project computes it (`ops.standing.reader_root`).
 
 - ``accounts``: trusted from the start besides the setup's own account (always trusted, read from the
   table): the policy's `[identity] members` and its `[ci] accounts`.
