@@ -22,6 +22,7 @@ from git_agora.contribution import (
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40
+WITNESSED = {"witness": {"tips": {"bob": SHA_A, "carol": SHA_B}}}
 
 
 def make(**kw):
@@ -108,11 +109,20 @@ def test_meta_values_keep_json_types():
         (dict(metrics={"x": math.nan}), "not finite"),
         (dict(account="bad name"), "not a valid name"),
         (dict(tags=("Bad Tag",)), "not a valid tag"),
+        (dict(tags=("witness",)), "lists log tips"),
+        (dict(tags=("witness",), metadata={"witness": {"tips": {"bad name": SHA_A}}}), "lists log tips"),
+        (dict(tags=("witness",), metadata={"witness": {"tips": {"bob": "abc"}}}), "lists log tips"),
+        (dict(tags=("witness",), metadata=WITNESSED, parents=(SHA_A, SHA_B)), "exactly one parent, the setup"),
+        (dict(tags=("witness",), metadata=WITNESSED, metrics={"x": 1.0}), "carries no metric"),
     ],
 )
 def test_intrinsic_rules(kw, problem):
     problems = intrinsic_problems(make(**kw))
     assert any(problem in p for p in problems), problems
+
+
+def test_a_witness_record_lists_tips_and_nothing_else():
+    assert intrinsic_problems(make(tags=("witness",), metadata=WITNESSED)) == []
 
 
 def test_graph_rules():

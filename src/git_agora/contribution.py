@@ -36,10 +36,12 @@ DEFAULT_TAG_WEIGHTS: dict[str, float] = {
     "report": 5.0,
     "endorsed": 0.0,
     "wip": 0.0,
+    "witness": 0.0,
 }
 VERDICT_WEIGHTS: dict[str, float] = {"confirmed": 20.0, "partial": 10.0, "failed": -20.0}
-NON_PROPAGATING_TAGS = frozenset({"wip", "endorsed"})
+NON_PROPAGATING_TAGS = frozenset({"wip", "endorsed", "witness"})
 POLICY_TAG = "policy"  # a policy amendment, when the setup's account publishes it
+WITNESS_TAG = "witness"  # a CI account's record of the log tips it saw, and when (`witness_tips`)
 
 ACCOUNT_VALUE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 TAG_VALUE = r"[a-z0-9][a-z0-9._:+-]{0,63}"
@@ -458,6 +460,32 @@ def intrinsic_problems(c: Contribution) -> list[str]:
         problems.append("a hypothesis carries no metric")
     if c.is_verification:
         problems += _verification_problems(c)
+    if WITNESS_TAG in c.tags:
+        problems += _witness_problems(c)
+    return problems
+
+
+def witness_tips(metadata: Mapping[str, object]) -> dict[str, str] | None:
+    """The log tips a witness record lists (`{"witness": {"tips": {account: sha}}}`: each account's
+    newest contribution as the witness saw it), None when the metadata does not have that shape."""
+    record = metadata.get("witness")
+    tips = record.get("tips") if isinstance(record, Mapping) else None
+    if not isinstance(tips, Mapping):
+        return None
+    for account, sha in tips.items():
+        if not (isinstance(account, str) and valid_account(account) and isinstance(sha, str) and _FULL_SHA.match(sha)):
+            return None
+    return dict(tips)
+
+
+def _witness_problems(c: Contribution) -> list[str]:
+    problems = []
+    if len(c.parents) != 1:
+        problems.append("a witness record has exactly one parent, the setup")
+    if c.metrics or c.is_verification or c.is_setup:
+        problems.append("a witness record carries no metric, verdict or setup")
+    if witness_tips(c.metadata) is None:
+        problems.append('a witness record lists log tips: Agora-Meta {"witness": {"tips": {account: sha}}}')
     return problems
 
 

@@ -51,7 +51,7 @@ def test_a_tie_on_effective_time_is_shown_with_how_it_was_broken():
     best = result.summary.best
     other = sha("B") if best.sha == sha("A") else sha("A")
     assert best.tied_at_time == (other,)
-    assert any("ties on effective time" in n and "log position, then by sha" in n for n in result.summary.notes)
+    assert any("ties on priority" in n and "log position, then by sha" in n for n in result.summary.notes)
 
 
 def test_clocks_that_agree_with_the_graph_are_the_effective_times():

@@ -235,12 +235,17 @@ def _vector_access(frame: Frame, embeddings: pa.Table | None, model: str | None)
 
 
 def _tie_notes(top: Best | None) -> list[str]:
-    """Which results the best tied with on effective time, and how the tie was broken."""
+    """Which results the best tied with on priority time, and how the tie was broken."""
     if top is None or not top.tied_at_time:
         return []
     others = ", ".join(sha[:10] for sha in top.tied_at_time)
+    when = (
+        "first witnessed by the same witness record"
+        if top.witness_time is not None
+        else "claimed in the same second, unwitnessed"
+    )
     return [
-        f"the best, {top.sha[:10]}, ties on effective time with {others} (same second, within the tolerance): "
+        f"the best, {top.sha[:10]}, ties on priority with {others} ({when}, within the tolerance): "
         "the earlier by log position, then by sha, took the new-best credit"
     ]
 

@@ -249,7 +249,7 @@ class Diversity:
 
 def clusterable(frame: Frame) -> np.ndarray:
     """Nodes whose descriptions describe work: not endorsements, not verifications."""
-    return ~(frame.endorsed | frame.verification)
+    return ~(frame.endorsed | frame.verification | frame.witness)
 
 
 def recent_clusterable(frame: Frame, window: int) -> np.ndarray:

@@ -5,7 +5,7 @@ views, clusters and UCB all read the same ``Frame``.
 
 Vocabulary (used by views, clusters and UCB alike):
 
-- *kinds* come from tags: ``hypothesis``, ``wip``, ``endorsed``, ``setup``; a *verification* is a row
+- *kinds* come from tags: ``hypothesis``, ``wip``, ``endorsed``, ``setup``, ``witness``; a *verification* is a row
   with a verdict, a target or the ``verification`` tag (``scored.is_verification``).
 - *scored*: a valid contribution reporting the primary metric that is not a verification (it
   re-measures a result), not wip or an endorsement, and whose verification status is not ``failed``;
@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..contribution import WITNESS_TAG
 from .evidence import FollowOnCounter, evidence_columns
 from .graph import Graph, build_graph, combined, signed, tag_mask
 from .root import Root
@@ -45,7 +46,8 @@ class Frame:
     graph: Graph
     direction: str
     tolerance: float
-    timestamp: np.ndarray  # the effective time (``graph.effective_times``): what time orders read
+    timestamp: np.ndarray  # the effective time (``graph.effective_times``): what recency reads
+    priority: np.ndarray  # the priority order (``witness.priority_order``): what new bests and ties read
     log_seq: np.ndarray
     metric: np.ndarray  # float64, nan when not reported
     hypothesis: np.ndarray
@@ -53,6 +55,8 @@ class Frame:
     endorsed: np.ndarray
     wip: np.ndarray
     setup: np.ndarray
+    witness: np.ndarray  # a witness record (tagged ``witness``): weighs nothing, not counted, not shown as work
+    witness_time: np.ndarray  # when a counted witness record first reached the node, -1 when none did
     first_parent: np.ndarray  # node of the first parent, -1 when none is a valid contribution
     follow_ons: np.ndarray  # n(v), see the module docstring
     score: np.ndarray
@@ -141,6 +145,7 @@ def build_frame(
         direction=direction,
         tolerance=float(tolerance or 0.0),
         timestamp=int_column(table["effective_time"], 0),
+        priority=int_column(table["priority"], 0),
         log_seq=int_column(table["log_seq"], -1),
         metric=metric,
         hypothesis=tag_mask(table, "hypothesis"),
@@ -148,6 +153,8 @@ def build_frame(
         endorsed=tag_mask(table, "endorsed"),
         wip=tag_mask(table, "wip"),
         setup=tag_mask(table, "setup"),
+        witness=tag_mask(table, WITNESS_TAG),
+        witness_time=int_column(table["witness_time"], -1),
         first_parent=first_parent,
         follow_ons=np.asarray(ev["descendants"], dtype=np.int64),
         score=np.asarray(ev["score"], dtype=np.float64),

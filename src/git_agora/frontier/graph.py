@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .root import Root
+from .witness import UNWITNESSED, priority_order, witness_times
 
 DIRECTIONS = ("min", "max")
 
@@ -92,8 +93,16 @@ def build_graph(contributions: pa.Table, root: Root | None = None) -> Graph:
         keys = np.sort(keys)
         keys = keys[np.r_[True, keys[1:] != keys[:-1]]]
     graph = Graph(table, account, keys // max(n, 1), keys % max(n, 1), first_parent, target, root or Root())
-    times = pa.array(effective_times(graph), pa.int64())  # what every time order reads (`time_column`)
-    return replace(graph, table=table.append_column("effective_time", times))
+    effective = effective_times(graph)
+    witnessing = witness_times(n, graph.child, graph.parent, graph.lookup, graph.root)
+    priority = priority_order(effective, witnessing)
+    unwitnessed = witnessing.times == UNWITNESSED
+    table = (
+        table.append_column("effective_time", pa.array(effective, pa.int64()))
+        .append_column("witness_time", pa.array(witnessing.times, pa.int64(), mask=unwitnessed))
+        .append_column("priority", pa.array(priority, pa.int64()))  # what time orders read (`time_column`)
+    )
+    return replace(graph, table=table)
 
 
 def valid_rows(contributions: pa.Table) -> pa.Table:
@@ -107,11 +116,16 @@ def valid_rows(contributions: pa.Table) -> pa.Table:
 def effective_times(graph: Graph) -> np.ndarray:
     """Per node: its effective time, its committer time or one second after its latest parent's effective
     time, whichever is later: a contribution never comes before (or with) what it builds on, whatever
-    date its author wrote, so every time order puts parents first. Where every parent is dated before
-    its children (the usual case) it is the committer time itself; otherwise the later times are pushed
-    down the child edges from where the dates disagree, one vectorised round per link of the longest
-    backdated chain."""
+    date its author wrote, so every time order puts parents first."""
     times = np.asarray(pc.fill_null(graph.table["timestamp"], 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return monotone_times(graph, times)
+
+
+def monotone_times(graph: Graph, times: np.ndarray) -> np.ndarray:
+    """``times`` raised where needed so each node comes at least one second after each parent. Where
+    every parent already comes first (the usual case) they are returned as they are; otherwise the later
+    times are pushed down the child edges from where they disagree, one vectorised round per link of the
+    longest chain that moved."""
     if not len(graph.child) or (times[graph.parent] < times[graph.child]).all():
         return times
     times = times.copy()
@@ -132,7 +146,7 @@ def effective_times(graph: Graph) -> np.ndarray:
 
 
 def chronological_order(table: pa.Table) -> np.ndarray:
-    """Row indices in time order: (effective time where the table has it, else timestamp; log_seq; sha);
+    """Row indices in time order: (priority where the table has it, else timestamp; log_seq; sha);
     a null log_seq sorts first. Ties on time are broken by log position, then sha."""
     keys = pa.table(
         {
@@ -146,8 +160,13 @@ def chronological_order(table: pa.Table) -> np.ndarray:
 
 
 def time_column(table: pa.Table) -> str:
-    """The column time orders read: ``effective_time`` (a graph's table has it, ``build_graph``) where
-    present, else the committer time."""
+    """The column time orders read: ``priority`` (a graph's table has it, ``build_graph``: witness time,
+    then effective time; ``witness.priority_order``) where present, else the committer time."""
+    return "priority" if "priority" in table.column_names else "timestamp"
+
+
+def seconds_column(table: pa.Table) -> str:
+    """The column of times in seconds: ``effective_time`` where present, else the committer time."""
     return "effective_time" if "effective_time" in table.column_names else "timestamp"
 
 

@@ -35,9 +35,10 @@ def is_verification(table: pa.Table) -> np.ndarray:
 
 
 def buildable_mask(table: pa.Table, status: Sequence[str] | np.ndarray) -> np.ndarray:
-    """Per row: valid, not a verification, wip or endorsement, and not failed-verified (``status`` per row)."""
+    """Per row: valid, not a verification, wip, endorsement or witness record, and not failed-verified
+    (``status`` per row)."""
     valid = np.asarray(pc.fill_null(table["valid"], False).to_numpy(zero_copy_only=False), dtype=bool)
-    kinds = is_verification(table) | tag_mask(table, "wip") | tag_mask(table, "endorsed")
+    kinds = is_verification(table) | tag_mask(table, "wip") | tag_mask(table, "endorsed") | tag_mask(table, "witness")
     return valid & ~kinds & (np.asarray(status, dtype=object) != "failed")
 
 

@@ -66,7 +66,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .evidence import current_verdicts
-from .graph import Graph, build_graph, pointer_roots, signed, time_column
+from .graph import Graph, build_graph, pointer_roots, seconds_column, signed
 from .lineage import Lineage, lineage_of
 from .root import Root
 from .scored import best_node, in_time, new_best_mask, primary_metric, scored_nodes
@@ -265,7 +265,7 @@ def equal_score_gaps(scored: pa.Table) -> np.ndarray:
             {
                 "value": scored["primary_metric"],
                 "account": pc.fill_null(scored["account"], ""),
-                "timestamp": scored[time_column(scored)],
+                "timestamp": scored[seconds_column(scored)],
             }
         )
         .group_by(["value", "account"])

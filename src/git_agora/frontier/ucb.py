@@ -167,8 +167,8 @@ def exploration_constant(frame: Frame, params: UcbParams) -> tuple[float, float]
 
 def counted(frame: Frame) -> int:
     """N, the contributions UCB counts: every valid one but verifications whose verdict weighs nothing
-    (an opinion or a newcomer's verdict must not move a slot)."""
-    return frame.n - int(frame.weightless.sum())
+    (an opinion or a newcomer's verdict must not move a slot) and witness records (bookkeeping, not work)."""
+    return frame.n - int(frame.weightless.sum()) - int(frame.witness.sum())
 
 
 def ucb_scores(q: np.ndarray, n: np.ndarray, rho: np.ndarray, total: int, c: float, d: float) -> np.ndarray:

@@ -99,15 +99,21 @@ def _newest_first(frame: Frame, nodes: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- metric leaders
 
 
+WITNESSED_PRIORITY = "witnessed"  # priority from the CI's witness time
+UNWITNESSED_PRIORITY = "claimed time, unwitnessed"  # priority from the author's clock (effective time)
+
+
 @dataclass(frozen=True)
 class Best:
     """The best result (``scored.best_node``): the latest new best in time order (gains within the
     tolerance don't count).
 
     ``ties``: other scored results within the tolerance of it (they share its rank). ``effective_time``:
-    when it counts as published (``graph.effective_times``); ``priority``: what that time rests on (the
-    author's claimed clock: no witness); ``tied_at_time``: the scored results within the tolerance of
-    it published in the same second, which came after it only by log position, then sha.
+    when its author's clock says it was published, never before what it builds on
+    (``graph.effective_times``); ``witness_time``: when the project's CI first saw it (``witness``), None
+    when no witness record did; ``priority``: which of the two time orders rest on; ``tied_at_time``:
+    the scored results within the tolerance of it with the same priority time (first witnessed by the
+    same record, or claimed in the same second), which came after it only by log position, then sha.
     """
 
     sha: str
@@ -118,8 +124,9 @@ class Best:
     status: str
     ties: int
     effective_time: int = 0
-    priority: str = "claimed time, unwitnessed"
+    priority: str = UNWITNESSED_PRIORITY
     tied_at_time: tuple[str, ...] = ()
+    witness_time: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -140,8 +147,10 @@ def best(frame: Frame) -> Best | None:
     loss = frame.loss()
     close = frame.scored & (np.abs(loss - loss[node]) <= frame.tolerance)
     ties = int(close.sum()) - 1
-    same_second = np.flatnonzero(close & (frame.timestamp == frame.timestamp[node]))
-    tied = tuple(r["sha"] for r in frame.rows(same_second[same_second != node]))
+    witnessed = int(frame.witness_time[node])
+    when = frame.witness_time if witnessed >= 0 else np.where(frame.witness_time < 0, frame.timestamp, -1)
+    same_time = np.flatnonzero(close & (when == when[node]))
+    tied = tuple(r["sha"] for r in frame.rows(same_time[same_time != node]))
     row = frame.rows([node])[0]
     return Best(
         row["sha"],
@@ -152,14 +161,16 @@ def best(frame: Frame) -> Best | None:
         str(frame.status[node]),
         ties,
         int(frame.timestamp[node]),
+        WITNESSED_PRIORITY if witnessed >= 0 else UNWITNESSED_PRIORITY,
         tied_at_time=tied,
+        witness_time=witnessed if witnessed >= 0 else None,
     )
 
 
 def ranked_by_metric(frame: Frame, nodes: np.ndarray) -> np.ndarray:
     """``nodes`` (scored) best first: by value, then earliest."""
     loss = frame.loss()
-    return nodes[np.lexsort((frame.log_seq[nodes], frame.timestamp[nodes], loss[nodes]))]
+    return nodes[np.lexsort((frame.log_seq[nodes], frame.priority[nodes], loss[nodes]))]
 
 
 def noise_aware_ranks(losses: np.ndarray, tolerance: float, count: int) -> np.ndarray:
@@ -216,7 +227,8 @@ def built_on(frame: Frame, limit: int, params: ViewParams) -> Listing:
 def leaves(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Leaves: contributions (not endorsements or verifications) with no follow-on yet, newest first.
     Extra fields: quality, status."""
-    nodes = _newest_first(frame, np.flatnonzero((frame.follow_ons == 0) & ~frame.endorsed & ~frame.verification))
+    work = ~frame.endorsed & ~frame.verification & ~frame.witness
+    nodes = _newest_first(frame, np.flatnonzero((frame.follow_ons == 0) & work))
     top = nodes[:limit]
     return Listing(frame.rows(top, quality=frame.q[top], status=frame.status[top]), len(nodes))
 
@@ -275,14 +287,15 @@ def open_hypotheses(frame: Frame, limit: int, params: ViewParams) -> Listing:
 
 
 def recent(frame: Frame, limit: int, params: ViewParams) -> Listing:
-    """Recent activity: the newest valid contributions. Extra fields: status, verdict, target."""
-    nodes = _newest_first(frame, np.arange(frame.n))
+    """Recent activity: the newest valid contributions (witness records are bookkeeping: left out). Extra
+    fields: status, verdict, target."""
+    nodes = _newest_first(frame, np.flatnonzero(~frame.witness))
     top = nodes[:limit]
     part = frame.graph.rows(top, ["verdict", "target"])
     rows = frame.rows(
         top, status=frame.status[top], verdict=part["verdict"].to_pylist(), target=part["target"].to_pylist()
     )
-    return Listing(rows, frame.n)
+    return Listing(rows, len(nodes))
 
 
 def tags(frame: Frame, limit: int, params: ViewParams) -> Listing:

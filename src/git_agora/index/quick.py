@@ -16,7 +16,7 @@ import json
 import math
 import re
 
-from ..contribution import GRAMMAR, LIMITS, POLICY_TAG, Trailer, carries_run, time_problems
+from ..contribution import GRAMMAR, LIMITS, POLICY_TAG, WITNESS_TAG, Trailer, carries_run, time_problems
 from .reader import RawCommit
 
 
@@ -61,6 +61,7 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | 
         metrics is None
         or len(tags) > LIMITS.tags
         or (metrics and "hypothesis" in tags)
+        or WITNESS_TAG in tags  # its shape rules are the general path's (`contribution._witness_problems`)
         or len(refs) > LIMITS.cross_refs
     ):
         return None

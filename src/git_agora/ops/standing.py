@@ -3,7 +3,8 @@
 - The *current policy* is the setup account's newest valid amendment in its own log order (never by
   timestamps), else the setup.
 - Trusted from the start: the setup's account (the frontier reads it from the table), and the current
-  policy's `[identity] members` and `[ci] accounts`.
+  policy's `[identity] members` and `[ci] accounts`; the latter's witness records date what they saw
+  (`ops.witness`).
 - The *current epoch*: every policy in force somewhere whose evaluator (`Policy.evaluator_key`) is the
   current policy's. None when every policy in force scores alike (no amendment, or none that changed
   the evaluator).
@@ -21,9 +22,10 @@ from ..frontier.root import Root
 from ..lookalike import look_alikes
 from ..policy import load_policy
 from ..project import Project
+from .witness import witnessed
 
 # what `reader_root` reads of the contributions table
-ROOT_COLUMNS = ("sha", "account", "tags", "log_seq", "valid", "policy")
+ROOT_COLUMNS = ("sha", "account", "timestamp", "tags", "log_seq", "valid", "policy")
 
 
 def reader_root(project: Project, contributions: pa.Table) -> Root:
@@ -32,12 +34,14 @@ def reader_root(project: Project, contributions: pa.Table) -> Root:
     in_force = set(pc.unique(valid["policy"]).drop_null().to_pylist()) | {project.setup}
     current = current_policy(project.setup, valid)
     if in_force == {project.setup}:
-        return Root(project.config.trusted_accounts)
-    policies = {sha: load_policy(project.repo, sha) for sha in sorted(in_force | {current})}
-    keys = {sha: policy.evaluator_key for sha, policy in policies.items()}
-    current_key = keys[current]
-    epoch = None if len(set(keys.values())) == 1 else frozenset(s for s, k in keys.items() if k == current_key)
-    return Root(policies[current].config.trusted_accounts, epoch)
+        config, epoch = project.config, None
+    else:
+        policies = {sha: load_policy(project.repo, sha) for sha in sorted(in_force | {current})}
+        keys = {sha: policy.evaluator_key for sha, policy in policies.items()}
+        same = frozenset(s for s, k in keys.items() if k == keys[current])
+        config, epoch = policies[current].config, None if len(set(keys.values())) == 1 else same
+    witnesses = frozenset(config.ci_accounts)
+    return Root(config.trusted_accounts, epoch, witnesses, witnessed(project, valid, witnesses))
 
 
 def account_look_alikes(contributions: pa.Table) -> dict[str, str]:

@@ -1,0 +1,116 @@
+"""What the project's witness records saw, resolved with Git (docs/protocol.md, "Witness records and
+priority").
+
+A witness record lists, per account, the log commit its CI saw at the tip of `refs/agora/log/<account>`.
+Everything reachable from those log commits (the log's entries and all they build on, in any account)
+existed when the record was written: `git rev-list` finds it. Each record is resolved once, the records
+in time order and each only for what the earlier ones did not reach, and kept in
+`.git/agora/witnessed.parquet` (a cache: delete it and it is rebuilt). A record older than one already
+resolved (two CI runners, a late fetch) resolves them all again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..contribution import WITNESS_TAG, witness_tips
+from ..frontier.graph import tag_mask
+from ..frontier.root import Witnessed
+from ..project import Project
+
+CACHE = "witnessed.parquet"
+_SCHEMA = pa.schema([("record", pa.string()), ("time", pa.int64()), ("sha", pa.string())])
+
+
+def ci_records(contributions: pa.Table, witnesses: frozenset[str]) -> pa.Table:
+    """The valid witness records of the CI accounts (`witnesses`), in time order (then log order, sha)."""
+    if not witnesses:
+        return contributions.slice(0, 0)
+    named = pc.fill_null(pc.is_in(contributions["account"], value_set=pa.array(sorted(witnesses), pa.string())), False)
+    valid = pc.fill_null(contributions["valid"], False)
+    mask = tag_mask(contributions, WITNESS_TAG) & np.asarray(pc.and_(named, valid).to_numpy(zero_copy_only=False))
+    records = contributions.filter(pa.array(mask, pa.bool_()))
+    return records.sort_by([("timestamp", "ascending"), ("log_seq", "ascending"), ("sha", "ascending")])
+
+
+def record_tips(project: Project, records: pa.Table) -> list[dict[str, str]]:
+    """What each record lists (`contribution.witness_tips`), in the order of `records`."""
+    from .indexing import load_rows
+
+    if "metadata" in records.column_names:
+        metadata = records
+    else:
+        metadata = load_rows(project, ["metadata"], records["sha"].to_pylist())
+    text = dict(zip(metadata["sha"].to_pylist(), metadata["metadata"].to_pylist()))
+    found = []
+    for sha in records["sha"].to_pylist():
+        meta = json.loads(text.get(sha) or "{}")
+        found.append((witness_tips(meta) if isinstance(meta, dict) else None) or {})
+    return found
+
+
+def witnessed(project: Project, contributions: pa.Table, witnesses: frozenset[str]) -> Witnessed | None:
+    """What the CI accounts' records saw and when (`frontier.root.Witnessed`); None without records."""
+    records = ci_records(contributions, witnesses)
+    if not records.num_rows:
+        return None
+    order = records["sha"].to_pylist()
+    times = dict(zip(order, records["timestamp"].to_pylist()))
+    cached = _read_cache(project)
+    done = list(dict.fromkeys(cached["record"].to_pylist())) if cached is not None else []
+    if cached is None or done != order[: len(done)]:  # a record older than a resolved one: resolve all again
+        cached, done = pa.table({n: [] for n in _SCHEMA.names}, schema=_SCHEMA), []
+    new = order[len(done) :]
+    if new:
+        tips = record_tips(project, records.slice(len(done)))
+        earlier = record_tips(project, records.slice(0, len(done))) if done else []
+        reached = [cached]
+        seen = {tip for listing in earlier for tip in listing.values()}
+        for record, listing in zip(new, tips):
+            shas = _reached(project, listing.values(), seen)
+            seen |= set(listing.values())
+            reached.append(pa.table({"record": [record] * len(shas), "time": [times[record]] * len(shas), "sha": shas}))
+        cached = pa.concat_tables([t.cast(_SCHEMA) for t in reached])
+        _write_cache(project, cached)
+    latest = int(max(t for t in times.values() if t is not None))
+    return Witnessed(cached["sha"].combine_chunks(), cached["time"].to_numpy(), latest)
+
+
+def _reached(project: Project, tips, seen: set[str]) -> list[str]:
+    """The commits reachable from `tips` and not from `seen` (log commits among them: the frontier
+    ignores what is not a contribution); tips missing here are skipped."""
+    wanted = list(dict.fromkeys(tips))
+    if not wanted:
+        return []
+    listed = "\n".join(wanted + [f"^{tip}" for tip in sorted(seen)]) + "\n"
+    out = project.repo.git.run("rev-list", "--ignore-missing", "--stdin", input=listed, check=False)
+    return out.split()
+
+
+def _cache_path(project: Project) -> Path:
+    return Path(project.repo.agora_path) / CACHE
+
+
+def _read_cache(project: Project) -> pa.Table | None:
+    try:
+        return pq.read_table(_cache_path(project)).cast(_SCHEMA)
+    except (OSError, pa.ArrowException):
+        return None
+
+
+def _write_cache(project: Project, table: pa.Table) -> None:
+    path = _cache_path(project)
+    draft = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, draft)
+        os.replace(draft, path)
+    except OSError:  # a read-only clone: resolved again next time
+        draft.unlink(missing_ok=True)
