@@ -199,6 +199,13 @@ class Project:
 
         return signing_key(self.repo, self.account, self.feedback.notice)
 
+    def use_signing_key(self, key: SigningKey) -> None:
+        """Sign as `key` from now on (a CI secret held in memory: `identity.keys.held_key`) instead of the
+        configured or default key file."""
+        if self.repo.signer is not None:
+            raise AgoraError("the signing key cannot change once this project has signed")
+        self.__dict__["signing_key"] = key
+
     def enable_signing(self) -> None:
         """Sign every commit written from now on, and make sure the account's identity ref exists."""
         from .identity.chain import ensure_identity

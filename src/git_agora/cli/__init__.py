@@ -29,6 +29,7 @@ COMMANDS = {
     "site": "site",
     "run": "run",
     "verify": "verify",
+    "ci": "ci",
     "demo": "demo",
     "launch": "launch",
 }

@@ -522,3 +522,25 @@ def print_launch_status(status) -> None:
         click.echo(f"logs: {first.stdout.parent.parent}/AGENT/stdout.log, stderr.log; clones in AGENT/clone")
     if status.running:
         click.echo(f"stop them: git agora launch stop --dir {status.directory}")
+
+
+def print_ci_report(report) -> None:
+    """`git agora ci`: what was fetched, each rerun's verdict, what the budget left, the witness, the site."""
+    n = report.new_contributions
+    click.echo(f"{report.account}: fetched {n} new contribution{'s' if n != 1 else ''} from {report.remote}")
+    for checked in report.checked:
+        who = f"{checked.target[:12]} ({visible(checked.account)}: {visible(checked.title)})"
+        if checked.verdict is None:
+            click.echo(f"  not rerun: {who}: {visible(checked.reason)}")
+        else:
+            click.echo(f"  {checked.verdict}: {who}: {visible(checked.reason)} -> {checked.verification[:12]}")
+    if report.left:
+        click.echo(f"  left for the next run (budget spent): {len(report.left)} claim(s)")
+    if report.witness_records:
+        logs = report.witnessed_logs
+        records = ", ".join(sha[:12] for sha in report.witness_records)
+        click.echo(f"  witnessed {logs} account log{'s' if logs != 1 else ''}: {records}")
+    for note in report.notes:
+        click.echo(note)
+    if report.site:
+        click.echo(f"site: {report.site}")

@@ -1,13 +1,17 @@
 """An account's SSH signing key: `git config agora.signingkey` (a private key file), else one made on
 first use under the user's config directory (`~/.config/git-agora/keys/<account>_ed25519`)."""
 
+import base64
 import os
 import subprocess
 from contextlib import suppress
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import AgoraError
 from ..refs.store import Repository
+
+if TYPE_CHECKING:
+    from .ssh_sign import Ed25519Key
 
 KEY_CONFIG = "agora.signingkey"
 
@@ -19,10 +23,13 @@ class SigningKey(NamedTuple):
 
     path: str | os.PathLike[str]
     public: str
+    held: "Ed25519Key | None" = None  # a key held in memory only (`held_key`: a CI secret), never in a file
 
     def sign(self, payload: bytes) -> bytes:
         from .ssh_sign import load_ed25519
 
+        if self.held is not None:
+            return self.held.sign(payload)
         key = load_ed25519(self.path)  # read at each signature: a rotation may replace the file
         if key is not None:
             return key.sign(payload)
@@ -37,6 +44,20 @@ class SigningKey(NamedTuple):
             reason = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no signature"]
             raise AgoraError(f"could not sign with {self.path}: {reason[0]}")
         return proc.stdout
+
+
+def held_key(text: str, source: str) -> SigningKey:
+    """The key in `text` (an unencrypted OpenSSH ed25519 private key, as a CI secret holds it), kept in
+    memory: nothing is written to disk, so no evaluation can read it. `source` names it in messages."""
+    from .ssh_sign import parse_private_key
+
+    key = parse_private_key(text.strip().encode())
+    if key is None:
+        raise AgoraError(
+            f"{source} is not an unencrypted OpenSSH ed25519 private key (make one with "
+            "ssh-keygen -t ed25519 -N '' -f FILE and store the file's text)"
+        )
+    return SigningKey(source, "ssh-ed25519 " + base64.b64encode(key.public_blob).decode(), key)
 
 
 def default_key_path(account: str) -> str:

@@ -75,6 +75,11 @@ def load_ed25519(path: str | os.PathLike[str]) -> Ed25519Key | None:
             text = f.read(1 << 16)
     except OSError:
         return None
+    return parse_private_key(text)
+
+
+def parse_private_key(text: bytes) -> Ed25519Key | None:
+    """The key of an unencrypted OpenSSH ed25519 private key file's text; None for anything else."""
     try:
         return _parse(text)
     except (ValueError, struct.error, IndexError, ImportError):

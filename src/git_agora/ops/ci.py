@@ -1,0 +1,287 @@
+"""`ci`: one run of the project's CI as verifier, witness and publisher (docs/ci.md).
+
+A run, as a CI account the current policy names (`[ci] accounts`), signing with a key held in memory:
+1. fetch (the index is updated incrementally: a runner that keeps `.git/agora/index` reuses it);
+2. verify, in the sandbox and within the budget, the claims the CI has not verified yet, the most
+   consequential first (`claims_to_verify`); each verdict is published as it is made;
+3. publish one witness record of the log tips (log commits) that moved since the CI's previous record
+   (`log_tips`; several records when more than `TIPS_PER_RECORD` moved);
+4. build the site into a folder.
+
+It fails (AgoraError) only where it cannot do its job: not a CI account, no sandbox, a fetch or push that
+fails. A failed claim is a verdict, not a failure. A run that finds nothing new publishes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..contribution import WITNESS_TAG, Contribution
+from ..errors import AgoraError
+from ..evaluate.sandbox import TURN_OFF, SandboxUnavailable
+from ..identity.keys import SigningKey, held_key
+from ..project import Project
+from ..refs.names import REMOTES_PREFIX
+from .publish import Published, publish
+
+TIPS_PER_RECORD = 200  # about 60 bytes a tip: a record stays well within Agora-Meta's 16 KiB
+LEADERS_FIRST = 10  # the best results are rerun before contested and most built-on ones
+
+# what the run reads of the index besides the claims (the trust root, the tips, its own records)
+CI_COLUMNS = ("sha", "account", "timestamp", "log_seq", "tags", "valid", "policy")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much one run may spend on reruns: evaluations and wall-clock minutes (None: no limit)."""
+
+    max_evaluations: int | None = 10
+    max_minutes: float | None = 30.0
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One claim the CI reran: its verdict (None when it could not be rerun, with why) and the
+    verification it published."""
+
+    target: str
+    account: str
+    title: str
+    verdict: str | None
+    reason: str
+    verification: str | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class CiReport:
+    account: str
+    remote: str
+    new_contributions: int
+    checked: tuple[Checked, ...] = ()
+    left: tuple[str, ...] = ()  # claims the budget left for the next run, most consequential first
+    witness_records: tuple[str, ...] = ()
+    witnessed_logs: int = 0  # account logs whose tips the records list
+    site: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def published(self) -> bool:
+        return bool(self.witness_records) or any(c.verification for c in self.checked)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "account": self.account,
+            "remote": self.remote,
+            "new_contributions": self.new_contributions,
+            "checked": [c.to_dict() for c in self.checked],
+            "left": list(self.left),
+            "witness_records": list(self.witness_records),
+            "witnessed_logs": self.witnessed_logs,
+            "site": self.site,
+            "published": self.published,
+            "notes": list(self.notes),
+        }
+
+
+KEY_VARIABLE = "AGORA_CI_KEY"
+
+
+def ci_key(project: Project, key_file: Path | None, secret: str | None) -> SigningKey:
+    """The CI account's key, held in memory (`identity.keys.held_key`): from `key_file` (outside the work
+    tree: a key in it could be published), else from `secret`, the text of the AGORA_CI_KEY variable."""
+    if key_file is not None:
+        worktree = project.repo.worktree_path
+        if worktree is not None and Path(key_file).resolve().is_relative_to(Path(worktree).resolve()):
+            raise AgoraError(f"{key_file} is inside the work tree: keep the CI's key outside it (a CI secret)")
+        return held_key(Path(key_file).read_text(errors="replace"), str(key_file))
+    if secret:
+        return held_key(secret, KEY_VARIABLE)
+    raise AgoraError(f"no key for the CI account: pass --key-file PATH or set {KEY_VARIABLE} (a CI secret)")
+
+
+def run_ci(
+    project: Project,
+    budget: Budget = Budget(),
+    site_dir: Path | str | None = None,
+    key: SigningKey | None = None,
+) -> CiReport:
+    """One CI run (module docstring). `key`: sign with it (`identity.keys.held_key`) instead of the
+    account's key file; `site_dir`: where to build the site (None: no site)."""
+    from ..evaluate.sandbox import require_bwrap
+    from .indexing import load
+    from .standing import reader_root
+    from .sync import fetch
+
+    if key is not None:
+        project.use_signing_key(key)
+    fetched = fetch(project)
+    account = project.account
+    root = reader_root(project, load(project, CI_COLUMNS).contributions)
+    if account not in root.witnesses:
+        named = ", ".join(sorted(root.witnesses)) or "none"
+        raise AgoraError(
+            f"{account} is not a CI account of this project ([ci] accounts: {named}); the setup's account "
+            "names it in agora.toml with a policy amendment (git agora push --tag policy)"
+        )
+    _require_sandbox(require_bwrap)
+    claims = claims_to_verify(project, account)
+    checked, left = _verify_within(project, claims, budget)
+    records, logs = _witness(project, account)
+    notes = []
+    if not checked and not records and not left:
+        notes.append("nothing new since the last run: published nothing")
+    site = None
+    if site_dir is not None:
+        from .site import build_site
+
+        site = str(build_site(project, site_dir).directory)
+    report = CiReport(account, fetched.remote, fetched.new_contributions, checked, left, records, logs, site)
+    return CiReport(**{**report.__dict__, "notes": tuple(notes)})
+
+
+def _require_sandbox(require_bwrap) -> None:
+    try:
+        require_bwrap()
+    except SandboxUnavailable as exc:
+        raise AgoraError(f"git agora ci verifies only in the sandbox: {_without_turn_off(exc)}") from None
+
+
+def _without_turn_off(exc: Exception) -> str:
+    """The sandbox's reason without its hint to turn the sandbox off (the CI never does)."""
+    return str(exc).replace(f", or {TURN_OFF}", "").replace(f"; {TURN_OFF}", "")
+
+
+def claims_to_verify(project: Project, account: str) -> tuple[str, ...]:
+    """The results in the current evaluator epoch that claim the metric, by another account, that
+    `account` has not verified yet: the leaders (best first), then contested ones, then the rest by
+    follow-on work and evidence, then oldest first."""
+    from ..frontier.analyze import AnalyzeConfig, frame_for
+    from ..frontier.scored import in_epoch
+    from ..frontier.views import ranked_by_metric
+    from .indexing import load
+    from .standing import reader_root
+
+    contributions = load(project).contributions
+    config = AnalyzeConfig.from_project(project.config, root=reader_root(project, contributions))
+    frame = frame_for(contributions, config)
+    verifications = frame.verification & np.asarray(pc.equal(frame.table["account"], account), dtype=bool)
+    targets = pc.drop_null(frame.table["target"].filter(pa.array(verifications)))
+    done = np.zeros(frame.n, dtype=bool)
+    found = frame.graph.lookup(targets)
+    done[found[found >= 0]] = True
+    owners = np.asarray(pc.equal(frame.table["account"], account).to_numpy(zero_copy_only=False), dtype=bool)
+    claimed = ~np.isnan(frame.metric) & ~frame.verification & ~frame.wip & ~frame.endorsed & ~frame.witness
+    nodes = np.flatnonzero(claimed & in_epoch(frame.table, frame.graph.root.epoch))
+    nodes = nodes[~done[nodes] & ~owners[nodes]]
+    if not len(nodes):
+        return ()
+    rank = np.full(frame.n, LEADERS_FIRST, dtype=np.int64)
+    leaders = np.flatnonzero(frame.scored)
+    leaders = ranked_by_metric(frame, leaders)
+    rank[leaders[:LEADERS_FIRST]] = np.arange(min(LEADERS_FIRST, len(leaders)))
+    contested = (frame.status == "contested").astype(np.int64)
+    order = np.lexsort(
+        (frame.timestamp[nodes], -frame.score[nodes], -frame.follow_ons[nodes], -contested[nodes], rank[nodes])
+    )
+    return tuple(frame.table["sha"].take(pa.array(nodes[order])).to_pylist())
+
+
+def _verify_within(
+    project: Project, claims: tuple[str, ...], budget: Budget
+) -> tuple[tuple[Checked, ...], tuple[str, ...]]:
+    """Rerun `claims` in order until the budget is spent; publish each verdict. The sandbox failing to
+    start ends the run (AgoraError); a claim that cannot be rerun is reported and skipped."""
+    from .verify import verify
+
+    started = time.monotonic()
+    deadline = None if budget.max_minutes is None else started + budget.max_minutes * 60
+    checked: list[Checked] = []
+    for at, sha in enumerate(claims):
+        spent = budget.max_evaluations is not None and len(checked) >= budget.max_evaluations
+        if spent or (deadline is not None and time.monotonic() >= deadline):
+            return tuple(checked), claims[at:]
+        target = project.contribution(sha)
+        began = time.monotonic()
+        project.feedback.notice(f"verifying {sha[:12]} ({target.account}: {target.title})")
+        remaining = None if deadline is None else max(deadline - began, 1.0)
+        timeout = None if remaining is None else min(remaining, project.policy(sha).config.evaluation.timeout)
+        try:
+            done = verify(project, sha, timeout=timeout, sandbox=True)
+        except SandboxUnavailable as exc:
+            raise AgoraError(f"git agora ci verifies only in the sandbox: {_without_turn_off(exc)}") from None
+        except AgoraError as exc:
+            checked.append(Checked(sha, target.account, target.title, None, str(exc), None, time.monotonic() - began))
+            continue
+        published = _shared(done.published)
+        seconds = round(time.monotonic() - began, 3)
+        checked.append(
+            Checked(sha, target.account, target.title, done.verdict, done.judgement.reason, published.sha, seconds)
+        )
+    return tuple(checked), ()
+
+
+def _shared(published: Published | None) -> Published:
+    """A published contribution the remote has; else the run failed at its job."""
+    assert published is not None
+    if not published.shared:
+        raise AgoraError(
+            f"could not push {published.sha[:12]} ({published.push.outcome.value}: {published.push.detail}); "
+            "it is kept in the local log: give the CI write access to refs/agora/*"
+        )
+    return published
+
+
+def log_tips(project: Project) -> dict[str, str]:
+    """Each account's log tip as the remote has it (the remote-tracking log refs a fetch just set)."""
+    prefix = f"{REMOTES_PREFIX}{project.remote}/log/"
+    return {ref.removeprefix(prefix): sha for ref, sha in sorted(project.repo.refs_under(prefix).items())}
+
+
+def _listed(project: Project, contributions: pa.Table, account: str) -> dict[str, str]:
+    """What `account`'s witness records list, merged in time order (the newest listing of a log wins)."""
+    from .witness import ci_records, record_tips
+
+    listed: dict[str, str] = {}
+    for tips in record_tips(project, ci_records(contributions, frozenset({account}))):
+        listed.update(tips)
+    return listed
+
+
+def _witness(project: Project, account: str) -> tuple[tuple[str, ...], int]:
+    """Publish witness records of the tips that moved (module docstring); their shas and how many logs."""
+    from .indexing import load
+
+    listed = _listed(project, load(project, CI_COLUMNS).contributions, account)
+    tips = log_tips(project)
+    moved = {name: sha for name, sha in tips.items() if name != account and listed.get(name) != sha}
+    if not moved:
+        return (), 0
+    setup = project.repo.commit_info(project.setup)
+    assert setup is not None
+    names = sorted(moved)
+    records = []
+    seen_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for start in range(0, len(names), TIPS_PER_RECORD):
+        chunk = {name: moved[name] for name in names[start : start + TIPS_PER_RECORD]}
+        count = f"{len(chunk)} account log{'s' if len(chunk) != 1 else ''}"
+        record = Contribution(
+            account=account,
+            tags=(WITNESS_TAG,),
+            description=f"Witness: the tips of {count} as {account} saw them at {seen_at}",
+            parents=(project.setup,),
+            metadata={"witness": {"tips": chunk}},
+        )
+        records.append(_shared(publish(project, record, setup.tree)).sha)
+    return tuple(records), len(moved)

@@ -1,0 +1,195 @@
+"""The CI drill (issue 28): a bare remote, a founder whose policy names the CI account, three agents
+publishing honest and dishonest results, and `git agora ci` run as the CI account, with its key in the
+environment as a CI secret holds it: a first run, a run after a backdated copy of the best appears, and
+a run with nothing new.
+
+What is checked is the record, as a fresh clone reads it: every dishonest claim failed, every honest one
+confirmed, the witnessed original keeps its priority and the best against the backdated copy, and the
+CI's key is in no object of the remote and was out of reach of the code it ran.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from importlib.resources import files
+from pathlib import Path
+
+import pytest
+
+from agora_testing import agora, git, make_clone
+
+CI_TOML = '\n[ci]\naccounts = ["ci"]\n'
+
+# Prepended to carol's train.py: an honest result whose build looks for the CI's key wherever the sandbox
+# might show it (the environment, /proc, /tmp, HOME, the export) and breaks the build if it finds one.
+KEY_PROBE = """
+import os as _os
+import sys as _sys
+
+_MARK = "OPENSSH PRIVATE" + " KEY"  # not written whole: this file itself is in the export it searches
+_PYTHON = (_sys.prefix, _sys.base_prefix)  # the interpreter the sandbox shows: no keys of anyone's
+
+
+def _key_in_reach():
+    if any(_MARK in value for value in _os.environ.values()):
+        return True
+    for top in ("/tmp", "/root", "/home", "/run", "/var", "/etc", "/proc/1", _os.path.expanduser("~"), _os.getcwd()):
+        for folder, subfolders, names in _os.walk(top):
+            if folder.startswith(_PYTHON):
+                subfolders.clear()
+                continue
+            for name in names:
+                try:
+                    with open(_os.path.join(folder, name), "rb") as handle:
+                        if _MARK.encode() in handle.read(1 << 16):
+                            return _os.path.join(folder, name)
+                except OSError:
+                    pass
+    return False
+
+
+_found = _key_in_reach()
+if _found:
+    raise SystemExit(f"found a private key: {_found}")
+"""
+
+
+def founded_with_ci(tmp: Path, remote: Path) -> Path:
+    """alice founds a project on the demo task whose policy names `ci` as its CI account."""
+    from git_agora.demo.run import AGORA_TOML, TASK_FILES
+
+    alice = make_clone(tmp, "alice", str(remote), "alice")
+    for task_file in TASK_FILES:
+        shutil.copyfile(files("git_agora") / "demo" / "task" / task_file, alice / task_file)
+    (alice / ".gitignore").write_text("__pycache__/\n")
+    (alice / "agora.toml").write_text(AGORA_TOML + CI_TOML)
+    agora(alice, "init")
+    return alice
+
+
+def set_choice(clone: Path, knob: str, value: str) -> None:
+    path = clone / "choices.py"
+    lines = [f"{knob} = {value}" if ln.startswith(knob) else ln for ln in path.read_text().splitlines()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def joined(tmp: Path, remote: Path, account: str, at: str) -> Path:
+    clone = make_clone(tmp, account, str(remote), account)
+    agora(clone, "fetch")
+    agora(clone, "checkout", at)
+    return clone
+
+
+def run_ci(clone: Path, secret: str, *args: str, check: bool = True):
+    env = {"AGORA_CI_KEY": secret, "AGORA_ACCOUNT": "ci"}
+    return agora(clone, "ci", "--site", str(clone.parent / "site"), *args, env=env, check=check, timeout=600)
+
+
+def all_objects(bare: Path) -> bytes:
+    listed = subprocess.run(
+        ["git", "cat-file", "--batch-all-objects", "--batch"], cwd=bare, capture_output=True, check=True
+    )
+    return listed.stdout
+
+
+@pytest.mark.slow
+def test_the_ci_drill(tmp_path):
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    alice = founded_with_ci(tmp_path, remote)
+    baseline = agora(alice, "push", "--check", "--rerun", "-m", "baseline", "--tag", "result", "--json").json()["sha"]
+
+    bob = joined(tmp_path, remote, "bob", baseline)  # honest: the best
+    set_choice(bob, "METHOD", '"witten_bell"')
+    best = agora(bob, "push", "--check", "-m", "witten-bell smoothing", "--tag", "result", "--json").json()["sha"]
+    carol = joined(tmp_path, remote, "carol", baseline)  # honest, and looks for the CI's key as it builds
+    (carol / "train.py").write_text(KEY_PROBE + (carol / "train.py").read_text())
+    set_choice(carol, "ORDER", "3")
+    probing = agora(carol, "push", "--check", "-m", "order 3", "--tag", "result", "--json").json()["sha"]
+    mallory = joined(tmp_path, remote, "mallory", baseline)  # dishonest: claims what it never measured
+    set_choice(mallory, "ORDER", "4")
+    inflated = agora(mallory, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=1.5", "--json").json()["sha"]
+
+    secrets = tmp_path / "secrets"  # the CI secret: outside every work tree
+    secrets.mkdir()
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@agora", "-f", secrets / "ci"], check=True)
+    secret = (secrets / "ci").read_text()
+    ci = make_clone(tmp_path, "ci", str(remote), "ci")
+
+    first = run_ci(ci, secret, "--json").json()
+    verdicts = {c["target"]: c["verdict"] for c in first["checked"]}
+    assert verdicts == {baseline: "confirmed", best: "confirmed", probing: "confirmed", inflated: "failed"}, first
+    assert [c["target"] for c in first["checked"][:2]] == [inflated, best]  # the leaders first, as claimed
+    assert len(first["witness_records"]) == 1 and first["witnessed_logs"] == 4 and first["site"]
+    assert (tmp_path / "site" / "index.html").exists()
+
+    # mallory copies bob's best beside it (same parent, same tree), dated years before, signed, with the library
+    from git_agora.contribution import Contribution
+    from git_agora.ops.publish import publish
+    from git_agora.project import Project
+
+    agora(mallory, "fetch")
+    dated = int(git(mallory, "log", "-1", "--format=%ct", baseline)) + 1
+    tree = git(mallory, "rev-parse", f"{best}^{{tree}}").strip()
+    copy = Contribution("mallory", ("result",), "witten-bell smoothing, first", (baseline,), {"bpc": 0.0})
+    bpc = agora(mallory, "show", best, "--json").json()["metrics"]["bpc"]
+    copied = publish(Project.open(mallory, account="mallory"), copy._replace(metrics={"bpc": bpc}), tree, dated)
+    assert copied.shared
+    mallorys_log = git(mallory, "rev-parse", "refs/agora/log/mallory").strip()
+    forged = f'witness={{"tips": {{"mallory": "{mallorys_log}"}}}}'  # a witness record, but not the CI's
+    agora(mallory, "post", "--parent", baseline, "--tag", "witness", "--meta", forged, "-m", "I saw it first")
+
+    second = run_ci(ci, secret).stdout
+    assert f"confirmed: {copied.sha[:12]}" in second and "witnessed 1 account log:" in second, second
+
+    third = run_ci(ci, secret, "--json")
+    refs_before = git(remote, "for-each-ref")
+    assert (
+        third.json()["published"] is False
+        and third.json()["checked"] == []
+        and third.json()["notes"] == ["nothing new since the last run: published nothing"]
+    )
+    assert git(remote, "for-each-ref") == refs_before
+
+    reader = tmp_path / "reader"
+    agora(tmp_path, "clone", str(remote), str(reader), "--account", "dora")
+    out = agora(reader, "analyze", "--json").json()
+    top = out["summary"]["best"]
+    assert top["sha"] == best and top["priority"] == "witnessed", top
+    leaders = {row["sha"]: row for row in out["views"]["leaders"]["rows"]}
+    assert leaders[best]["new_best"] is True and leaders[copied.sha]["new_best"] is False
+    status = {row["sha"]: row["status"] for row in out["views"]["recent"]["rows"]}
+    assert status[inflated] == "failed"
+    assert {status[s] for s in (baseline, best, probing, copied.sha)} == {"confirmed"}
+    assert not any("witness" in row["tags"] for row in out["views"]["recent"]["rows"])
+
+    key_body = "".join(secret.strip().splitlines()[1:-1]).encode()
+    objects = all_objects(remote)
+    assert b"PRIVATE KEY" not in objects and key_body[:40] not in objects
+    for line in secret.strip().splitlines()[1:-1]:
+        assert line.encode() not in objects
+    assert not list(ci.rglob("*ci*ed25519*")) and secret.encode() not in b"".join(
+        p.read_bytes() for p in ci.rglob("*") if p.is_file()
+    )
+
+
+def test_the_ci_refuses_without_a_key_or_as_an_account_the_policy_does_not_name(tmp_path):
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    founded_with_ci(tmp_path, remote)
+    clone = make_clone(tmp_path, "eve", str(remote), "eve")
+    no_key = agora(clone, "ci", "--no-site", check=False, env={"AGORA_CI_KEY": ""})
+    assert no_key.returncode != 0 and "no key for the CI account" in no_key.stderr
+    assert len(no_key.stderr.strip().splitlines()) == 1
+    key = tmp_path / "k"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
+    stranger = agora(clone, "ci", "--no-site", "--key-file", str(key), check=False)
+    assert stranger.returncode != 0 and "eve is not a CI account of this project ([ci] accounts: ci)" in stranger.stderr
+    assert "refs/agora/log/eve" not in git(remote, "for-each-ref")
+    inside = clone / "ci_ed25519"
+    shutil.copyfile(key, inside)
+    in_tree = agora(clone, "ci", "--no-site", "--key-file", str(inside), "--account", "ci", check=False)
+    assert in_tree.returncode != 0 and "inside the work tree" in in_tree.stderr
+    bad = agora(clone, "ci", "--no-site", "--account", "ci", check=False, env={"AGORA_CI_KEY": "not a key"})
+    assert bad.returncode != 0 and "AGORA_CI_KEY is not an unencrypted OpenSSH ed25519 private key" in bad.stderr
