@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ..ops.templates import template_names
 from .common import account_option, json_option, open_project, report_published
 
 
@@ -21,6 +22,11 @@ from .common import account_option, json_option, open_project, report_published
 @click.option("--quick", help="Extra arguments for `git agora run --quick` (not comparable).")
 @click.option("--output", multiple=True, metavar="FIELD", help="An output field results record (repeatable).")
 @click.option("--scorer", multiple=True, metavar="PACKAGE", help="An installed package that scores (repeatable).")
+@click.option(
+    "--template",
+    metavar="NAME",
+    help=f"Start from a ready project, copied into the work tree first: {' or '.join(template_names())}.",
+)
 @click.option("--brief", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="The brief (program.md).")
 @click.option("--remote", help="Git remote to publish to (default: origin if it exists).")
 @account_option
@@ -39,6 +45,7 @@ def command(
     quick,
     output,
     scorer,
+    template,
     brief,
     remote,
     account,
@@ -46,10 +53,12 @@ def command(
 ):
     """Create the setup contribution: the current files plus agora.toml and program.md. The evaluation
     is one command (--eval: results are self-scored) or two phases (--build writes {artifact}, --score
-    reads it with the evaluator files alone). Each file it fixes is said; the account is remembered."""
+    reads it with the evaluator files alone). --template NAME starts from a ready project (its files,
+    agora.toml and program.md; the options above override its agora.toml). Each file it fixes is said;
+    the account is remembered."""
     from ..ops.init import Evaluation, init_project
 
     wanted = Evaluation(None, build, score, tuple(eval_files), quick, tuple(output), tuple(scorer))
     project = open_project(ctx, account, remote, as_json=as_json)
-    published = init_project(project, name, metric, direction, eval_command, tolerance, brief, remote, wanted)
+    published = init_project(project, name, metric, direction, eval_command, tolerance, brief, remote, wanted, template)
     return report_published(published, as_json, "setup")

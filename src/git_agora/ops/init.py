@@ -13,6 +13,7 @@ from ..contribution import Contribution
 from ..errors import AgoraError
 from ..project import Project
 from .publish import Published, publish
+from .templates import copy_template
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,15 @@ def init_project(
     brief: Path | None = None,
     remote: str | None = None,
     evaluation: Evaluation | None = None,
+    template: str | None = None,
 ) -> Published:
     """Write agora.toml (from the one in the work tree, if any, with these overrides) and program.md,
     then publish the work tree as the project's setup. `evaluation` (or `eval_command`, one command)
     sets `[eval]`. A one-command evaluation fixes no file unless told to (its results are self-scored);
     a two-phase one fixes the files its score command names. Each fixed file is said, with how to
-    change it later."""
+    change it later. `template` first copies one of `ops.templates.template_names()` into the work
+    tree (refused, writing nothing, when one of its files is already there); a failure before the
+    setup is published takes the copy back."""
     from ..policy import protected_entries
     from ..workspace import adopt_if_unborn, check_size, snapshot
 
@@ -60,23 +64,32 @@ def init_project(
     if eval_command:
         evaluation = replace(evaluation or Evaluation(), command=eval_command)
     worktree = Path(repo.worktree_path)
-    config = _config(worktree, evaluation, name=name, metric=metric, direction=direction, tolerance=tolerance)
-    _check_programs(config, worktree)
-    (worktree / CONFIG_FILE).write_text(config.dump())
-    brief_path = worktree / BRIEF_FILE
-    if brief:
-        brief_path.write_text(Path(brief).read_text())
-    elif not brief_path.exists():
-        brief_path.write_text(_default_brief(config))
+    copied = copy_template(template, worktree) if template else None
+    try:
+        config = _write_config(
+            worktree, evaluation, brief, name=name, metric=metric, direction=direction, tolerance=tolerance
+        )
+    except BaseException:
+        if copied:
+            copied.undo()
+        raise
+    if copied:
+        project.feedback.notice(
+            f"copied the {template} template: {', '.join(sorted(copied.written + list(copied.merged)))}"
+        )
     if remote:
         repo.git.config_set("agora.remote", remote)
     repo.git.config_set("agora.account", account)
     with snapshot(repo) as snap:
-        check_size(repo, snap.tree, config.max_file_bytes)
         try:
+            check_size(repo, snap.tree, config.max_file_bytes)
             protected_entries(repo, snap.tree, config.evaluation.files)
-        except ConfigError as exc:
-            raise AgoraError(str(exc)) from None
+        except (AgoraError, ConfigError) as exc:
+            if copied:
+                copied.undo()
+            if isinstance(exc, ConfigError):
+                raise AgoraError(str(exc)) from None
+            raise
         setup = Contribution(
             account=account,
             tags=("setup",),
@@ -89,6 +102,19 @@ def init_project(
     repo.git.config_set("agora.setup", published.sha)
     project.set_base(published.sha)
     return published
+
+
+def _write_config(root: Path, wanted: Evaluation | None, brief: Path | None, **overrides) -> ProjectConfig:
+    """The config (`_config`), checked (`_check_programs`), written to agora.toml; and the brief."""
+    config = _config(root, wanted, **overrides)
+    _check_programs(config, root)
+    (root / CONFIG_FILE).write_text(config.dump())
+    brief_path = root / BRIEF_FILE
+    if brief:
+        brief_path.write_text(Path(brief).read_text())
+    elif not brief_path.exists():
+        brief_path.write_text(_default_brief(config))
+    return config
 
 
 def _config(root: Path, wanted: Evaluation | None, **overrides) -> ProjectConfig:
@@ -151,6 +177,10 @@ def _say_what_is_fixed(project: Project, config: ProjectConfig) -> None:
         project.feedback.notice(
             f"fixed: {path} (a contribution that changes it is invalid; the setup's account changes it with "
             "a policy amendment: git agora push --tag policy)"
+        )
+    for package, digest in spec.pins.items():
+        project.feedback.notice(
+            f"pinned: {package} (sha256 {digest[:12]}...): an installation whose {package} differs refuses to score"
         )
 
 
