@@ -163,6 +163,9 @@ def test_the_ci_drill(tmp_path):
     assert status[inflated] == "failed"
     assert {status[s] for s in (baseline, best, probing, copied.sha)} == {"confirmed"}
     assert not any("witness" in row["tags"] for row in out["views"]["recent"]["rows"])
+    original, late = (agora(reader, "show", sha, "--json").json() for sha in (best, copied.sha))
+    assert original["witness_time"] == top["witness_time"] < late["witness_time"]
+    assert "witnessed by the project's CI at" in agora(reader, "show", best).stdout
 
     key_body = "".join(secret.strip().splitlines()[1:-1]).encode()
     objects = all_objects(remote)

@@ -40,6 +40,7 @@ class Shown:
     best: str | None = None  # the best result it was compared with ([eval] comparable_on), if any
     incomparable: tuple[Any, ...] = ()  # `frontier.comparable.Difference`s between it and the best
     run_notes: tuple[str, ...] = ()  # how its evaluation ran: unsandboxed, or a setup's sandbox settings
+    witness_time: int | None = None  # when the project's CI first saw it (`ops.witness`), None if it did not
 
     @property
     def comparability_warning(self) -> str | None:
@@ -68,6 +69,7 @@ class Shown:
             "run_notes": list(self.run_notes),
             "compared_with_best": self.best,
             "incomparable": [d.to_dict() for d in self.incomparable],
+            "witness_time": self.witness_time,
         }
 
 
@@ -96,7 +98,27 @@ def show(project: Project, rev: str) -> Shown:
     best, incomparable = _against_best(project, c, contributions, table, root) if score else (None, ())
     notes = _run_notes(project, c) + _weight_notes(graph, verdicts, c) + _look_alike_notes(contributions, c)
     notes += _identity_notes(project, c)
-    return Shown(c, score, parents, cited, _evaluator_note(project, c), best, incomparable, notes)
+    witnessed = _witness_time(graph, c)
+    notes += _witness_notes(root, witnessed)
+    return Shown(c, score, parents, cited, _evaluator_note(project, c), best, incomparable, notes, witnessed)
+
+
+def _witness_time(graph, c: Contribution) -> int | None:
+    import pyarrow as pa
+
+    node = int(graph.lookup(pa.array([c.sha], pa.string()))[0])
+    return graph.table["witness_time"][node].as_py() if node >= 0 else None
+
+
+def _witness_notes(root, witnessed: int | None) -> tuple[str, ...]:
+    """When the project's CI first saw it; said only in a project whose CI witnesses."""
+    from datetime import UTC, datetime
+
+    if root.witnessed is None:
+        return ()
+    if witnessed is None:
+        return ("not witnessed by the project's CI yet: its priority rests on its claimed time",)
+    return (f"witnessed by the project's CI at {datetime.fromtimestamp(witnessed, UTC):%Y-%m-%d %H:%M:%S} UTC",)
 
 
 def _identity_notes(project: Project, c: Contribution) -> tuple[str, ...]:
