@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..contribution import Contribution, parse_cross_ref
@@ -112,8 +113,6 @@ def _witness_time(graph, c: Contribution) -> int | None:
 
 def _witness_notes(root, witnessed: int | None) -> tuple[str, ...]:
     """When the project's CI first saw it; said only in a project whose CI witnesses."""
-    from datetime import UTC, datetime
-
     if root.witnessed is None:
         return ()
     if witnessed is None:
