@@ -21,19 +21,37 @@ from agora_testing import agora, git, make_clone
 
 CI_TOML = '\n[ci]\naccounts = ["ci"]\n'
 
-# Prepended to carol's train.py: an honest result whose build looks for the CI's key wherever the sandbox
-# might show it (the environment, /proc, /tmp, HOME, the export) and breaks the build if it finds one.
+# Prepended to carol's train.py: an honest result whose build looks for the CI's private key wherever the
+# sandbox might show it (the environment, /proc, /tmp, HOME, the export) and breaks the build if it finds
+# it. It knows the key by its public half (CI_PUBLIC, public anyway), read from any OpenSSH private key text.
 KEY_PROBE = """
+import base64 as _b64
 import os as _os
+import struct as _struct
 import sys as _sys
 
-_MARK = "OPENSSH PRIVATE" + " KEY"  # not written whole: this file itself is in the export it searches
+_BEGIN = "-----BEGIN OPENSSH" + " PRIVATE KEY-----"  # split: git-agora's own sources hold these words
 _PYTHON = (_sys.prefix, _sys.base_prefix)  # the interpreter the sandbox shows: no keys of anyone's
 
 
+def _holds_the_key(text):
+    for block in text.split(_BEGIN)[1:]:
+        try:
+            data = _b64.b64decode("".join(block.split("-----END")[0].split()))
+            at = len(b"openssh-key-v1\\0")
+            for _ in range(3):  # cipher, kdf, kdf options
+                at += 4 + _struct.unpack(">I", data[at : at + 4])[0]
+            size = _struct.unpack(">I", data[at + 4 : at + 8])[0]
+            if _b64.b64encode(data[at + 8 : at + 8 + size]).decode() == "CI_PUBLIC":
+                return True
+        except Exception:
+            continue
+    return False
+
+
 def _key_in_reach():
-    if any(_MARK in value for value in _os.environ.values()):
-        return True
+    if any(_holds_the_key(value) for value in _os.environ.values()):
+        return "the environment"
     for top in ("/tmp", "/root", "/home", "/run", "/var", "/etc", "/proc/1", _os.path.expanduser("~"), _os.getcwd()):
         for folder, subfolders, names in _os.walk(top):
             if folder.startswith(_PYTHON):
@@ -42,16 +60,17 @@ def _key_in_reach():
             for name in names:
                 try:
                     with open(_os.path.join(folder, name), "rb") as handle:
-                        if _MARK.encode() in handle.read(1 << 16):
-                            return _os.path.join(folder, name)
+                        text = handle.read(1 << 16).decode("ascii", "replace")
                 except OSError:
-                    pass
-    return False
+                    continue
+                if _BEGIN in text and _holds_the_key(text):
+                    return _os.path.join(folder, name)
+    return None
 
 
 _found = _key_in_reach()
 if _found:
-    raise SystemExit(f"found a private key: {_found}")
+    raise SystemExit(f"found the CI's private key: {_found}")
 """
 
 
@@ -103,18 +122,19 @@ def test_the_ci_drill(tmp_path):
     bob = joined(tmp_path, remote, "bob", baseline)  # honest: the best
     set_choice(bob, "METHOD", '"witten_bell"')
     best = agora(bob, "push", "--check", "-m", "witten-bell smoothing", "--tag", "result", "--json").json()["sha"]
+    secrets = tmp_path / "secrets"  # the CI secret: outside every work tree
+    secrets.mkdir()
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@agora", "-f", secrets / "ci"], check=True)
+    secret = (secrets / "ci").read_text()
+    public = (secrets / "ci.pub").read_text().split()[1]
     carol = joined(tmp_path, remote, "carol", baseline)  # honest, and looks for the CI's key as it builds
-    (carol / "train.py").write_text(KEY_PROBE + (carol / "train.py").read_text())
+    (carol / "train.py").write_text(KEY_PROBE.replace("CI_PUBLIC", public) + (carol / "train.py").read_text())
     set_choice(carol, "ORDER", "3")
     probing = agora(carol, "push", "--check", "-m", "order 3", "--tag", "result", "--json").json()["sha"]
     mallory = joined(tmp_path, remote, "mallory", baseline)  # dishonest: claims what it never measured
     set_choice(mallory, "ORDER", "4")
     inflated = agora(mallory, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=1.5", "--json").json()["sha"]
 
-    secrets = tmp_path / "secrets"  # the CI secret: outside every work tree
-    secrets.mkdir()
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@agora", "-f", secrets / "ci"], check=True)
-    secret = (secrets / "ci").read_text()
     ci = make_clone(tmp_path, "ci", str(remote), "ci")
 
     first = run_ci(ci, secret, "--json").json()
@@ -169,7 +189,7 @@ def test_the_ci_drill(tmp_path):
 
     key_body = "".join(secret.strip().splitlines()[1:-1]).encode()
     objects = all_objects(remote)
-    assert b"PRIVATE KEY" not in objects and key_body[:40] not in objects
+    assert b"BEGIN OPENSSH PRIVATE KEY" not in objects and key_body[:40] not in objects
     for line in secret.strip().splitlines()[1:-1]:
         assert line.encode() not in objects
     assert not list(ci.rglob("*ci*ed25519*")) and secret.encode() not in b"".join(

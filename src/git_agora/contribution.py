@@ -36,7 +36,6 @@ DEFAULT_TAG_WEIGHTS: dict[str, float] = {
     "report": 5.0,
     "endorsed": 0.0,
     "wip": 0.0,
-    "witness": 0.0,
 }
 VERDICT_WEIGHTS: dict[str, float] = {"confirmed": 20.0, "partial": 10.0, "failed": -20.0}
 NON_PROPAGATING_TAGS = frozenset({"wip", "endorsed", "witness"})
