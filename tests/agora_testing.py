@@ -114,3 +114,18 @@ def demo_task_clone(parent: Path, remote: Path, name: str = "a", account: str = 
     (clone / "agora.toml").write_text(AGORA_TOML)
     agora(clone, "init")
     return clone
+
+
+def source_copy(tmp_path: Path) -> Path:
+    """The files of this tree a build reads, copied without what running it left (a build writes build/
+    and *.egg-info/ next to them; caches)."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[1]
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "MANIFEST.in"):
+        shutil.copy(root / name, source / name)
+    for folder in ("man", "build_backend", "src/git_agora", "src/hybridlm"):
+        shutil.copytree(root / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    return source

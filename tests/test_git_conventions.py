@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agora_testing import git
+from agora_testing import git, source_copy
 from git_agora.cli import COMMANDS
 from git_agora.manpage import pages, write_pages
 
@@ -72,17 +72,6 @@ def installed(tmp_path: Path, source: Path, editable: bool) -> Path:
     done = subprocess.run([*args, "--no-index", str(wheel)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return venv / "bin"
-
-
-def source_copy(tmp_path: Path) -> Path:
-    """The files a build reads, copied (a build writes build/ and *.egg-info/ next to them)."""
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md", "MANIFEST.in"):
-        shutil.copy(ROOT / name, source / name)
-    for folder in ("man", "build_backend", "src/git_agora", "src/hybridlm"):
-        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    return source
 
 
 @pytest.mark.slow

@@ -7,7 +7,6 @@ environment's setuptools."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -15,6 +14,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+from agora_testing import source_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE_FILES = {
@@ -101,17 +102,6 @@ def fresh_venv_with(wheel: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     )
     assert installed.returncode == 0, installed.stderr
     return venv, {**os.environ, "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "PYTHONNOUSERSITE": "1"}
-
-
-def source_copy(tmp_path: Path) -> Path:
-    """The files of this tree a build reads, copied without what running it left (build/, caches)."""
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md", "MANIFEST.in"):
-        shutil.copy(ROOT / name, source / name)
-    for folder in ("man", "build_backend", "src/git_agora", "src/hybridlm"):
-        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    return source
 
 
 def python_build(*args: str, cwd: Path) -> None:

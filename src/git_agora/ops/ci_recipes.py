@@ -134,6 +134,8 @@ def recipe(forge: str, branch: str = "main", install: str | None = None, account
         values |= {f"USES_{k.upper().replace('-', '_')}": a.uses for k, a in GITEA_ACTIONS.items()}
     else:
         text, notes = _GITLAB, _gitlab_notes(branch, account)
+    for name, fragment in _SHARED.items():
+        text = text.replace(f"@@{name}@@\n", fragment)
     for name, value in values.items():
         text = text.replace(f"@@{name}@@", value)
     left = re.findall(r"@@[A-Z_]+@@", text)
@@ -233,37 +235,23 @@ def _gitlab_notes(branch: str, account: str) -> tuple[str, ...]:
     )
 
 
-_GITHUB = """\
-# git agora ci: the project's CI account verifies new results in the sandbox, publishes its verdicts and
-# one witness record of the account logs it saw, and builds the site (docs/ci.md). Written by
-# `git agora ci --init github`.
-#
-# When it runs: GitHub Actions starts no workflow for pushes to custom refs such as refs/agora/*, where
-# contributions arrive, so this runs on a schedule and by hand. Scheduled workflows run only from the
-# default branch (@@BRANCH@@), and GitHub disables them after 60 days without activity in a public
-# repository: re-enable the workflow under Actions when that happens.
-#
-# What it needs: the secret @@SECRET@@ (the CI account's private key) and Pages with the source
-# "GitHub Actions"; the policy names the account in `[ci] accounts`.
-name: agora ci
-
+# What the GitHub and Gitea workflows share (Gitea Actions reads GitHub's syntax), put in place before
+# the values (`recipe`).
+_SHARED = {
+    "TRIGGERS": """\
 on:
   schedule:
     - cron: "@@CRON@@"  # hourly
   workflow_dispatch:
 
-# Nothing at the top: each job asks for what it needs.
-permissions: {}
-
+""",
+    "CONCURRENCY": """\
 concurrency:
   group: agora-ci
   cancel-in-progress: false  # a run waits for the one before it: never cut short in the middle of a push
 
-jobs:
-  ci:
-    name: verify, witness, build the site
-    if: github.ref == 'refs/heads/@@BRANCH@@'
-    runs-on: ubuntu-24.04
+""",
+    "CI_JOB_START": """\
     timeout-minutes: @@JOB_MINUTES@@
     permissions:
       # Write access to the repository, in this job only: `git agora ci` pushes the CI account's log
@@ -282,18 +270,8 @@ jobs:
         with:
           python-version: "@@PYTHON@@"
 
-      - name: Install git-agora and bubblewrap
-        run: |
-          python -m pip install --disable-pip-version-check @@INSTALL@@
-          sudo apt-get update -q
-          sudo apt-get install -y -q --no-install-recommends bubblewrap
-
-      # Every evaluation of contributed code runs in bubblewrap's sandbox, which needs an unprivileged user
-      # namespace. Ubuntu 24.04 restricts those through AppArmor; this relaxes that on this throw-away VM.
-      # Without it `git agora ci` refuses to verify: it never runs contributed code outside the sandbox.
-      - name: Let bubblewrap make user namespaces
-        run: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0
-
+""",
+    "CI_RUN_STEPS": """\
       - name: Keep the index between runs
         uses: @@USES_CACHE@@
         with:
@@ -318,6 +296,47 @@ jobs:
           unset PUSH_TOKEN basic
           git agora ci --account "$AGORA_ACCOUNT" --max-minutes @@MAX_MINUTES@@ --site @@SITE@@
 
+""",
+}
+
+_GITHUB = """\
+# git agora ci: the project's CI account verifies new results in the sandbox, publishes its verdicts and
+# one witness record of the account logs it saw, and builds the site (docs/ci.md). Written by
+# `git agora ci --init github`.
+#
+# When it runs: GitHub Actions starts no workflow for pushes to custom refs such as refs/agora/*, where
+# contributions arrive, so this runs on a schedule and by hand. Scheduled workflows run only from the
+# default branch (@@BRANCH@@), and GitHub disables them after 60 days without activity in a public
+# repository: re-enable the workflow under Actions when that happens.
+#
+# What it needs: the secret @@SECRET@@ (the CI account's private key) and Pages with the source
+# "GitHub Actions"; the policy names the account in `[ci] accounts`.
+name: agora ci
+
+@@TRIGGERS@@
+# Nothing at the top: each job asks for what it needs.
+permissions: {}
+
+@@CONCURRENCY@@
+jobs:
+  ci:
+    name: verify, witness, build the site
+    if: github.ref == 'refs/heads/@@BRANCH@@'
+    runs-on: ubuntu-24.04
+@@CI_JOB_START@@
+      - name: Install git-agora and bubblewrap
+        run: |
+          python -m pip install --disable-pip-version-check @@INSTALL@@
+          sudo apt-get update -q
+          sudo apt-get install -y -q --no-install-recommends bubblewrap
+
+      # Every evaluation of contributed code runs in bubblewrap's sandbox, which needs an unprivileged user
+      # namespace. Ubuntu 24.04 restricts those through AppArmor; this relaxes that on this throw-away VM.
+      # Without it `git agora ci` refuses to verify: it never runs contributed code outside the sandbox.
+      - name: Let bubblewrap make user namespaces
+        run: sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0
+
+@@CI_RUN_STEPS@@
       - name: Upload the site
         uses: @@USES_UPLOAD_PAGES_ARTIFACT@@
         with:
@@ -357,41 +376,17 @@ _GITEA = """\
 # `[ci] accounts`. Gitea has no Pages: the site is an artifact of each run.
 name: agora ci
 
-on:
-  schedule:
-    - cron: "@@CRON@@"  # hourly
-  workflow_dispatch:
-
+@@TRIGGERS@@
 # Nothing at the top: the job asks for what it needs (Gitea 1.26 and later read these keys).
 permissions: {}
 
-concurrency:
-  group: agora-ci
-  cancel-in-progress: false  # a run waits for the one before it: never cut short in the middle of a push
-
+@@CONCURRENCY@@
 jobs:
   ci:
     name: verify, witness, build the site
     if: github.ref == 'refs/heads/@@BRANCH@@'
     runs-on: ubuntu-latest
-    timeout-minutes: @@JOB_MINUTES@@
-    permissions:
-      # Write access to the repository, in this job only: `git agora ci` pushes the CI account's log
-      # (its verdicts and its witness record) back to refs/agora/* here. Nothing else is granted.
-      contents: write  # push refs/agora/log/<account> and refs/agora/identity/<account>
-    steps:
-      - name: Check out
-        uses: @@USES_CHECKOUT@@
-        with:
-          # The token is not kept in .git/config: only the step that pushes gets it, through its environment.
-          persist-credentials: false
-          fetch-depth: 0  # a full clone: git turns its commit-graph off in a shallow one
-
-      - name: Set up Python
-        uses: @@USES_SETUP_PYTHON@@
-        with:
-          python-version: "@@PYTHON@@"
-
+@@CI_JOB_START@@
       - name: Install git-agora and bubblewrap
         run: |
           sudo=sudo
@@ -410,30 +405,7 @@ jobs:
             sudo sysctl -w kernel.apparmor_restrict_unprivileged_userns=0
           fi
 
-      - name: Keep the index between runs
-        uses: @@USES_CACHE@@
-        with:
-          path: .git/agora/index
-          key: agora-index-${{ github.run_id }}
-          restore-keys: agora-index-
-
-      # The key and the token reach this one step through its environment: never printed, never written
-      # to a file (git agora ci holds the key in memory and passes it to nothing it starts).
-      - name: git agora ci
-        env:
-          @@SECRET@@: ${{ secrets.@@SECRET@@ }}
-          AGORA_ACCOUNT: "@@ACCOUNT@@"
-          PUSH_TOKEN: ${{ github.token }}
-        run: |
-          # git reads these variables as configuration: the token stays out of .git/config and off
-          # every command line.
-          basic=$(printf 'x-access-token:%s' "$PUSH_TOKEN" | base64 -w0)
-          export GIT_CONFIG_COUNT=1
-          export GIT_CONFIG_KEY_0="http.$GITHUB_SERVER_URL/.extraheader"
-          export GIT_CONFIG_VALUE_0="AUTHORIZATION: basic $basic"
-          unset PUSH_TOKEN basic
-          git agora ci --account "$AGORA_ACCOUNT" --max-minutes @@MAX_MINUTES@@ --site @@SITE@@
-
+@@CI_RUN_STEPS@@
       # Gitea has no Pages: the site is kept as this run's artifact (v3 of the action: later ones refuse
       # to run on Gitea). Serve it with any web server, or see docs/site.md.
       - name: Keep the site
