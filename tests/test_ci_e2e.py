@@ -10,8 +10,10 @@ CI's key is in no object of the remote and was out of reach of the code it ran.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from importlib.resources import files
 from pathlib import Path
 
@@ -186,6 +188,10 @@ def test_the_ci_drill(tmp_path):
     original, late = (agora(reader, "show", sha, "--json").json() for sha in (best, copied.sha))
     assert original["witness_time"] == top["witness_time"] < late["witness_time"]
     assert "witnessed by the project's CI at" in agora(reader, "show", best).stdout
+    cache = reader / ".git" / "agora" / "witnessed.parquet"  # a cache: a broken one is resolved again
+    cache.write_bytes(b"PAR1 not parquet")
+    assert agora(reader, "show", copied.sha, "--json").json()["witness_time"] == late["witness_time"]
+    assert cache.read_bytes()[:4] == b"PAR1" and len(cache.read_bytes()) > 100
 
     key_body = "".join(secret.strip().splitlines()[1:-1]).encode()
     objects = all_objects(remote)
@@ -216,3 +222,16 @@ def test_the_ci_refuses_without_a_key_or_as_an_account_the_policy_does_not_name(
     assert in_tree.returncode != 0 and "inside the work tree" in in_tree.stderr
     bad = agora(clone, "ci", "--no-site", "--account", "ci", check=False, env={"AGORA_CI_KEY": "not a key"})
     assert bad.returncode != 0 and "AGORA_CI_KEY is not an unencrypted OpenSSH ed25519 private key" in bad.stderr
+
+    tools = tmp_path / "no-bwrap"  # a runner without bubblewrap: git, ssh-keygen and this Python, no bwrap
+    tools.mkdir()
+    for tool in ("git", "ssh-keygen"):
+        (tools / tool).symlink_to(shutil.which(tool))
+    path = f"{Path(sys.executable).parent}{os.pathsep}{tools}"
+    unsandboxed = agora(
+        clone, "ci", "--no-site", "--account", "ci", "--key-file", str(key), check=False, env={"PATH": path}
+    )
+    assert unsandboxed.returncode != 0 and len(unsandboxed.stderr.strip().splitlines()) == 1, unsandboxed
+    assert "git agora ci verifies only in the sandbox: the sandbox needs bubblewrap" in unsandboxed.stderr
+    assert "--no-sandbox" not in unsandboxed.stderr and "agora.sandbox" not in unsandboxed.stderr
+    assert "refs/agora/log/ci" not in git(remote, "for-each-ref")

@@ -116,16 +116,11 @@ def valid_rows(contributions: pa.Table) -> pa.Table:
 def effective_times(graph: Graph) -> np.ndarray:
     """Per node: its effective time, its committer time or one second after its latest parent's effective
     time, whichever is later: a contribution never comes before (or with) what it builds on, whatever
-    date its author wrote, so every time order puts parents first."""
+    date its author wrote, so every time order puts parents first. Where every parent is dated before
+    its children (the usual case) it is the committer time itself; otherwise the later times are pushed
+    down the child edges from where the dates disagree, one vectorised round per link of the longest
+    backdated chain."""
     times = np.asarray(pc.fill_null(graph.table["timestamp"], 0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    return monotone_times(graph, times)
-
-
-def monotone_times(graph: Graph, times: np.ndarray) -> np.ndarray:
-    """``times`` raised where needed so each node comes at least one second after each parent. Where
-    every parent already comes first (the usual case) they are returned as they are; otherwise the later
-    times are pushed down the child edges from where they disagree, one vectorised round per link of the
-    longest chain that moved."""
     if not len(graph.child) or (times[graph.parent] < times[graph.child]).all():
         return times
     times = times.copy()

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,11 +32,11 @@ from ..project import Project
 from ..refs.names import REMOTES_PREFIX
 from .publish import Published, publish
 
+if TYPE_CHECKING:
+    from ..frontier.frame import Frame
+
 TIPS_PER_RECORD = 200  # about 60 bytes a tip: a record stays well within Agora-Meta's 16 KiB
 LEADERS_FIRST = 10  # the best results are rerun before contested and most built-on ones
-
-# what the run reads of the index besides the claims (the trust root, the tips, its own records)
-CI_COLUMNS = ("sha", "account", "timestamp", "log_seq", "tags", "valid", "policy")
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,8 @@ def run_ci(
     """One CI run (module docstring). `key`: sign with it (`identity.keys.held_key`) instead of the
     account's key file; `site_dir`: where to build the site (None: no site)."""
     from ..evaluate.sandbox import require_bwrap
-    from .indexing import load
+    from ..frontier.analyze import AnalyzeConfig, frame_for
+    from .indexing import FRAME_COLUMNS, load
     from .standing import reader_root
     from .sync import fetch
 
@@ -128,34 +129,29 @@ def run_ci(
         project.use_signing_key(key)
     fetched = fetch(project)
     account = project.account
-    root = reader_root(project, load(project, CI_COLUMNS).contributions)
+    contributions = load(project, FRAME_COLUMNS).contributions
+    root = reader_root(project, contributions)
     if account not in root.witnesses:
         named = ", ".join(sorted(root.witnesses)) or "none"
         raise AgoraError(
             f"{account} is not a CI account of this project ([ci] accounts: {named}); the setup's account "
             "names it in agora.toml with a policy amendment (git agora push --tag policy)"
         )
-    _require_sandbox(require_bwrap)
-    claims = claims_to_verify(project, account)
-    checked, left = _verify_within(project, claims, budget)
-    records, logs = _witness(project, account)
-    notes = []
-    if not checked and not records and not left:
-        notes.append("nothing new since the last run: published nothing")
+    try:
+        require_bwrap()
+    except SandboxUnavailable as exc:
+        raise AgoraError(f"git agora ci verifies only in the sandbox: {_without_turn_off(exc)}") from None
+    frame = frame_for(contributions, AnalyzeConfig.from_project(project.config, root=root))
+    checked, left = _verify_within(project, claims_to_verify(frame, account), budget)
+    records, logs = _witness(project, contributions, account)
+    nothing = not checked and not records and not left
+    notes = ("nothing new since the last run: published nothing",) if nothing else ()
     site = None
     if site_dir is not None:
         from .site import build_site
 
         site = str(build_site(project, site_dir).directory)
-    report = CiReport(account, fetched.remote, fetched.new_contributions, checked, left, records, logs, site)
-    return CiReport(**{**report.__dict__, "notes": tuple(notes)})
-
-
-def _require_sandbox(require_bwrap) -> None:
-    try:
-        require_bwrap()
-    except SandboxUnavailable as exc:
-        raise AgoraError(f"git agora ci verifies only in the sandbox: {_without_turn_off(exc)}") from None
+    return CiReport(account, fetched.remote, fetched.new_contributions, checked, left, records, logs, site, notes)
 
 
 def _without_turn_off(exc: Exception) -> str:
@@ -163,39 +159,28 @@ def _without_turn_off(exc: Exception) -> str:
     return str(exc).replace(f", or {TURN_OFF}", "").replace(f"; {TURN_OFF}", "")
 
 
-def claims_to_verify(project: Project, account: str) -> tuple[str, ...]:
+def claims_to_verify(frame: Frame, account: str) -> tuple[str, ...]:
     """The results in the current evaluator epoch that claim the metric, by another account, that
     `account` has not verified yet: the leaders (best first), then contested ones, then the rest by
     follow-on work and evidence, then oldest first."""
-    from ..frontier.analyze import AnalyzeConfig, frame_for
     from ..frontier.scored import in_epoch
     from ..frontier.views import ranked_by_metric
-    from .indexing import load
-    from .standing import reader_root
 
-    contributions = load(project).contributions
-    config = AnalyzeConfig.from_project(project.config, root=reader_root(project, contributions))
-    frame = frame_for(contributions, config)
-    verifications = frame.verification & np.asarray(pc.equal(frame.table["account"], account), dtype=bool)
-    targets = pc.drop_null(frame.table["target"].filter(pa.array(verifications)))
+    mine = np.asarray(pc.fill_null(pc.equal(frame.table["account"], account), False), dtype=bool)
+    targets = pc.drop_null(frame.table["target"].filter(pa.array(frame.verification & mine)))
     done = np.zeros(frame.n, dtype=bool)
     found = frame.graph.lookup(targets)
     done[found[found >= 0]] = True
-    owners = np.asarray(pc.equal(frame.table["account"], account).to_numpy(zero_copy_only=False), dtype=bool)
     claimed = ~np.isnan(frame.metric) & ~frame.verification & ~frame.wip & ~frame.endorsed & ~frame.witness
-    nodes = np.flatnonzero(claimed & in_epoch(frame.table, frame.graph.root.epoch))
-    nodes = nodes[~done[nodes] & ~owners[nodes]]
-    if not len(nodes):
-        return ()
+    nodes = np.flatnonzero(claimed & in_epoch(frame.table, frame.graph.root.epoch) & ~done & ~mine)
     rank = np.full(frame.n, LEADERS_FIRST, dtype=np.int64)
-    leaders = np.flatnonzero(frame.scored)
-    leaders = ranked_by_metric(frame, leaders)
-    rank[leaders[:LEADERS_FIRST]] = np.arange(min(LEADERS_FIRST, len(leaders)))
+    leaders = ranked_by_metric(frame, np.flatnonzero(frame.scored))[:LEADERS_FIRST]
+    rank[leaders] = np.arange(len(leaders))
     contested = (frame.status == "contested").astype(np.int64)
     order = np.lexsort(
         (frame.timestamp[nodes], -frame.score[nodes], -frame.follow_ons[nodes], -contested[nodes], rank[nodes])
     )
-    return tuple(frame.table["sha"].take(pa.array(nodes[order])).to_pylist())
+    return tuple(frame.table["sha"].take(pa.array(nodes[order], pa.int64())).to_pylist())
 
 
 def _verify_within(
@@ -259,11 +244,9 @@ def _listed(project: Project, contributions: pa.Table, account: str) -> dict[str
     return listed
 
 
-def _witness(project: Project, account: str) -> tuple[tuple[str, ...], int]:
+def _witness(project: Project, contributions: pa.Table, account: str) -> tuple[tuple[str, ...], int]:
     """Publish witness records of the tips that moved (module docstring); their shas and how many logs."""
-    from .indexing import load
-
-    listed = _listed(project, load(project, CI_COLUMNS).contributions, account)
+    listed = _listed(project, contributions, account)
     tips = log_tips(project)
     moved = {name: sha for name, sha in tips.items() if name != account and listed.get(name) != sha}
     if not moved:
