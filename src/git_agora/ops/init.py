@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
@@ -13,7 +15,7 @@ from ..contribution import Contribution
 from ..errors import AgoraError
 from ..project import Project
 from .publish import Published, publish
-from .templates import copy_template
+from .templates import Copied, copy_template
 
 
 @dataclass(frozen=True)
@@ -65,14 +67,10 @@ def init_project(
         evaluation = replace(evaluation or Evaluation(), command=eval_command)
     worktree = Path(repo.worktree_path)
     copied = copy_template(template, worktree) if template else None
-    try:
+    with _taken_back_on_failure(copied):
         config = _write_config(
             worktree, evaluation, brief, name=name, metric=metric, direction=direction, tolerance=tolerance
         )
-    except BaseException:
-        if copied:
-            copied.undo()
-        raise
     if copied:
         project.feedback.notice(
             f"copied the {template} template: {', '.join(sorted(copied.written + list(copied.merged)))}"
@@ -81,15 +79,12 @@ def init_project(
         repo.git.config_set("agora.remote", remote)
     repo.git.config_set("agora.account", account)
     with snapshot(repo) as snap:
-        try:
+        with _taken_back_on_failure(copied):
             check_size(repo, snap.tree, config.max_file_bytes)
-            protected_entries(repo, snap.tree, config.evaluation.files)
-        except (AgoraError, ConfigError) as exc:
-            if copied:
-                copied.undo()
-            if isinstance(exc, ConfigError):
+            try:
+                protected_entries(repo, snap.tree, config.evaluation.files)
+            except ConfigError as exc:
                 raise AgoraError(str(exc)) from None
-            raise
         setup = Contribution(
             account=account,
             tags=("setup",),
@@ -102,6 +97,17 @@ def init_project(
     repo.git.config_set("agora.setup", published.sha)
     project.set_base(published.sha)
     return published
+
+
+@contextmanager
+def _taken_back_on_failure(copied: Copied | None) -> Iterator[None]:
+    """What the template copied is removed again when the setup fails before it is published."""
+    try:
+        yield
+    except BaseException:
+        if copied:
+            copied.undo()
+        raise
 
 
 def _write_config(root: Path, wanted: Evaluation | None, brief: Path | None, **overrides) -> ProjectConfig:
