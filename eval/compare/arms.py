@@ -22,19 +22,33 @@ from __future__ import annotations
 from pathlib import Path
 
 import git_agora as agora
-from git_agora.demo.choices import KNOBS
+from git_agora.demo.choices import Change
 from git_agora.demo.worker import Step, Worker
+
+from .tasks import Task
 
 ARMS = ("isolated", "flat_log", "planner", "agora")
 LABELS = {"isolated": "Isolated", "flat_log": "Flat log", "planner": "Central planner", "agora": "Agora"}
 EVERYTHING = 1_000_000  # a log limit no run reaches
 
 
-class AgoraWorker(Worker):
-    """The demo's worker unchanged: analyze and the UCB slots."""
+class TaskWorker(Worker):
+    """The demo's worker loop on one task of the suite: the same reasoning in every arm."""
+
+    def __init__(self, clone: Path, account: str, rng, task: Task):
+        super().__init__(clone, account, rng)
+        self.task = task
+        self.knob_file, self.metric = task.knob_file, task.metric
+
+    def propose(self, values: dict, knob: str | None) -> Change:
+        return self.task.propose(values, self.rng, knob)
 
 
-class IsolatedWorker(Worker):
+class AgoraWorker(TaskWorker):
+    """The demo's worker: analyze and the UCB slots."""
+
+
+class IsolatedWorker(TaskWorker):
     """The Agora loop over its own work only: one fetch for the setup and the baseline, then none."""
 
     fetched = False
@@ -48,7 +62,7 @@ class IsolatedWorker(Worker):
         return Step(slot, parent)  # it sees no one else's results, so it has nothing to verify
 
 
-class FlatLogWorker(Worker):
+class FlatLogWorker(TaskWorker):
     """Reads the log as a flat list: best raw score or newest result, no analysis."""
 
     def choose(self) -> Step:
@@ -56,7 +70,7 @@ class FlatLogWorker(Worker):
             agora.fetch(self.project())
         except agora.AgoraError:
             pass
-        results, verified = read_log(self.project())
+        results, verified = read_log(self.project(), self.metric)
         if self.rng.random() < 0.5:
             slot, parent = "best", min(results, key=lambda r: r["metric"])  # ties: the newest
         else:
@@ -64,7 +78,7 @@ class FlatLogWorker(Worker):
         return Step(slot, parent, unverified=tuple(r for r in results if r["sha"] not in verified))
 
 
-class PlannedWorker(Worker):
+class PlannedWorker(TaskWorker):
     """Does what the planner assigns: fetches (for the assigned parent's objects), chooses nothing."""
 
     def take(self, step: Step) -> Step:
@@ -81,19 +95,19 @@ class PlannedWorker(Worker):
 class Planner:
     """The central coordinator: reads the full state through its own clone and assigns every step."""
 
-    def __init__(self, clone: Path):
-        self.clone = clone
+    def __init__(self, clone: Path, task: Task):
+        self.clone, self.task = clone, task
         self.turn = 0
 
     def assign(self, workers: list[Worker]) -> list[Step]:
         project = agora.open_project(self.clone, account="planner")
         agora.fetch(project)
-        results, verified = read_log(project)
+        results, verified = read_log(project, self.task.metric)
         best = min(results, key=lambda r: r["metric"])
         pool = [r for r in results if r["sha"] not in verified]
         steps = []
         for worker in workers:
-            knob = KNOBS[self.turn % len(KNOBS)]
+            knob = self.task.knobs[self.turn % len(self.task.knobs)]
             self.turn += 1
             target = next((r for r in pool if r["account"] != worker.account), None)
             if target is not None:
@@ -102,20 +116,20 @@ class Planner:
         return steps
 
 
-def read_log(project) -> tuple[list[dict], set[str]]:
-    """The log as a flat list: results with a bpc, newest first (rows with sha, account, metric), and
-    the shas some verification targets."""
+def read_log(project, metric: str) -> tuple[list[dict], set[str]]:
+    """The log as a flat list: results with the metric, newest first (rows with sha, account, metric),
+    and the shas some verification targets."""
     entries = agora.log(project, limit=EVERYTHING)
     results = [
-        {"sha": e.sha, "account": e.account, "metric": e.metrics["bpc"]}
+        {"sha": e.sha, "account": e.account, "metric": e.metrics[metric]}
         for e in entries
-        if "result" in e.tags and e.target is None and e.verdict is None and "bpc" in e.metrics
+        if "result" in e.tags and e.target is None and e.verdict is None and metric in e.metrics
     ]
     verified = {e.target for e in entries if e.target}
     return results, verified
 
 
-WORKERS: dict[str, type[Worker]] = {
+WORKERS: dict[str, type[TaskWorker]] = {
     "isolated": IsolatedWorker,
     "flat_log": FlatLogWorker,
     "planner": PlannedWorker,

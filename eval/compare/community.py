@@ -1,4 +1,5 @@
-"""One community run: one arm, one seed, W workers for R rounds on a copy of the founded project.
+"""One community run: one task, one arm, one seed, W workers with B evaluations each, on a copy of the
+task's founded project.
 
 Rounds are synchronous, as if the workers ran at once: in each round every worker first chooses its
 step from what the remote holds after the previous round (a planner assigns all steps at once), then
@@ -25,64 +26,87 @@ import numpy as np
 
 import git_agora as agora
 from git_agora.demo.choices import read_choices
-from git_agora.demo.run import ACCOUNTS, DemoPlan, found_project, make_clone
+from git_agora.demo.run import ACCOUNTS, DemoPlan, make_clone
 from git_agora.frontier.evidence import current_verdicts
 
 from . import stats
 from .arms import WORKERS, Planner
+from .tasks import TASKS, Task, found
 
-TOLERANCE = 1e-6  # the demo project's [metric] tolerance
 
-
-def found_template(directory: Path) -> dict[str, Any]:
-    """Found the demo project once (setup + the evaluated baseline); every run starts from a copy of
+def found_template(task: Task, directory: Path) -> dict[str, Any]:
+    """Found the task's project once (setup + the evaluated baseline); every run starts from a copy of
     its remote, so all arms and seeds share the very same setup commit and baseline."""
     directory.mkdir(parents=True)
-    founder = found_project(DemoPlan(directory, 1, 1, 0))
+    founder = found(task, directory)
     project = agora.open_project(founder, account="founder")
-    (baseline,) = [e for e in agora.log(project, limit=10) if "bpc" in e.metrics]
+    (baseline,) = [e for e in agora.log(project, limit=10) if task.metric in e.metrics]
+    values = read_choices((founder / task.knob_file).read_text())
+    measured = baseline.metrics[task.metric]
     return {
+        "task": task.name,
         "remote": str(directory / "remote.git"),
         "baseline_sha": baseline.sha,
-        "baseline": baseline.metrics["bpc"],
-        "baseline_choices": fingerprint(read_choices((founder / "choices.py").read_text())),
+        "baseline": measured,
+        "baseline_true": task.true_loss(values, measured),
+        "baseline_choices": fingerprint(values),
+        "baseline_setting": fingerprint(values, ("SEED",)),
     }
 
 
-def fingerprint(values: dict[str, object]) -> str:
+def fingerprint(values: dict[str, object], leave_out: tuple[str, ...] = ()) -> str:
     """A choice set as one comparable string (knobs sorted; floats as Python writes them)."""
-    return ";".join(f"{k}={values[k]!r}" for k in sorted(values))
+    return ";".join(f"{k}={values[k]!r}" for k in sorted(values) if k not in leave_out)
 
 
 def run_community(
-    arm: str, seed: int, workers: int, rounds: int, template: dict[str, Any], directory: Path, keep: bool = False
+    task_name: str,
+    arm: str,
+    seed: int,
+    workers: int,
+    budget: int,
+    template: dict[str, Any],
+    directory: Path,
+    keep: bool = False,
 ) -> dict[str, Any]:
-    """Run one community and return its record (see the module docstring)."""
+    """Run one community and return its record (see the module docstring). `budget`: evaluations per
+    worker, its results, replicates and verifications together."""
+    task = TASKS[task_name]
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
     shutil.copytree(template["remote"], directory / "remote.git")
-    plan = DemoPlan(directory, workers, rounds, seed)
+    plan = DemoPlan(directory, workers, budget, seed)
     accounts = list(ACCOUNTS[:workers])  # run.py allows at most len(ACCOUNTS) workers
     kind = WORKERS[arm]
-    crew = [kind(make_clone(plan, f"worker-{a}", a), a, random.Random(f"{seed}/{a}")) for a in accounts]
-    planner = Planner(make_clone(plan, "planner", "planner")) if arm == "planner" else None
+    crew = [kind(make_clone(plan, f"worker-{a}", a), a, random.Random(f"{seed}/{a}"), task) for a in accounts]
+    planner = Planner(make_clone(plan, "planner", "planner"), task) if arm == "planner" else None
+    left = {w.account: budget for w in crew}
     ledger: list[dict[str, Any]] = []
     errors: list[str] = []
+    spent = 0
     started = time.perf_counter()
     with open(directory / "events.log", "w") as log, contextlib.redirect_stdout(log):
-        for number in range(rounds):
+        for number in range(budget):
+            active = [w for w in crew if left[w.account] > 0]
+            if not active:
+                break
             if planner:
-                steps = [w.take(s) for w, s in zip(crew, planner.assign(crew))]  # type: ignore[attr-defined]
+                steps = [w.take(s) for w, s in zip(active, planner.assign(active))]  # type: ignore[attr-defined]
             else:
-                steps = [w.choose() for w in crew]
-            for position, (worker, step) in enumerate(zip(crew, steps)):
+                steps = [w.choose() for w in active]
+            for position, (worker, step) in enumerate(zip(active, steps)):
                 try:
-                    outcome = worker.act(number, step)
+                    outcome = worker.act(number, step, may_verify=left[worker.account] >= 2)
                 except Exception as exc:  # a round that fails is reported and counted, never fatal
                     errors.append(f"{worker.account} round {number}: {exc}"[:300])
+                    left[worker.account] -= 1
+                    spent += 1
                     continue
-                values = read_choices((worker.clone / "choices.py").read_text())
+                used = 1 + outcome.verified
+                left[worker.account] -= used
+                spent += used
+                values = read_choices((worker.clone / task.knob_file).read_text())
                 values[outcome.change.knob] = outcome.change.new
                 ledger.append(
                     {
@@ -90,18 +114,32 @@ def run_community(
                         "position": position,
                         "account": worker.account,
                         "slot": step.slot,
+                        "action": step.action,
                         "parent": step.parent["sha"],
                         "change": outcome.change.describe(),
                         "choices": fingerprint(values),
-                        "bpc": outcome.measured,
+                        "setting": fingerprint(values, ("SEED",)),
+                        "measured": outcome.measured,
+                        "true": task.true_loss(values, outcome.measured) if outcome.measured is not None else None,
                         "sha": outcome.sha,
+                        "verified": outcome.verified,
+                        "spent": spent - outcome.verified,  # this result's place in the evaluation order
                     }
                 )
     wall = time.perf_counter() - started
     with open(directory / "events.log", "a") as log, contextlib.redirect_stdout(log):
         establish_workers(plan, ledger)
-    record = {"arm": arm, "seed": seed, "workers": workers, "rounds": rounds, "wall_s": wall, "errors": errors}
-    record.update(observe(make_clone(plan, "observer", "observer"), accounts, ledger, template))
+    record = {
+        "task": task.name,
+        "arm": arm,
+        "seed": seed,
+        "workers": workers,
+        "budget": budget,
+        "rounds": number + 1 if ledger else 0,
+        "wall_s": wall,
+        "errors": errors,
+    }
+    record.update(observe(task, make_clone(plan, "observer", "observer"), accounts, ledger, template, spent))
     record["ledger"] = ledger
     if not keep:
         shutil.rmtree(directory, ignore_errors=True)
@@ -116,13 +154,15 @@ def establish_workers(plan: DemoPlan, ledger: list[dict[str, Any]]) -> None:
     agora.fetch(founder)
     firsts: dict[str, str] = {}
     for row in ledger:
-        if row["bpc"] is not None and row["sha"]:
+        if row["measured"] is not None and row["sha"]:
             firsts.setdefault(row["account"], row["sha"])
     for sha in firsts.values():
         agora.verify(founder, sha)
 
 
-def observe(clone: Path, accounts: list[str], ledger: list[dict[str, Any]], template: dict[str, Any]) -> dict[str, Any]:
+def observe(
+    task: Task, clone: Path, accounts: list[str], ledger: list[dict[str, Any]], template: dict[str, Any], spent: int
+) -> dict[str, Any]:
     """The run's measures, from the remote as an observer sees it after the last round."""
     project = agora.open_project(clone, account="observer")
     agora.fetch(project)
@@ -131,8 +171,8 @@ def observe(clone: Path, accounts: list[str], ledger: list[dict[str, Any]], temp
     owners = frame.table["account"].to_pylist()
     titles = frame.table["title"].to_pylist()
     node = {sha: i for i, sha in enumerate(shas)}
-    done = [r for r in ledger if r["bpc"] is not None]
-    scores = [r["bpc"] for r in done]
+    done = [r for r in ledger if r["measured"] is not None]
+    scores = [r["measured"] for r in done]
     results = [node[r["sha"]] for r in done if r["sha"] in node]
     verdicts = current_verdicts(frame.graph)
     by_workers = {
@@ -142,20 +182,32 @@ def observe(clone: Path, accounts: list[str], ledger: list[dict[str, Any]], temp
     }
     verified = [i in by_workers for i in results]  # a counting verdict of a worker (not the founder's)
     start = template["baseline"]
-    first = stats.first_new_best(start, scores, TOLERANCE)
+    first = stats.first_new_best(start, scores, task.tolerance)
+    settings = [template["baseline_setting"], *(r["setting"] for r in done)]
+    pick = stats.reported_best(settings, [start, *scores])
+    trues = [template["baseline_true"], *(r["true"] for r in done)]
+    target = task.optimum + task.reach
     return {
         "baseline": start,
-        "evaluations": len(ledger),
+        "baseline_true": template["baseline_true"],
+        "evaluations": spent,
         "results": len(done),
+        "replicates": sum(r["action"] == "replicate" for r in done),
         "crashes": len(ledger) - len(done),
         "best": min([start, *scores]),
+        "reported_true": trues[pick],
+        "found_true": min(trues),
+        "gap": trues[pick] - task.optimum,
+        "artefact": trues[pick] > min(trues) + task.tolerance,
+        "reached": stats.first_reaching([r["true"] for r in done], [r["spent"] for r in done], target),
         "best_so_far": stats.best_so_far(start, scores),
         "first_new_best": first,
-        "equal_score_pairs": stats.equal_score_pairs([r["account"] for r in done], scores, TOLERANCE),
+        "equal_score_pairs": stats.equal_score_pairs([r["account"] for r in done], scores, task.tolerance),
         "identical_choice_pairs": stats.identical_choice_pairs(
             [r["account"] for r in ledger], [r["choices"] for r in ledger]
         ),
         "repeats": stats.repeats([r["choices"] for r in ledger], [template["baseline_choices"]]),
+        "result_evaluations": len(ledger),
         "effective_clusters": effective_clusters([titles[i] or "" for i in results]),
         "verified_share": (sum(verified) / len(verified)) if verified else 0.0,
         "confirmed_results": sum(frame.status[i] == "confirmed" for i in results),  # by the founder or a worker

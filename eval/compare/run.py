@@ -1,12 +1,13 @@
-"""The matched comparison of collaboration protocols (the paper's Appendix C) on the demo task.
+"""The matched comparison of collaboration protocols (the paper's Appendix C) on a suite of tasks.
 
-    python -m eval.compare [--out bench-out/compare] [--seeds 5] [--workers 3] [--rounds 6] [--jobs 2]
+    python -m eval.compare [--out bench-out/compare] [--tasks ...] [--seeds 3] [--workers 3] [--budget 6]
     python eval/compare/run.py ...          (the same)
 
-Founds the demo project once, then runs every arm with every seed: the same scripted workers, task,
+Founds each task's project once, then runs every arm with every seed: the same scripted workers, task,
 budget (evaluations per worker) and seeds; only the way a worker chooses its next step differs
-(`arms.py`). Writes results.md, results.csv (per arm), runs.csv and runs.json (per community run) and
-compare.png into the output folder. See eval/compare/README.md and docs/compare.md.
+(`arms.py`). Writes results.md (a table per task), results.csv (per task and arm), runs.csv and runs.json
+(per community run) and compare-TASK.png into the output folder. See eval/compare/README.md,
+eval/compare/QUESTION.md and docs/compare.md.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ if __package__ in (None, ""):  # run as a script: make `eval.compare` importable
 from eval.compare import report  # noqa: E402
 from eval.compare.arms import ARMS  # noqa: E402
 from eval.compare.community import found_template, run_community  # noqa: E402
+from eval.compare.tasks import TASKS  # noqa: E402
+from git_agora.demo.run import environment  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = ".compare-work"
@@ -35,16 +38,19 @@ MARKER = ".compare-work"
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m eval.compare", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out" / "compare", help="output folder")
+    parser.add_argument("--tasks", nargs="+", choices=list(TASKS), default=list(TASKS))
     parser.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
-    parser.add_argument("--seeds", type=int, default=5, help="seeds per arm (0..N-1 from --first-seed)")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per arm and task (N from --first-seed)")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=3, help="workers per community")
-    parser.add_argument("--rounds", type=int, default=6, help="evaluations per worker (the budget)")
+    parser.add_argument(
+        "--budget", type=int, default=6, help="evaluations per worker: results, replicates and verifications"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="community runs at once (processes)")
     parser.add_argument("--keep", action="store_true", help="keep every run's remote and clones in OUT/work")
     parser.add_argument("--from-runs", type=Path, help="only rewrite the table and plot from a runs.json")
     args = parser.parse_args(argv)
-    for name in ("seeds", "workers", "rounds", "jobs"):
+    for name in ("seeds", "workers", "budget", "jobs"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
     if args.workers > 12:
@@ -68,57 +74,74 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_runs:
         out.mkdir(parents=True, exist_ok=True)
         saved = json.loads(args.from_runs.read_text())
-        write_report(out, saved["runs"], saved["template"], saved["note"])
+        write_report(out, saved["runs"], saved["note"])
         return 0
     work = out / "work"
     prepare(work)
     os.environ["XDG_CONFIG_HOME"] = str(work / "config")  # the accounts' signing keys: not the user's
     os.environ.pop("AGORA_ACCOUNT", None)
+    os.environ["PATH"] = environment()["PATH"]  # the evaluator's python3 is this one
     started = time.perf_counter()
-    template = found_template(work / "template")  # also puts this Python first on PATH for the evaluator
+    templates = {name: found_template(TASKS[name], work / f"template-{name}") for name in args.tasks}
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    tasks = [(arm, seed) for seed in seeds for arm in args.arms]
+    runs = [(task, arm, seed) for seed in seeds for task in args.tasks for arm in args.arms]
     records = []
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {
+        futures = [
             pool.submit(
-                run_community, arm, seed, args.workers, args.rounds, template, work / f"{arm}-{seed}", args.keep
-            ): (arm, seed)
-            for arm, seed in tasks
-        }
+                run_community,
+                task,
+                arm,
+                seed,
+                args.workers,
+                args.budget,
+                templates[task],
+                work / f"{task}-{arm}-{seed}",
+                args.keep,
+            )
+            for task, arm, seed in runs
+        ]
         for future in as_completed(futures):
             record = future.result()
             records.append(record)
             print(
-                f"[{len(records)}/{len(tasks)}] {record['arm']:<9} seed {record['seed']}: best {record['best']:.4f}, "
-                f"{record['evaluations']} evaluations, {len(record['errors'])} errors, {record['wall_s']:.0f} s",
+                f"[{len(records)}/{len(runs)}] {record['task']:<9} {record['arm']:<9} seed {record['seed']}: "
+                f"reported {record['reported_true']:.4f} (true), {record['evaluations']} evaluations, "
+                f"{len(record['errors'])} errors, {record['wall_s']:.0f} s",
                 file=sys.stderr,
                 flush=True,
             )
-    records.sort(key=lambda r: (ARMS.index(r["arm"]), r["seed"]))
+    records.sort(key=lambda r: (args.tasks.index(r["task"]), ARMS.index(r["arm"]), r["seed"]))
     total = time.perf_counter() - started
     command = "python -m eval.compare " + " ".join(argv if argv is not None else sys.argv[1:])
     note = (
-        f"{args.workers} workers x {args.rounds} evaluations per worker, seeds {seeds[0]}..{seeds[-1]}, "
-        f"baseline {template['baseline']:.4f} bpc; {total:.0f} s in all with --jobs {args.jobs} "
-        f"on {os.cpu_count()} cores.\nCommand: `{command.strip()}`\n"
+        f"{args.workers} workers x {args.budget} evaluations per worker, seeds {seeds[0]}..{seeds[-1]}; "
+        f"{total:.0f} s in all with --jobs {args.jobs} on {os.cpu_count()} cores.\n"
+        f"Command: `{command.strip()}`\n"
     )
-    (out / "runs.json").write_text(json.dumps({"template": template, "note": note, "runs": records}, indent=1))
-    write_report(out, records, template, note)
+    saved = {"templates": templates, "note": note, "runs": records}
+    (out / "runs.json").write_text(json.dumps(saved, indent=1))
+    write_report(out, records, note)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"wrote {out}/results.md, results.csv, runs.csv, runs.json, compare.png in {total:.0f} s")
+    print(f"wrote {out}/results.md, results.csv, runs.csv, runs.json and a plot per task in {total:.0f} s")
     return 0
 
 
-def write_report(out: Path, records: list[dict], template: dict, note: str) -> None:
-    rows = report.summarize(records)
-    table = report.markdown(rows)
-    (out / "results.md").write_text(f"{table}\n{note}")
-    report.write_csv(out / "results.csv", rows, report.CSV_FIELDS)
+def write_report(out: Path, records: list[dict], note: str) -> None:
+    """results.md (a table per task), results.csv (a row per task and arm), runs.csv, compare-TASK.png."""
+    sections, rows_all = [], []
+    for task in dict.fromkeys(r["task"] for r in records):
+        runs = [r for r in records if r["task"] == task]
+        rows = report.summarize(runs)
+        rows_all += rows
+        sections.append(f"### {task}\n\n{report.markdown(rows)}")
+        report.plot(out / f"compare-{task}.png", runs, rows)
+    text = "\n".join(sections)
+    (out / "results.md").write_text(f"{text}\n{note}")
+    report.write_csv(out / "results.csv", rows_all, report.CSV_FIELDS)
     report.write_csv(out / "runs.csv", records, report.RUN_FIELDS)
-    report.plot(out / "compare.png", records, rows)
-    print(table)
+    print(text)
 
 
 if __name__ == "__main__":

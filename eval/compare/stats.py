@@ -14,6 +14,8 @@
 - ``first_new_best``: the 1-based position of the first result that beats the starting score by more
   than the tolerance; None when none does.
 - ``best_so_far``: the running best (smaller is better).
+- ``reported_best``: the result a community hands in: the setting of lowest mean measured value.
+- ``first_reaching``: evaluations spent until a result's true loss first reaches a target.
 """
 
 from __future__ import annotations
@@ -111,3 +113,27 @@ def best_so_far(start: float, scores: Sequence[float]) -> list[float]:
         best = min(best, score)
         out.append(best)
     return out
+
+
+def reported_best(settings: Sequence[Hashable], measured: Sequence[float]) -> int | None:
+    """The position of the result a community would hand in: the setting with the lowest mean measured
+    value over all its evaluations (replicates and repeats of one setting merged), its first result.
+    The same rule for every arm; None without results."""
+    totals: dict[Hashable, list[float]] = {}
+    first: dict[Hashable, int] = {}
+    for i, (setting, value) in enumerate(zip(settings, measured)):
+        totals.setdefault(setting, []).append(value)
+        first.setdefault(setting, i)
+    if not totals:
+        return None
+    best = min(totals, key=lambda s: (sum(totals[s]) / len(totals[s]), first[s]))
+    return first[best]
+
+
+def first_reaching(true_losses: Sequence[float], spent: Sequence[int], target: float) -> int | None:
+    """Evaluations spent (verifications and replicates included) when the first result whose true loss
+    is at most ``target`` came in; None when none did."""
+    for loss, used in zip(true_losses, spent):
+        if loss <= target:
+            return used
+    return None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 METHODS = ("additive", "absolute", "witten_bell")
-_LINE = re.compile(r"^(?P<name>[A-Z_]+) = (?P<value>[^#\n]+?)(?P<rest>\s*#.*)?$")
+_LINE = re.compile(r"^(?P<name>[A-Z_][A-Z0-9_]*) = (?P<value>[^#\n]+?)(?P<rest>\s*#.*)?$")
 
 
 @dataclass(frozen=True)

@@ -27,26 +27,33 @@ UNCHANGED = 1e-6  # the demo's tolerance: a smaller difference in bpc is no chan
 @dataclass(frozen=True)
 class Step:
     """What a worker does next: the slot (or rule) it came from, the parent row (`sha`, `metric`), the
-    knob to change (None: the worker picks one) and the result rows it may verify, first choice first."""
+    knob to change (None: the worker picks one), the result rows it may verify, first choice first, and
+    the action: ``change`` one knob, or ``replicate`` the parent (the same knobs under another SEED, on a
+    task whose evaluation draws luck from it)."""
 
     slot: str
     parent: dict
     knob: str | None = None
     unverified: tuple[dict, ...] = ()
+    action: str = "change"
 
 
 @dataclass(frozen=True)
 class Outcome:
     """A round's result: the step taken, the change made, the measured bpc and the published sha
-    (both None when the evaluation crashed)."""
+    (both None when the evaluation crashed), and whether the worker also verified a result."""
 
     step: Step
     change: Change
     measured: float | None
     sha: str | None
+    verified: bool = False
 
 
 class Worker:
+    knob_file = "choices.py"  # the file of knobs a step changes
+    metric = "bpc"
+
     def __init__(self, clone: Path, account: str, rng: random.Random):
         self.clone, self.account, self.rng = clone, account, rng
         self.verified: set[str] = set()
@@ -68,14 +75,21 @@ class Worker:
         slot, parent = self.pick(analysis)
         return Step(slot, parent, unverified=tuple(analysis["views"].get("unverified", {}).get("rows", [])))
 
-    def act(self, number: int, step: Step) -> Outcome:
-        """Check out the step's parent, change one knob, evaluate, publish; sometimes share a thought
-        or verify one of the step's unverified results."""
+    def propose(self, values: dict, knob: str | None) -> Change:
+        return propose(values, self.rng, knob)
+
+    def act(self, number: int, step: Step, may_verify: bool = True) -> Outcome:
+        """Check out the step's parent, change one knob (or replicate it), evaluate, publish; sometimes
+        share a thought or (when `may_verify`) verify one of the step's unverified results."""
         parent = step.parent
         agora.checkout(self.project(), parent["sha"])
-        path = self.clone / "choices.py"
+        path = self.clone / self.knob_file
         text = path.read_text()
-        change = propose(read_choices(text), self.rng, step.knob)
+        values = read_choices(text)
+        if step.action == "replicate":
+            change = Change("SEED", values["SEED"], self.rng.randrange(1, 1_000_000))
+        else:
+            change = self.propose(values, step.knob)
         path.write_text(write_choice(text, change.knob, change.new))
         parent_score = parent.get("metric")
         evaluated = agora.run(self.project())
@@ -83,14 +97,13 @@ class Worker:
             emit(self.account, number, "crash", change.describe())
             path.write_text(text)
             return Outcome(step, change, None, None)
-        measured = evaluated.run.metrics["bpc"]
-        sha = self.publish_result(step.slot, parent, parent_score, change, measured)
-        if self.rng.random() < 0.35:
+        measured = evaluated.run.metrics[self.metric]
+        sha = self.publish_result(step.slot, parent, parent_score, change, measured, step.action == "replicate")
+        if self.rng.random() < 0.35 and step.action != "replicate":
             self.share_thought(change, parent_score, measured)
-        if self.rng.random() < 0.6:
-            self.verify_someone(step.unverified)
+        verified = may_verify and self.rng.random() < 0.6 and self.verify_someone(step.unverified)
         emit(self.account, number, "round", f"{step.slot}: {change.describe()} -> {measured:.4f}")
-        return Outcome(step, change, measured, sha)
+        return Outcome(step, change, measured, sha, verified)
 
     def pick(self, analysis: dict) -> tuple[str, dict]:
         slots = {s["name"]: s["suggestions"] for s in analysis["slots"]["slots"] if s["suggestions"]}
@@ -101,19 +114,19 @@ class Worker:
         name = self.rng.choices(names, weights=[SLOT_WEIGHTS[n] for n in names])[0]
         return name, self.rng.choice(slots[name][:2])
 
-    def publish_result(self, slot, parent, parent_score, change, measured) -> str:
+    def publish_result(self, slot, parent, parent_score, change, measured, replicate=False) -> str:
         base = parent_score if parent_score is not None else measured
         band = [round(base - 0.15, 3), round(base + 0.05, 3)]
-        worse = parent_score is not None and measured > parent_score
+        worse = parent_score is not None and measured > parent_score and not replicate
         description = (
-            f"{change.describe()}: bpc {measured:.4f}\n\n"
+            f"{change.describe()}: {self.metric} {measured:.4f}\n\n"
             f"Parent {parent['sha'][:10]} scored {_score(parent_score)}; chosen from the {slot} slot. "
             f"Changed {change.describe()}, predicted {band[0]}-{band[1]}, measured {measured:.4f}."
         )
-        tags = ["result"] + (["negative-result"] if worse else [])
+        tags = ["result"] + (["negative-result"] if worse else []) + (["replicate"] if replicate else [])
         meta = {"parent_score": parent_score, "change": change.describe(), "slot": slot}
         return agora.publish_worktree(
-            self.project(), description, tags, metrics={"bpc": measured}, meta=meta, prediction=tuple(band)
+            self.project(), description, tags, metrics={self.metric: measured}, meta=meta, prediction=tuple(band)
         ).sha
 
     def share_thought(self, change, parent_score, measured) -> None:
@@ -132,21 +145,23 @@ class Worker:
             agora.post(
                 self.project(),
                 f"Hypothesis: tuning {change.knob} further (beyond {change.new!r}) "
-                f"should lower bpc below {measured:.3f}",
+                f"should lower {self.metric} below {measured:.3f}",
                 ["hypothesis"],
             )
 
-    def verify_someone(self, rows) -> None:
+    def verify_someone(self, rows) -> bool:
         """Verify the first of `rows` (results, newest first) that another account published and this
-        worker has not verified yet."""
+        worker has not verified yet; whether it ran a verification."""
         candidates = [r for r in rows if r["account"] != self.account and r["sha"] not in self.verified]
-        if candidates:
-            target = candidates[0]["sha"]
-            self.verified.add(target)
-            try:
-                agora.verify(self.project(), target)
-            except agora.AgoraError:
-                pass  # refused (say, the evaluation is gone): another round picks another target
+        if not candidates:
+            return False
+        target = candidates[0]["sha"]
+        self.verified.add(target)
+        try:
+            agora.verify(self.project(), target)
+        except agora.AgoraError:
+            return False  # refused (say, the evaluation is gone): another round picks another target
+        return True
 
 
 def _score(value) -> str:

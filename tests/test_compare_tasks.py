@@ -1,0 +1,77 @@
+"""The comparison's synthetic tasks: their landscapes hold the properties each task exists for, the
+evaluator a project runs prints what the harness computes, and proposals stay on the knobs' levels."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from eval.compare import landscape  # noqa: E402
+from eval.compare.tasks import SCORE, TASKS, knob_text  # noqa: E402
+
+
+def optimum_values(task: str) -> dict[str, int]:
+    if task == "noisy":
+        return {**dict(zip(landscape.noisy_names(), landscape.NOISY_OPTIMUM)), "SEED": 0}
+    if task == "deceptive":
+        return {**{f"D{i}": o for i, o in enumerate(landscape.DECEPTIVE_OPTIMUM)}, "SWITCH_A": 1, "SWITCH_B": 1}
+    return dict(zip(landscape.wide_names(), landscape.WIDE_OPTIMUM))
+
+
+@pytest.mark.parametrize("task", ["noisy", "deceptive", "wide"])
+def test_the_optimum_is_where_the_landscape_says(task):
+    best = optimum_values(task)
+    assert landscape.true_loss(task, best) == pytest.approx(landscape.optimum(task))
+    rng = random.Random(task)
+    for _ in range(200):  # no other setting is better
+        other = {k: (rng.randrange(2) if k.startswith("SWITCH") else rng.randrange(TASKS[task].levels)) for k in best}
+        other["SEED"] = 0
+        assert landscape.true_loss(task, other) >= landscape.optimum(task) - 1e-12
+
+
+def test_the_deceptive_switches_each_look_worse_alone():
+    base = {**optimum_values("deceptive"), "SWITCH_A": 0, "SWITCH_B": 0}
+    alone = [landscape.true_loss("deceptive", {**base, s: 1}) for s in ("SWITCH_A", "SWITCH_B")]
+    both = landscape.true_loss("deceptive", {**base, "SWITCH_A": 1, "SWITCH_B": 1})
+    start = landscape.true_loss("deceptive", base)
+    assert all(a > start for a in alone) and both < start
+
+
+def test_noisy_luck_is_reproducible_by_seed_and_about_the_tolerance():
+    values = {**optimum_values("noisy"), "SEED": 7}
+    assert landscape.measured("noisy", values) == landscape.measured("noisy", values)  # a verification agrees
+    draws = [landscape.measured("noisy", {**values, "SEED": s}) - 1.0 for s in range(400)]  # replicates differ
+    mean = sum(draws) / len(draws)
+    sd = (sum((d - mean) ** 2 for d in draws) / (len(draws) - 1)) ** 0.5
+    assert abs(mean) < 0.003 and 0.008 < sd < 0.012
+    assert landscape.measured("wide", optimum_values("wide")) == 1.0  # the other tasks are deterministic
+
+
+@pytest.mark.parametrize("task", ["noisy", "deceptive", "wide"])
+def test_the_projects_evaluator_prints_the_measured_loss(task, tmp_path):
+    (tmp_path / "knobs.py").write_text(knob_text(TASKS[task]))
+    (tmp_path / "score.py").write_text(SCORE.format(task=task))
+    (tmp_path / "landscape.py").write_text((ROOT / "eval/compare/landscape.py").read_text())
+    out = subprocess.run([sys.executable, "score.py"], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == {"loss": landscape.measured(task, TASKS[task].baseline_values)}
+
+
+@pytest.mark.parametrize("task", ["noisy", "deceptive", "wide"])
+def test_proposals_change_one_knob_within_its_levels(task):
+    spec = TASKS[task]
+    rng = random.Random(0)
+    for value in (0, spec.levels - 1):
+        values = {k: (value % 2 if k.startswith("SWITCH") else value) for k in spec.knobs}
+        for _ in range(100):
+            change = spec.propose(values, rng)
+            top = 1 if change.knob.startswith("SWITCH") else spec.levels - 1
+            assert change.knob in spec.knobs and change.new != change.old and 0 <= change.new <= top
+    assert spec.propose(spec.baseline_values, rng, spec.knobs[3]).knob == spec.knobs[3]
