@@ -23,7 +23,7 @@ from pathlib import Path
 
 import git_agora as agora
 from git_agora.demo.choices import Change
-from git_agora.demo.worker import Step, Worker
+from git_agora.demo.worker import Step, Worker, suggested_action
 
 from .tasks import Task
 
@@ -59,7 +59,7 @@ class IsolatedWorker(TaskWorker):
             self.fetched = True
         analysis = agora.analyze(self.project(), limit=5).to_dict()
         slot, parent = self.pick(analysis)
-        return Step(slot, parent)  # it sees no one else's results, so it has nothing to verify
+        return Step(slot, parent, action=suggested_action(parent))  # it sees no one else's work: nothing to verify
 
 
 class FlatLogWorker(TaskWorker):

@@ -34,17 +34,19 @@ from .arms import WORKERS, Planner
 from .tasks import TASKS, Task, found
 
 
-def found_template(task: Task, directory: Path) -> dict[str, Any]:
-    """Found the task's project once (setup + the evaluated baseline); every run starts from a copy of
-    its remote, so all arms and seeds share the very same setup commit and baseline."""
+def found_template(task: Task, directory: Path, ucb: dict | None = None) -> dict[str, Any]:
+    """Found the task's project once (setup + the evaluated baseline; `ucb`: its `[ucb]` settings);
+    every run starts from a copy of its remote, so all arms and seeds share the very same setup commit
+    and baseline."""
     directory.mkdir(parents=True)
-    founder = found(task, directory)
+    founder = found(task, directory, ucb)
     project = agora.open_project(founder, account="founder")
     (baseline,) = [e for e in agora.log(project, limit=10) if task.metric in e.metrics]
     values = read_choices((founder / task.knob_file).read_text())
     measured = baseline.metrics[task.metric]
     return {
         "task": task.name,
+        "ucb": dict(ucb or {}),
         "remote": str(directory / "remote.git"),
         "baseline_sha": baseline.sha,
         "baseline": measured,

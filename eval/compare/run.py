@@ -46,6 +46,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--budget", type=int, default=6, help="evaluations per worker: results, replicates and verifications"
     )
+    parser.add_argument(
+        "--ucb",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an [ucb] setting of every founded project (repeat; e.g. format=2, replicate_within=1.0)",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="community runs at once (processes)")
     parser.add_argument("--keep", action="store_true", help="keep every run's remote and clones in OUT/work")
     parser.add_argument("--from-runs", type=Path, help="only rewrite the table and plot from a runs.json")
@@ -56,6 +63,24 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if args.workers > 12:
         parser.error("--workers must be at most 12 (the demo's accounts)")
     return args
+
+
+def ucb_settings(pairs: list[str]) -> dict:
+    """`KEY=VALUE` pairs as `[ucb]` settings (numbers as numbers), checked as a project would check them."""
+    from git_agora.frontier.ucb import UcbParams
+
+    settings: dict = {}
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        try:
+            settings[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else float(value)
+        except ValueError:
+            raise SystemExit(f"--ucb {pair}: expected KEY=NUMBER") from None
+    try:
+        UcbParams.from_mapping(settings)
+    except ValueError as exc:
+        raise SystemExit(f"--ucb: {exc}") from None
+    return settings
 
 
 def prepare(work: Path) -> None:
@@ -82,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("AGORA_ACCOUNT", None)
     os.environ["PATH"] = environment()["PATH"]  # the evaluator's python3 is this one
     started = time.perf_counter()
-    templates = {name: found_template(TASKS[name], work / f"template-{name}") for name in args.tasks}
+    ucb = ucb_settings(args.ucb)
+    templates = {name: found_template(TASKS[name], work / f"template-{name}", ucb) for name in args.tasks}
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     runs = [(task, arm, seed) for seed in seeds for task in args.tasks for arm in args.arms]
     records = []
@@ -114,8 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     records.sort(key=lambda r: (args.tasks.index(r["task"]), ARMS.index(r["arm"]), r["seed"]))
     total = time.perf_counter() - started
     command = "python -m eval.compare " + " ".join(argv if argv is not None else sys.argv[1:])
+    settings = ", ".join(f"{k} = {v}" for k, v in ucb.items()) or "the defaults"
     note = (
-        f"{args.workers} workers x {args.budget} evaluations per worker, seeds {seeds[0]}..{seeds[-1]}; "
+        f"{args.workers} workers x {args.budget} evaluations per worker, seeds {seeds[0]}..{seeds[-1]}, "
+        f"[ucb] {settings}; "
         f"{total:.0f} s in all with --jobs {args.jobs} on {os.cpu_count()} cores.\n"
         f"Command: `{command.strip()}`\n"
     )

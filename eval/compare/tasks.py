@@ -135,19 +135,28 @@ def knob_text(task: Task) -> str:
     return "\n".join(lines) + "\n"
 
 
-def found(task: Task, directory: Path) -> Path:
+def ucb_table(settings: dict) -> str:
+    """`settings` as an agora.toml `[ucb]` table (empty: the project keeps git-agora's defaults)."""
+    if not settings:
+        return ""
+    return "\n[ucb]\n" + "".join(f"{k} = {v!r}\n" for k, v in settings.items())
+
+
+def found(task: Task, directory: Path, ucb: dict | None = None) -> Path:
     """The founder's clone of a new project for `task` in `directory` (a bare `remote.git` beside it):
-    the setup and its evaluated baseline result."""
+    the setup and its evaluated baseline result. `ucb`: the setup's `[ucb]` settings (default: the
+    defaults git-agora writes)."""
     plan = DemoPlan(directory, 1, 1, 0)
     if task.name == "demo":
-        return found_project(plan)
+        return found_project(plan, ucb_table(ucb or {}))
     git(directory, "init", "-q", "--bare", "remote.git")
     founder = make_clone(plan, "founder", "founder")
     (founder / "knobs.py").write_text(knob_text(task))
     (founder / "score.py").write_text(SCORE.format(task=task.name))
     (founder / "landscape.py").write_text((HERE / "landscape.py").read_text())
     (founder / ".gitignore").write_text("__pycache__/\n")
-    (founder / "agora.toml").write_text(TOML.format(name=f"compare-{task.name}", tolerance=task.tolerance))
+    toml = TOML.format(name=f"compare-{task.name}", tolerance=task.tolerance) + ucb_table(ucb or {})
+    (founder / "agora.toml").write_text(toml)
     title = f"The {task.name} task"
     noise = NOISE if task.noisy else ""
     (founder / "program.md").write_text(BRIEF.format(title=title, top=task.levels - 1, noise=noise))

@@ -24,6 +24,8 @@ UCB_COMMENT = [
     "#   grows when results crowd near the best. Slots: exploit (quality >= exploit_q), explore known",
     "#   (quality >= explore_q in clusters of at most thin_cluster), explore novel (at most few_follow_ons",
     "#   follow-ons in clusters of at most novel_cluster); per_slot suggestions each.",
+    "#   format = 2 adds replicates for noisy metrics: replicate_within (tolerances; 0 = off) and replicates",
+    "#   (per leader): standings are means over draws, and close leaders are replicated first (docs/protocol.md).",
 ]
 
 

@@ -118,15 +118,16 @@ def make_clone(plan: DemoPlan, name: str, account: str) -> Path:
     return clone
 
 
-def found_project(plan: DemoPlan) -> Path:
-    """The founder's clone: the task files, agora.toml, the brief, the setup and a baseline result."""
+def found_project(plan: DemoPlan, ucb: str = "") -> Path:
+    """The founder's clone: the task files, agora.toml (`ucb`: an `[ucb]` table to add), the brief, the
+    setup and a baseline result."""
     git(plan.directory, "init", "-q", "--bare", "remote.git")
     founder = make_clone(plan, "founder", "founder")
     task = files("git_agora") / "demo" / "task"
     for name in TASK_FILES:
         (founder / name).write_text((task / name).read_text())
     (founder / ".gitignore").write_text("__pycache__/\n")
-    (founder / "agora.toml").write_text(AGORA_TOML)
+    (founder / "agora.toml").write_text(AGORA_TOML + ucb)
     (founder / "program.md").write_text(BRIEF)
     _with_tools_on_path()
     project = agora.open_project(founder, account="founder")

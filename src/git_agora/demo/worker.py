@@ -73,7 +73,8 @@ class Worker:
             pass  # the remote is busy or away: work from what is here
         analysis = agora.analyze(self.project(), limit=5).to_dict()
         slot, parent = self.pick(analysis)
-        return Step(slot, parent, unverified=tuple(analysis["views"].get("unverified", {}).get("rows", [])))
+        unverified = tuple(analysis["views"].get("unverified", {}).get("rows", []))
+        return Step(slot, parent, unverified=unverified, action=suggested_action(parent))
 
     def propose(self, values: dict, knob: str | None) -> Change:
         return propose(values, self.rng, knob)
@@ -86,7 +87,7 @@ class Worker:
         path = self.clone / self.knob_file
         text = path.read_text()
         values = read_choices(text)
-        if step.action == "replicate":
+        if step.action == "replicate" and "SEED" in values:
             change = Change("SEED", values["SEED"], self.rng.randrange(1, 1_000_000))
         else:
             change = self.propose(values, step.knob)
@@ -98,8 +99,9 @@ class Worker:
             path.write_text(text)
             return Outcome(step, change, None, None)
         measured = evaluated.run.metrics[self.metric]
-        sha = self.publish_result(step.slot, parent, parent_score, change, measured, step.action == "replicate")
-        if self.rng.random() < 0.35 and step.action != "replicate":
+        replicate = change.knob == "SEED"
+        sha = self.publish_result(step.slot, parent, parent_score, change, measured, replicate)
+        if self.rng.random() < 0.35 and not replicate:
             self.share_thought(change, parent_score, measured)
         verified = may_verify and self.rng.random() < 0.6 and self.verify_someone(step.unverified)
         emit(self.account, number, "round", f"{step.slot}: {change.describe()} -> {measured:.4f}")
@@ -162,6 +164,12 @@ class Worker:
         except agora.AgoraError:
             return False  # refused (say, the evaluation is gone): another round picks another target
         return True
+
+
+def suggested_action(suggestion: dict) -> str:
+    """The step a slot's suggestion asks for: ``replicate`` it (a project that counts replicates says so
+    for a leader within the noise of the best), else ``change`` one knob of it."""
+    return "replicate" if suggestion.get("action") == "replicate" else "change"
 
 
 def _score(value) -> str:

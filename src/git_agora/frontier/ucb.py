@@ -28,18 +28,25 @@ Slots (parents are never invalid, wip, endorsements, verifications or failed-ver
 
 A node appears in at most one slot (exploit, then explore known, then explore novel). Explore slots
 only look at the clustered window (the most recent work) when clusters exist.
+
+Replicates (``[ucb] format = 2``, ``replicate_within`` > 0; off by default, the paper's behaviour): a
+result tagged ``replicate`` repeats its first parent's setting under another seed. Then Q ranks each
+result by the mean of its own value and its replicates' (``replicated``), replicates are never
+suggested as parents (build on the original), and an exploit suggestion whose mean lies within
+``replicate_within`` tolerances of the best mean, with fewer than ``replicates`` replicates, says
+``action: replicate``: rerun it under another seed before building on it, since its lead is within noise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
 from .clusters import Clustering
-from .frame import Frame
+from .frame import Frame, inherit_quality, quality
 
 
 @dataclass(frozen=True)
@@ -57,11 +64,25 @@ class UcbParams:
     novel_cluster: int = 2
     few_follow_ons: int = 1
     per_slot: int = 3
+    format: int = 1  # 2: the keys below; an older git-agora says it needs a newer one
+    replicate_within: float = 0.0  # in tolerances; 0: replicates are ordinary results (module docstring)
+    replicates: int = 2
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> UcbParams:
-        """Build from an ``[ucb]`` table; unknown keys raise ValueError (typos should not pass silently)."""
+        """Build from an ``[ucb]`` table; unknown keys raise ValueError (typos should not pass silently),
+        and so do format-2 keys without ``format = 2`` or a format newer than this git-agora reads."""
         values = dict(values or {})
+        version = values.get("format", 1)
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError("[ucb] format must be a positive integer")
+        if version > UCB_FORMAT:
+            raise ValueError(
+                f"[ucb] is written in format {version}: needs a newer git-agora (this one reads {UCB_FORMAT})"
+            )
+        newer = sorted(set(values) & FORMAT_2_KEYS) if version < 2 else []
+        if newer:
+            raise ValueError(f"[ucb] {', '.join(newer)} need format = 2 in [ucb]")
         names = {f.name: f.type for f in fields(cls)}
         unknown = sorted(set(values) - set(names))
         if unknown:
@@ -70,7 +91,17 @@ class UcbParams:
         return cls(**{k: kinds[k](v) for k, v in values.items()})
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The settings as `[ucb]` holds them: format-1 projects without the keys older readers refuse."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if self.format >= 2 or f.name not in FORMAT_KEYS}
+
+    @property
+    def replicating(self) -> bool:
+        return self.format >= 2 and self.replicate_within > 0
+
+
+UCB_FORMAT = 2  # the newest [ucb] format this git-agora reads
+FORMAT_2_KEYS = {"replicate_within", "replicates"}
+FORMAT_KEYS = FORMAT_2_KEYS | {"format"}
 
 
 @dataclass(frozen=True)
@@ -93,6 +124,8 @@ class Suggestion:
     duplicates: int | None
     reason: str
     claimed_by: tuple[dict[str, Any], ...] = ()  # active claims on it: {account, until, sha, title}
+    action: str = "build"  # or "replicate": rerun it under another seed first (module docstring)
+    replicates: int | None = None  # its replicates, when the project counts them
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "claimed_by": [dict(c) for c in self.claimed_by]}
@@ -189,6 +222,7 @@ class _Context:
     c: float
     cluster: np.ndarray
     size: np.ndarray
+    replicas: Replicas | None = None
 
     def ucb(self, nodes: np.ndarray, rho: np.ndarray, d: float) -> np.ndarray:
         """U(v) of ``nodes`` through ``ucb_scores``, with Q inherited along first parents."""
@@ -241,12 +275,15 @@ def exploit_shortlist(frame: Frame, params: UcbParams = UcbParams()) -> np.ndarr
 
 def plan_slots(frame: Frame, clustering: Clustering | None, params: UcbParams = UcbParams()) -> Slots:
     """Compute C and fill the three slots (module docstring)."""
+    replicas = Replicas.of(frame) if params.replicating else None
+    if replicas is not None:
+        frame = replicas.frame
     c, b = exploration_constant(frame, params)
     if clustering is None:
         cluster, size = np.full(frame.n, -1, dtype=np.int64), np.zeros(frame.n, dtype=np.int64)
     else:
         cluster, size = clustering.cluster_of(frame.n)
-    ctx = _Context(frame, clustering, params, c, cluster, size)
+    ctx = _Context(frame, clustering, params, c, cluster, size, replicas)
     taken = np.zeros(frame.n, dtype=bool)
     slots = []
     for build in (_exploit, _explore_known, _explore_novel):
@@ -308,13 +345,13 @@ def _explore_novel(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray
 
 def _fill(ctx: _Context, name: str, purpose: str, pool: np.ndarray, note: str | None) -> tuple[Slot, np.ndarray]:
     nodes, scores, rho = ctx.top(pool, ctx.params.per_slot)
-    suggestions = tuple(_suggestion(ctx, int(v), float(u), int(r)) for v, u, r in zip(nodes, scores, rho))
+    suggestions = tuple(_suggestion(ctx, name, int(v), float(u), int(r)) for v, u, r in zip(nodes, scores, rho))
     if not suggestions and note is None:
         note = "no node qualifies for this slot"
     return Slot(name, purpose, suggestions, note), nodes
 
 
-def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
+def _suggestion(ctx: _Context, name: str, node: int, ucb: float, rho: int) -> Suggestion:
     f = ctx.frame
     row = f.rows([node])[0]
     source = "own" if f.scored[node] else ("inherited" if f.has_metric and f.q_inherited[node] > 0 else "none")
@@ -331,6 +368,13 @@ def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
         parts.insert(1, f"metric {row['metric']:g}")
     if cluster is not None:
         parts.append(f"cluster {cluster} of size {size}")
+    action, replicates = "build", None
+    if ctx.replicas is not None and f.scored[node]:
+        replicates = int(ctx.replicas.count[node])
+        parts.append(f"mean of {replicates + 1} draw(s)")
+        if name == "exploit" and ctx.replicas.within_noise(node, ctx.params) and replicates < ctx.params.replicates:
+            action = "replicate"
+            parts.append("within the noise of the best: replicate it under another seed before building on it")
     if duplicates is not None:
         parts.append(f"{duplicates} near-duplicate(s)")
     if f.status[node] == "contested":
@@ -352,7 +396,55 @@ def _suggestion(ctx: _Context, node: int, ucb: float, rho: int) -> Suggestion:
         size,
         duplicates,
         reason,
+        action=action,
+        replicates=replicates,
     )
+
+
+@dataclass(frozen=True, eq=False)
+class Replicas:
+    """Replicates read as extra draws of their original (module docstring): ``frame`` is the frame with
+    the metric of each original replaced by its mean over draws, Q recomputed from it, and replicates
+    neither scored nor buildable; ``count`` is each node's number of scored replicates."""
+
+    frame: Frame
+    count: np.ndarray
+
+    @classmethod
+    def of(cls, frame: Frame) -> Replicas:
+        tags = frame.graph.rows(np.arange(frame.n), ["tags"])["tags"].to_pylist()
+        parent = frame.first_parent
+        replica = np.array([bool(t) and "replicate" in t for t in tags], dtype=bool)
+        replica &= frame.scored & (parent >= 0)
+        replica[replica] &= frame.scored[parent[replica]]
+        originals = parent[replica]
+        count = np.bincount(originals, minlength=frame.n)
+        total = np.where(frame.scored, frame.metric, 0.0)
+        np.add.at(total, originals, frame.metric[replica])
+        mean = np.where(frame.scored, total / (count + 1), np.nan)
+        scored = frame.scored & ~replica
+        mean[replica] = np.nan
+        q = quality(mean, scored, frame.direction)
+        averaged = replace(
+            frame,
+            metric=mean,
+            scored=scored,
+            buildable=frame.buildable & ~replica,
+            q=q,
+            q_inherited=inherit_quality(q, parent),
+        )
+        return cls(averaged, count)
+
+    def within_noise(self, node: int, params: UcbParams) -> bool:
+        """Whether the node's standing among the leaders is within noise: it lies within
+        ``replicate_within`` tolerances of the best mean, and so does at least one other original (a
+        lone leader has nobody to be told apart from)."""
+        f = self.frame
+        loss = f.loss()
+        window = loss[f.scored] <= np.nanmin(loss[f.scored]) + params.replicate_within * f.tolerance
+        return bool(
+            window.sum() >= 2 and loss[node] <= np.nanmin(loss[f.scored]) + params.replicate_within * f.tolerance
+        )
 
 
 def _join(*notes: str | None) -> str | None:

@@ -1,0 +1,74 @@
+"""Replicates in the slots (`[ucb] format = 2`, `replicate_within`): a leader's standing is the mean of
+its draws, a lead within noise asks for a replicate, replicates are never parents, and the setting is
+off by default and refused without its format."""
+
+from __future__ import annotations
+
+import pytest
+from frontier_tables import node, sha, table
+
+from git_agora.frontier.analyze import AnalyzeConfig, analyze
+from git_agora.frontier.ucb import UcbParams
+
+REPLICATING = UcbParams.from_mapping({"format": 2, "replicate_within": 2.0, "replicates": 1, "exploit_q": 0.4})
+
+
+def noisy_project(extra=()):
+    """Two leaders within the 0.01 tolerance of each other (lucky 0.995 and honest 1.0), one far behind;
+    `lucky` was then replicated once and drew 1.02."""
+    rows = [node("setup", "org", tags=("setup",))]
+    rows += [
+        node("lucky", "a", "setup", t=1, metric=0.995),
+        node("honest", "b", "setup", t=2, metric=1.0),
+        node("far", "c", "setup", t=3, metric=1.3),
+        *extra,
+    ]
+    return table(rows)
+
+
+def exploit(contributions, params):
+    result = analyze(contributions, config=AnalyzeConfig(tolerance=0.01, ucb=params))
+    return {s.sha: s for s in result.slots["exploit"].suggestions}, result
+
+
+def test_off_by_default_replicates_are_ordinary_results():
+    suggestions, _ = exploit(noisy_project(), UcbParams())
+    assert all(s.action == "build" and s.replicates is None for s in suggestions.values())
+    assert "format" not in UcbParams().to_dict() and "replicate_within" not in UcbParams().to_dict()
+
+
+def test_leaders_within_noise_are_asked_for_a_replicate():
+    suggestions, _ = exploit(noisy_project(), REPLICATING)
+    assert suggestions[sha("lucky")].action == "replicate" and suggestions[sha("honest")].action == "replicate"
+    assert "replicate it under another seed" in suggestions[sha("lucky")].reason
+    assert suggestions[sha("lucky")].replicates == 0
+
+
+def test_a_replicate_joins_its_original_and_is_no_parent():
+    replicate = node("lucky-again", "d", "lucky", t=4, metric=1.02, tags=("result", "replicate"))
+    suggestions, result = exploit(noisy_project([replicate]), REPLICATING)
+    everything = {s.sha for slot in result.slots.slots for s in slot.suggestions}
+    assert sha("lucky-again") not in everything  # build on the original, never on its replicate
+    lucky, honest = suggestions[sha("lucky")], suggestions[sha("honest")]
+    assert lucky.metric == pytest.approx((0.995 + 1.02) / 2) and lucky.replicates == 1
+    assert honest.quality > lucky.quality  # the honest 1.0 now leads the lucky draw's mean 1.0075
+    assert lucky.action == "build"  # replicated enough (replicates = 1)
+    assert honest.action == "replicate"  # still within noise of the best, never replicated
+
+
+def test_a_lone_leader_is_not_replicated():
+    rows = [node("setup", "org", tags=("setup",)), node("only", "a", "setup", t=1, metric=1.0)]
+    rows.append(node("far", "b", "setup", t=2, metric=1.5))
+    suggestions, _ = exploit(table(rows), REPLICATING)
+    assert suggestions[sha("only")].action == "build"
+
+
+def test_the_format_guards_the_new_keys():
+    with pytest.raises(ValueError, match="need format = 2"):
+        UcbParams.from_mapping({"replicate_within": 1.0})
+    with pytest.raises(ValueError, match="needs a newer git-agora"):
+        UcbParams.from_mapping({"format": 3})
+    with pytest.raises(ValueError, match="positive integer"):
+        UcbParams.from_mapping({"format": "2"})
+    assert REPLICATING.to_dict()["format"] == 2 and REPLICATING.to_dict()["replicate_within"] == 2.0
+    assert UcbParams.from_mapping(REPLICATING.to_dict()) == REPLICATING
