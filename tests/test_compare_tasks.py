@@ -75,3 +75,42 @@ def test_proposals_change_one_knob_within_its_levels(task):
             top = 1 if change.knob.startswith("SWITCH") else spec.levels - 1
             assert change.knob in spec.knobs and change.new != change.old and 0 <= change.new <= top
     assert spec.propose(spec.baseline_values, rng, spec.knobs[3]).knob == spec.knobs[3]
+
+
+def test_a_replicate_step_publishes_the_same_levels_under_another_seed(tmp_path, monkeypatch):
+    """Through the protocol: the worker's replicate changes only SEED, is tagged `replicate`, and a
+    project that counts replicates then reads the original's standing as the mean of both draws."""
+    import git_agora as agora
+    from eval.compare.arms import AgoraWorker
+    from eval.compare.tasks import found
+    from git_agora.demo.choices import read_choices
+    from git_agora.demo.run import DemoPlan, environment, make_clone
+    from git_agora.demo.worker import Step
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("PATH", environment()["PATH"])
+    settings = {"format": 2, "replicate_within": 3.0, "replicates": 1}
+    founder = found(TASKS["noisy"], tmp_path, settings)
+    (baseline,) = [e for e in agora.log(agora.open_project(founder), limit=5) if "loss" in e.metrics]
+    clone = make_clone(DemoPlan(tmp_path, 1, 1, 0), "worker-ada", "ada")
+    worker = AgoraWorker(clone, "ada", random.Random(0), TASKS["noisy"])
+    agora.fetch(worker.project())
+    parent = {"sha": baseline.sha, "metric": baseline.metrics["loss"]}
+    outcome = worker.act(0, Step("exploit", parent, action="replicate"), may_verify=False)
+
+    assert outcome.change.knob == "SEED" and outcome.change.new != 0
+    show = subprocess.run(
+        ["git", "diff", baseline.sha, outcome.sha, "--", "."], cwd=clone, capture_output=True, text=True
+    )
+    changed = [line for line in show.stdout.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert changed == ["-SEED = 0", f"+SEED = {outcome.change.new}"]
+    levels = read_choices((clone / "knobs.py").read_text())
+    assert outcome.measured == landscape.measured("noisy", levels) != baseline.metrics["loss"]
+    entry = next(e for e in agora.log(worker.project(), limit=5) if e.sha == outcome.sha)
+    assert "replicate" in entry.tags and entry.parents[0] == baseline.sha
+
+    slots = agora.analyze(worker.project()).slots
+    suggested = {s.sha: s for slot in slots.slots for s in slot.suggestions}
+    assert outcome.sha not in suggested  # never a parent: build on the original
+    mean = (baseline.metrics["loss"] + outcome.measured) / 2
+    assert suggested[baseline.sha].metric == pytest.approx(mean) and suggested[baseline.sha].replicates == 1

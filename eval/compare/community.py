@@ -116,7 +116,7 @@ def run_community(
                         "position": position,
                         "account": worker.account,
                         "slot": step.slot,
-                        "action": step.action,
+                        "action": "replicate" if outcome.change.knob == "SEED" else "change",
                         "parent": step.parent["sha"],
                         "change": outcome.change.describe(),
                         "choices": fingerprint(values),
