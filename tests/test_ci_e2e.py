@@ -235,3 +235,44 @@ def test_the_ci_refuses_without_a_key_or_as_an_account_the_policy_does_not_name(
     assert "git agora ci verifies only in the sandbox: the sandbox needs bubblewrap" in unsandboxed.stderr
     assert "--no-sandbox" not in unsandboxed.stderr and "agora.sandbox" not in unsandboxed.stderr
     assert "refs/agora/log/ci" not in git(remote, "for-each-ref")
+
+
+def test_a_record_whose_tips_are_not_here_yet_is_resolved_again_once_they_are(tmp_path):
+    """A witness record names a log commit this clone has not fetched: it reaches nothing yet and is not
+    cached, so once the commit arrives the next read finds everything it reaches."""
+    import json
+
+    import pyarrow as pa
+
+    from git_agora.ops.witness import CACHE, witnessed
+    from git_agora.project import Project
+
+    reader, writer = tmp_path / "reader", tmp_path / "writer"
+    reader.mkdir()
+    git(reader, "init", "-q")
+    git(reader, "commit", "-q", "--allow-empty", "-m", "first")
+    first = git(reader, "rev-parse", "HEAD").strip()
+    git(tmp_path, "clone", "-q", str(reader), str(writer))
+    git(writer, "commit", "-q", "--allow-empty", "-m", "second")
+    second = git(writer, "rev-parse", "HEAD").strip()
+    records = pa.table(
+        {
+            "sha": ["r" * 40],
+            "account": ["ci"],
+            "valid": [True],
+            "tags": [["witness"]],
+            "timestamp": [1_700_000_000],
+            "log_seq": [0],
+            "metadata": [json.dumps({"witness": {"tips": {"bob": second}}})],
+        }
+    )
+    project = Project.open(reader, account="dora")
+    cache = Path(project.repo.agora_path) / CACHE
+
+    early = witnessed(project, records, frozenset({"ci"}))
+    assert early is not None and early.shas.to_pylist() == [] and not cache.exists()
+
+    git(reader, "fetch", "-q", str(writer), "HEAD")
+    late = witnessed(project, records, frozenset({"ci"}))
+    assert sorted(late.shas.to_pylist()) == sorted([first, second]) and cache.exists()
+    assert sorted(witnessed(project, records, frozenset({"ci"})).shas.to_pylist()) == sorted([first, second])

@@ -6,7 +6,9 @@ Everything reachable from those log commits (the log's entries and all they buil
 existed when the record was written: `git rev-list` finds it. Each record is resolved once, the records
 in time order and each only for what the earlier ones did not reach, and kept in
 `.git/agora/witnessed.parquet` (a cache: delete it and it is rebuilt). A record older than one already
-resolved (two CI runners, a late fetch) resolves them all again.
+resolved (two CI runners, a late fetch) resolves them all again. A record whose tips are not all here yet
+(a log not fetched, a rewritten one) is resolved with what is here, and neither it nor any later record
+is cached: they are resolved again on the next read, once the missing commits may have arrived.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ..contribution import WITNESS_TAG, witness_tips
 from ..frontier.graph import tag_mask
 from ..frontier.root import Witnessed
 from ..project import Project
+from ..refs.git import GitError
 
 CACHE = "witnessed.parquet"
 _SCHEMA = pa.schema([("record", pa.string()), ("time", pa.int64()), ("sha", pa.string())])
@@ -71,27 +74,37 @@ def witnessed(project: Project, contributions: pa.Table, witnesses: frozenset[st
     if new:
         tips = record_tips(project, records.slice(len(done)))
         earlier = record_tips(project, records.slice(0, len(done))) if done else []
-        reached = [cached]
+        reached, settled = [cached], True
         seen = {tip for listing in earlier for tip in listing.values()}
         for record, listing in zip(new, tips):
-            shas = _reached(project, listing.values(), seen)
+            shas, complete = _reached(project, listing.values(), seen)
             seen |= set(listing.values())
-            reached.append(pa.table({"record": [record] * len(shas), "time": [times[record]] * len(shas), "sha": shas}))
+            found = pa.table({"record": [record] * len(shas), "time": [times[record]] * len(shas), "sha": shas})
+            if settled and not complete:  # this record and every later one: resolved again next time
+                if len(reached) > 1:  # the records resolved before it are kept
+                    _write_cache(project, pa.concat_tables([t.cast(_SCHEMA) for t in reached]))
+                settled = False
+            reached.append(found)
         cached = pa.concat_tables([t.cast(_SCHEMA) for t in reached])
-        _write_cache(project, cached)
+        if settled:
+            _write_cache(project, cached)
     latest = int(max(t for t in times.values() if t is not None))
     return Witnessed(cached["sha"].combine_chunks(), cached["time"].to_numpy(), latest)
 
 
-def _reached(project: Project, tips, seen: set[str]) -> list[str]:
+def _reached(project: Project, tips, seen: set[str]) -> tuple[list[str], bool]:
     """The commits reachable from `tips` and not from `seen` (log commits among them: the frontier
-    ignores what is not a contribution); tips missing here are skipped."""
+    ignores what is not a contribution), and whether that is the whole answer: False when a tip is
+    missing here or is no commit (then what the others reach)."""
     wanted = list(dict.fromkeys(tips))
     if not wanted:
-        return []
+        return [], True
     listed = "\n".join(wanted + [f"^{tip}" for tip in sorted(seen)]) + "\n"
-    out = project.repo.git.run("rev-list", "--ignore-missing", "--stdin", input=listed, check=False)
-    return out.split()
+    try:
+        return project.repo.git.run("rev-list", "--stdin", input=listed).split(), True
+    except GitError:
+        present = project.repo.git.run("rev-list", "--ignore-missing", "--stdin", input=listed, check=False)
+        return present.split(), False
 
 
 def _cache_path(project: Project) -> Path:
