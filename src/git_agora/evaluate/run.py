@@ -467,7 +467,7 @@ def _unavailable(step: StepOutcome) -> jail.SandboxUnavailable:
             "Ubuntu 24.04 (sysctl kernel.apparmor_restrict_unprivileged_userns=0, or a profile for bwrap), "
             "or a container without them)"
         )
-    return jail.SandboxUnavailable(f"the sandbox cannot start: {said}{hint}; {jail.TURN_OFF}")
+    return jail.SandboxUnavailable(f"the sandbox cannot start: {said}{hint}")
 
 
 def _remove_tree(path: str) -> None:

@@ -53,7 +53,15 @@ _GROUP = f"root:x:0:\nnogroup:x:{SANDBOX_UID}:\n"
 
 
 class SandboxUnavailable(AgoraError):
-    """The sandbox cannot start here: the message says why and what to do."""
+    """The sandbox cannot start here. `reason` says why and what to install; the message adds how to
+    run unsandboxed instead (`TURN_OFF`), which callers that never do (`git agora ci`) leave out."""
+
+    def __init__(self, reason: str, joiner: str = "; "):
+        super().__init__(f"{reason}{joiner}{TURN_OFF}")
+        self.reason, self.joiner = reason, joiner
+
+    def __reduce__(self):  # across processes, as made: not the message as a new reason
+        return type(self), (self.reason, self.joiner)
 
 
 @dataclass(frozen=True)
@@ -108,7 +116,8 @@ def require_bwrap() -> str:
     if bwrap is None:
         raise SandboxUnavailable(
             "the sandbox needs bubblewrap (bwrap), which is not installed here: install it (apt-get install "
-            f"bubblewrap, dnf install bubblewrap), or {TURN_OFF}"
+            "bubblewrap, dnf install bubblewrap)",
+            ", or ",
         )
     if os.geteuid() == 0:
         _setpriv()
@@ -132,8 +141,8 @@ def _setpriv() -> str:
     found = shutil.which("setpriv", path="/usr/bin:/bin")
     if found is None:
         raise SandboxUnavailable(
-            "the sandbox, run as root, needs setpriv (util-linux) to drop to an unprivileged user: "
-            f"install it, or {TURN_OFF}"
+            "the sandbox, run as root, needs setpriv (util-linux) to drop to an unprivileged user: install it",
+            ", or ",
         )
     return found
 

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from ..contribution import WITNESS_TAG, Contribution
 from ..errors import AgoraError
-from ..evaluate.sandbox import TURN_OFF, SandboxUnavailable
+from ..evaluate.sandbox import SandboxUnavailable
 from ..identity.keys import SigningKey, held_key
 from ..project import Project
 from ..refs.names import REMOTES_PREFIX
@@ -140,7 +140,7 @@ def run_ci(
     try:
         require_bwrap()
     except SandboxUnavailable as exc:
-        raise AgoraError(f"git agora ci verifies only in the sandbox: {_without_turn_off(exc)}") from None
+        raise AgoraError(f"git agora ci verifies only in the sandbox: {exc.reason}") from None
     frame = frame_for(contributions, AnalyzeConfig.from_project(project.config, root=root))
     checked, left = _verify_within(project, claims_to_verify(frame, account), budget)
     records, logs = _witness(project, contributions, account)
@@ -152,11 +152,6 @@ def run_ci(
 
         site = str(build_site(project, site_dir).directory)
     return CiReport(account, fetched.remote, fetched.new_contributions, checked, left, records, logs, site, notes)
-
-
-def _without_turn_off(exc: Exception) -> str:
-    """The sandbox's reason without its hint to turn the sandbox off (the CI never does)."""
-    return str(exc).replace(f", or {TURN_OFF}", "").replace(f"; {TURN_OFF}", "")
 
 
 def claims_to_verify(frame: Frame, account: str) -> tuple[str, ...]:
@@ -205,7 +200,7 @@ def _verify_within(
         try:
             done = verify(project, sha, timeout=timeout, sandbox=True)
         except SandboxUnavailable as exc:
-            raise AgoraError(f"git agora ci verifies only in the sandbox: {_without_turn_off(exc)}") from None
+            raise AgoraError(f"git agora ci verifies only in the sandbox: {exc.reason}") from None
         except AgoraError as exc:
             checked.append(Checked(sha, target.account, target.title, None, str(exc), None, time.monotonic() - began))
             continue
