@@ -173,6 +173,8 @@ def test_the_ci_drill(tmp_path):
         and third.json()["notes"] == ["nothing new since the last run: published nothing"]
     )
     assert git(remote, "for-each-ref") == refs_before
+    overview = (tmp_path / "site" / "index.html").read_text()  # the CI's site says when it first saw the best
+    assert "first witnessed by the project's CI at" in overview
 
     reader = tmp_path / "reader"
     agora(tmp_path, "clone", str(remote), str(reader), "--account", "dora")

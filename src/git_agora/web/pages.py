@@ -103,10 +103,12 @@ def overview(
     best = s["best"]
     if best:
         ties = f", {best['ties']} within the tolerance of it" if best["ties"] else ""
+        seen = best.get("witness_time")
+        witnessed = f" · first witnessed by the project's CI at {esc(when(seen))}" if seen is not None else ""
         parts.append(
             f'<p class="best">Best {esc(_metric_name(site))} = <b>{number(best["metric"])}</b> '
             f"({esc(_direction(site))}) by {esc(best['account'])}: "
-            f"{link(root, best['sha'], best['title'])} {_status(best['status'])}{esc(ties)} · "
+            f"{link(root, best['sha'], best['title'])} {_status(best['status'])}{esc(ties)}{witnessed} · "
             f'<a href="{lineage_href(root, best["sha"])}">its lineage</a></p>'
         )
     if s["notes"]:
