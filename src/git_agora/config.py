@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .contribution import DEFAULT_TAG_WEIGHTS, METRIC_NAME_PATTERN, valid_account
+from .formats import section_format
 
 CONFIG_FILE = "agora.toml"
 BRIEF_FILE = "program.md"
@@ -180,13 +181,7 @@ class EvalSpec:
 
     @classmethod
     def parse(cls, values: Mapping[str, Any]) -> EvalSpec:
-        version = values.get("format", 1)
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise ConfigError("[eval] format must be a positive integer")
-        if version > EVAL_FORMAT:
-            raise ConfigError(
-                f"[eval] is written in format {version}: needs a newer git-agora (this one reads {EVAL_FORMAT})"
-            )
+        version = section_format("eval", values, EVAL_FORMAT, ConfigError)
         unknown = sorted(set(values) - _KEYS[1] - (_KEYS[2] if version >= 2 else set()))
         if unknown:
             newer = [k for k in unknown if k in _KEYS[2]]

@@ -45,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from ..formats import section_format
 from .clusters import Clustering
 from .frame import Frame, inherit_quality, quality
 
@@ -73,13 +74,7 @@ class UcbParams:
         """Build from an ``[ucb]`` table; unknown keys raise ValueError (typos should not pass silently),
         and so do format-2 keys without ``format = 2`` or a format newer than this git-agora reads."""
         values = dict(values or {})
-        version = values.get("format", 1)
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise ValueError("[ucb] format must be a positive integer")
-        if version > UCB_FORMAT:
-            raise ValueError(
-                f"[ucb] is written in format {version}: needs a newer git-agora (this one reads {UCB_FORMAT})"
-            )
+        version = section_format("ucb", values, UCB_FORMAT)
         newer = sorted(set(values) & FORMAT_2_KEYS) if version < 2 else []
         if newer:
             raise ValueError(f"[ucb] {', '.join(newer)} need format = 2 in [ucb]")
