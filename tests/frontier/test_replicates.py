@@ -72,3 +72,13 @@ def test_the_format_guards_the_new_keys():
         UcbParams.from_mapping({"format": "2"})
     assert REPLICATING.to_dict()["format"] == 2 and REPLICATING.to_dict()["replicate_within"] == 2.0
     assert UcbParams.from_mapping(REPLICATING.to_dict()) == REPLICATING
+
+
+def test_a_replicate_of_a_replicate_is_another_draw_of_the_first_original():
+    again = node("lucky-again", "d", "lucky", t=4, metric=1.02, tags=("result", "replicate"))
+    third = node("lucky-third", "e", "lucky-again", t=5, metric=1.0, tags=("result", "replicate"))
+    suggestions, result = exploit(noisy_project([again, third]), REPLICATING)
+    lucky = suggestions[sha("lucky")]
+    assert lucky.replicates == 2 and lucky.metric == pytest.approx((0.995 + 1.02 + 1.0) / 3)
+    everything = {s.sha for slot in result.slots.slots for s in slot.suggestions}
+    assert not everything & {sha("lucky-again"), sha("lucky-third")}

@@ -48,6 +48,7 @@ import numpy as np
 from ..formats import section_format
 from .clusters import Clustering
 from .frame import Frame, inherit_quality, quality
+from .graph import tag_mask
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class UcbParams:
 
 
 UCB_FORMAT = 2  # the newest [ucb] format this git-agora reads
+REPLICATE_TAG = "replicate"  # a result that repeats its first parent's setting under another seed
 FORMAT_2_KEYS = {"replicate_within", "replicates"}
 FORMAT_KEYS = FORMAT_2_KEYS | {"format"}
 
@@ -407,12 +409,12 @@ class Replicas:
 
     @classmethod
     def of(cls, frame: Frame) -> Replicas:
-        tags = frame.graph.rows(np.arange(frame.n), ["tags"])["tags"].to_pylist()
         parent = frame.first_parent
-        replica = np.array([bool(t) and "replicate" in t for t in tags], dtype=bool)
-        replica &= frame.scored & (parent >= 0)
+        replica = tag_mask(frame.table, REPLICATE_TAG) & frame.scored & (parent >= 0)
         replica[replica] &= frame.scored[parent[replica]]
         originals = parent[replica]
+        while replica[originals].any():  # a replicate of a replicate is another draw of the first original
+            originals = np.where(replica[originals], parent[originals], originals)
         count = np.bincount(originals, minlength=frame.n)
         total = np.where(frame.scored, frame.metric, 0.0)
         np.add.at(total, originals, frame.metric[replica])
@@ -436,10 +438,8 @@ class Replicas:
         lone leader has nobody to be told apart from)."""
         f = self.frame
         loss = f.loss()
-        window = loss[f.scored] <= np.nanmin(loss[f.scored]) + params.replicate_within * f.tolerance
-        return bool(
-            window.sum() >= 2 and loss[node] <= np.nanmin(loss[f.scored]) + params.replicate_within * f.tolerance
-        )
+        edge = np.nanmin(loss[f.scored]) + params.replicate_within * f.tolerance
+        return bool((loss[f.scored] <= edge).sum() >= 2 and loss[node] <= edge)
 
 
 def _join(*notes: str | None) -> str | None:
