@@ -79,7 +79,8 @@ def test_proposals_change_one_knob_within_its_levels(task):
 
 def test_a_replicate_step_publishes_the_same_levels_under_another_seed(tmp_path, monkeypatch):
     """Through the protocol: the worker's replicate changes only SEED, is tagged `replicate`, and a
-    project that counts replicates then reads the original's standing as the mean of both draws."""
+    project that counts replicates reads the original's standing as the mean of both draws once the
+    founder has confirmed the replicate (another account's draw)."""
     import git_agora as agora
     from eval.compare.arms import AgoraWorker
     from eval.compare.tasks import found
@@ -109,8 +110,17 @@ def test_a_replicate_step_publishes_the_same_levels_under_another_seed(tmp_path,
     entry = next(e for e in agora.log(worker.project(), limit=5) if e.sha == outcome.sha)
     assert "replicate" in entry.tags and entry.parents[0] == baseline.sha
 
-    slots = agora.analyze(worker.project()).slots
-    suggested = {s.sha: s for slot in slots.slots for s in slot.suggestions}
-    assert outcome.sha not in suggested  # never a parent: build on the original
+    def suggested():
+        slots = agora.analyze(worker.project()).slots
+        return {s.sha: s for slot in slots.slots for s in slot.suggestions}
+
+    before = suggested()
+    assert outcome.sha not in before  # never a parent: build on the original
+    assert before[baseline.sha].replicates == 0  # another account's draw: weighs nothing until confirmed
+    founder_project = agora.open_project(founder, account="founder")
+    agora.fetch(founder_project)
+    assert agora.verify(founder_project, outcome.sha).judgement.verdict == "confirmed"
+    agora.fetch(worker.project())
+    after = suggested()
     mean = (baseline.metrics["loss"] + outcome.measured) / 2
-    assert suggested[baseline.sha].metric == pytest.approx(mean) and suggested[baseline.sha].replicates == 1
+    assert after[baseline.sha].metric == pytest.approx(mean) and after[baseline.sha].replicates == 1

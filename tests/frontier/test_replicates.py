@@ -5,7 +5,7 @@ off by default and refused without its format."""
 from __future__ import annotations
 
 import pytest
-from frontier_tables import node, sha, table
+from frontier_tables import node, sha, table, verify
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.ucb import UcbParams
@@ -45,7 +45,7 @@ def test_leaders_within_noise_are_asked_for_a_replicate():
 
 
 def test_a_replicate_joins_its_original_and_is_no_parent():
-    replicate = node("lucky-again", "d", "lucky", t=4, metric=1.02, tags=("result", "replicate"))
+    replicate = node("lucky-again", "a", "lucky", t=4, metric=1.02, tags=("result", "replicate"))
     suggestions, result = exploit(noisy_project([replicate]), REPLICATING)
     everything = {s.sha for slot in result.slots.slots for s in slot.suggestions}
     assert sha("lucky-again") not in everything  # build on the original, never on its replicate
@@ -75,10 +75,22 @@ def test_the_format_guards_the_new_keys():
 
 
 def test_a_replicate_of_a_replicate_is_another_draw_of_the_first_original():
-    again = node("lucky-again", "d", "lucky", t=4, metric=1.02, tags=("result", "replicate"))
-    third = node("lucky-third", "e", "lucky-again", t=5, metric=1.0, tags=("result", "replicate"))
+    again = node("lucky-again", "a", "lucky", t=4, metric=1.02, tags=("result", "replicate"))
+    third = node("lucky-third", "a", "lucky-again", t=5, metric=1.0, tags=("result", "replicate"))
     suggestions, result = exploit(noisy_project([again, third]), REPLICATING)
     lucky = suggestions[sha("lucky")]
     assert lucky.replicates == 2 and lucky.metric == pytest.approx((0.995 + 1.02 + 1.0) / 3)
     everything = {s.sha for slot in result.slots.slots for s in slot.suggestions}
     assert not everything & {sha("lucky-again"), sha("lucky-third")}
+
+
+def test_another_accounts_replicate_counts_only_once_confirmed():
+    """Nobody moves a rival's standing with an unchecked draw: mallory's replicate of honest (1.3, never
+    measured) is no parent and weighs nothing until someone with standing confirms it."""
+    fake = node("fake", "mallory", "honest", t=4, metric=1.3, tags=("result", "replicate"))
+    suggestions, result = exploit(noisy_project([fake]), REPLICATING)
+    assert suggestions[sha("honest")].metric == pytest.approx(1.0) and suggestions[sha("honest")].replicates == 0
+    assert sha("fake") not in {s.sha for slot in result.slots.slots for s in slot.suggestions}
+    confirmed = verify("check", "org", "fake", "confirmed", t=5)
+    suggestions, _ = exploit(noisy_project([fake, confirmed]), REPLICATING)
+    assert suggestions[sha("honest")].replicates == 1 and suggestions[sha("honest")].metric == pytest.approx(1.15)

@@ -31,10 +31,11 @@ only look at the clustered window (the most recent work) when clusters exist.
 
 Replicates (``[ucb] format = 2``, ``replicate_within`` > 0; off by default, the paper's behaviour): a
 result tagged ``replicate`` repeats its first parent's setting under another seed. Then Q ranks each
-result by the mean of its own value and its replicates' (``replicated``), replicates are never
-suggested as parents (build on the original), and an exploit suggestion whose mean lies within
-``replicate_within`` tolerances of the best mean, with fewer than ``replicates`` replicates, says
-``action: replicate``: rerun it under another seed before building on it, since its lead is within noise.
+result by the mean of its own value and its replicates' (its author's, another account's once
+confirmed), replicates are never suggested as parents (build on the original), and an exploit
+suggestion whose mean lies within ``replicate_within`` tolerances of the best mean, with fewer than
+``replicates`` replicates, says ``action: replicate``: rerun it under another seed before building on
+it, since its lead is within noise.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
 
 from ..formats import section_format
 from .clusters import Clustering
@@ -402,7 +404,9 @@ def _suggestion(ctx: _Context, name: str, node: int, ucb: float, rho: int) -> Su
 class Replicas:
     """Replicates read as extra draws of their original (module docstring): ``frame`` is the frame with
     the metric of each original replaced by its mean over draws, Q recomputed from it, and replicates
-    neither scored nor buildable; ``count`` is each node's number of scored replicates."""
+    neither scored nor buildable; ``count`` is each node's number of replicates that count: its own
+    author's, and another account's once confirmed (so that nobody moves another's standing with an
+    unchecked draw)."""
 
     frame: Frame
     count: np.ndarray
@@ -415,9 +419,16 @@ class Replicas:
         originals = parent[replica]
         while replica[originals].any():  # a replicate of a replicate is another draw of the first original
             originals = np.where(replica[originals], parent[originals], originals)
+        draws = np.flatnonzero(replica)
+        accounts = frame.table["account"]
+        own = pc.fill_null(pc.equal(accounts.take(draws), accounts.take(originals)), False).to_numpy(
+            zero_copy_only=False
+        )
+        counts = own | (frame.status[draws] == "confirmed")  # another account's draw counts once confirmed
+        draws, originals = draws[counts], originals[counts]
         count = np.bincount(originals, minlength=frame.n)
         total = np.where(frame.scored, frame.metric, 0.0)
-        np.add.at(total, originals, frame.metric[replica])
+        np.add.at(total, originals, frame.metric[draws])
         mean = np.where(frame.scored, total / (count + 1), np.nan)
         scored = frame.scored & ~replica
         mean[replica] = np.nan
