@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import time
+import tomllib
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -66,16 +67,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def ucb_settings(pairs: list[str]) -> dict:
-    """`KEY=VALUE` pairs as `[ucb]` settings (numbers as numbers), checked as a project would check them."""
+    """`KEY=VALUE` pairs as `[ucb]` settings (values read as TOML: numbers, true/false; otherwise a
+    string), checked as a project would check them."""
     from git_agora.frontier.ucb import UcbParams
 
     settings: dict = {}
     for pair in pairs:
-        key, _, value = pair.partition("=")
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"--ucb {pair}: expected KEY=VALUE")
         try:
-            settings[key.strip()] = int(value) if value.strip().lstrip("-").isdigit() else float(value)
-        except ValueError:
-            raise SystemExit(f"--ucb {pair}: expected KEY=NUMBER") from None
+            settings[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            settings[key.strip()] = value.strip()
     try:
         UcbParams.from_mapping(settings)
     except ValueError as exc:

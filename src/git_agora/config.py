@@ -26,7 +26,8 @@ UCB_COMMENT = [
     "#   (quality >= explore_q in clusters of at most thin_cluster), explore novel (at most few_follow_ons",
     "#   follow-ons in clusters of at most novel_cluster); per_slot suggestions each.",
     "#   format = 2 adds replicates for noisy metrics: replicate_within (tolerances; 0 = off) and replicates",
-    "#   (per leader): standings are means over draws, and close leaders are replicated first (docs/protocol.md).",
+    "#   (per leader): standings are means over draws, and close leaders are replicated first (docs/protocol.md);",
+    '#   and explore_quality ("lineage": explore slots judge a result by it or its parent) and explore_scored.',
 ]
 
 

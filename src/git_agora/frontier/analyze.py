@@ -21,7 +21,7 @@
 - ``slots``: ``exploration_c`` (C), ``bunching``, ``n_total`` (N), ``params`` (the UCB constants) and
   ``slots``: three of ``{name, purpose, note, suggestions}``, names exploit, explore_known,
   explore_novel; each suggestion ``{sha, title, account, metric, status, ucb, quality,
-  quality_source (own|inherited|none), follow_ons, cluster, cluster_size, duplicates, reason,
+  quality_source (own|inherited|parent|none), follow_ons, cluster, cluster_size, duplicates, reason,
   claimed_by}`` (``claimed_by``: the active claims on it, ``{account, until, sha, title}``).
 - ``claims``: the active claims at ``AnalyzeConfig.now`` (``claims.active_claims``), newest first:
   ``{sha, target, account, since, until, title}``; empty when ``now`` is not given.

@@ -29,6 +29,16 @@ Slots (parents are never invalid, wip, endorsements, verifications or failed-ver
 A node appears in at most one slot (exploit, then explore known, then explore novel). Explore slots
 only look at the clustered window (the most recent work) when clusters exist.
 
+Explore settings (``[ucb] format = 2``; off by default, the paper's behaviour):
+
+- ``explore_quality = "lineage"``: the explore slots judge each node by the better of its own Q and its
+  first parent's (``lineage_quality``), so an untouched step away from a leader, worse alone (one of
+  two changes that only pay together), ranks as a direction worth one more step, while work far from
+  every leader stays low. Such suggestions say where their quality comes from (``quality_source``
+  ``parent``). The exploit slot is unchanged.
+- ``explore_scored = true``: the explore slots suggest only results with a metric of their own, not
+  insights or hypotheses whose quality is inherited.
+
 Replicates (``[ucb] format = 2``, ``replicate_within`` > 0; off by default, the paper's behaviour): a
 result tagged ``replicate`` repeats its first parent's setting under another seed. Then Q ranks each
 result by the mean of its own value and its replicates' (its author's, another account's once
@@ -71,6 +81,8 @@ class UcbParams:
     format: int = 1  # 2: the keys below; an older git-agora says it needs a newer one
     replicate_within: float = 0.0  # in tolerances; 0: replicates are ordinary results (module docstring)
     replicates: int = 2
+    explore_quality: str = "own"  # or "lineage": explore slots judge a result by it or its parent (docstring)
+    explore_scored: bool = False  # explore slots suggest only results with a metric (module docstring)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> UcbParams:
@@ -86,6 +98,12 @@ class UcbParams:
         if unknown:
             raise ValueError(f"[ucb]: unknown key(s) {', '.join(unknown)}; known: {', '.join(names)}")
         kinds = {f.name: type(getattr(cls(), f.name)) for f in fields(cls)}
+        for key in sorted(set(values) & {"explore_scored"}):
+            if not isinstance(values[key], bool):
+                raise ValueError(f"[ucb] {key} must be true or false, not {values[key]!r}")
+        quality = values.get("explore_quality", "own")
+        if quality not in EXPLORE_QUALITIES:
+            raise ValueError(f"[ucb] explore_quality must be one of {', '.join(EXPLORE_QUALITIES)}, not {quality!r}")
         return cls(**{k: kinds[k](v) for k, v in values.items()})
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,14 +117,15 @@ class UcbParams:
 
 UCB_FORMAT = 2  # the newest [ucb] format this git-agora reads
 REPLICATE_TAG = "replicate"  # a result that repeats its first parent's setting under another seed
-FORMAT_2_KEYS = {"replicate_within", "replicates"}
+FORMAT_2_KEYS = {"replicate_within", "replicates", "explore_quality", "explore_scored"}
+EXPLORE_QUALITIES = ("own", "lineage")
 FORMAT_KEYS = FORMAT_2_KEYS | {"format"}
 
 
 @dataclass(frozen=True)
 class Suggestion:
     """A parent to build on. ``ucb`` is U(v); ``quality`` is Q(v) and ``quality_source`` says where it
-    came from (own | inherited | none); ``follow_ons`` is n(v); ``cluster``/``cluster_size`` are null
+    came from (own | inherited | parent | none); ``follow_ons`` is n(v); ``cluster``/``cluster_size`` are null
     without clusters; ``duplicates`` is rho(v), null when unknown; ``reason`` is one readable line."""
 
     sha: str
@@ -222,6 +241,14 @@ class _Context:
     cluster: np.ndarray
     size: np.ndarray
     replicas: Replicas | None = None
+    stepped: np.ndarray | None = None  # explore slots: nodes whose Q is their parent's (lineage promise)
+
+    def for_explore(self) -> _Context:
+        """The context the explore slots rank in: Q is the lineage promise when the project asks for it."""
+        if self.params.explore_quality != "lineage":
+            return self
+        lineage = lineage_quality(self.frame)
+        return replace(self, frame=replace(self.frame, q_inherited=lineage), stepped=lineage > self.frame.q_inherited)
 
     def ucb(self, nodes: np.ndarray, rho: np.ndarray, d: float) -> np.ndarray:
         """U(v) of ``nodes`` through ``ucb_scores``, with Q inherited along first parents."""
@@ -283,13 +310,22 @@ def plan_slots(frame: Frame, clustering: Clustering | None, params: UcbParams = 
     else:
         cluster, size = clustering.cluster_of(frame.n)
     ctx = _Context(frame, clustering, params, c, cluster, size, replicas)
-    taken = np.zeros(frame.n, dtype=bool)
-    slots = []
-    for build in (_exploit, _explore_known, _explore_novel):
-        slot, chosen = build(ctx, frame.candidates() & ~taken)
-        taken[chosen] = True
-        slots.append(slot)
-    return Slots(c, b, counted(frame), params, tuple(slots))
+    exploit, taken = _exploit(ctx, frame.candidates())
+    explore = ctx.for_explore()
+    allowed = frame.candidates() & (frame.scored if params.explore_scored else True)
+    allowed[taken] = False
+    known, taken = _explore_known(explore, allowed)
+    allowed[taken] = False
+    novel, _ = _explore_novel(explore, allowed)
+    return Slots(c, b, counted(frame), params, (exploit, known, novel))
+
+
+def lineage_quality(frame: Frame) -> np.ndarray:
+    """Each node's Q, or its first parent's own Q when that is higher: a step away from a leader is as
+    promising as the leader for one more step, though it scored worse alone (the module docstring)."""
+    parent = frame.first_parent
+    parent_q = np.where(parent >= 0, frame.q[np.maximum(parent, 0)], np.nan)
+    return np.fmax(frame.q_inherited, np.nan_to_num(parent_q, nan=0.0))
 
 
 def _exploit(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
@@ -354,13 +390,20 @@ def _suggestion(ctx: _Context, name: str, node: int, ucb: float, rho: int) -> Su
     f = ctx.frame
     row = f.rows([node])[0]
     source = "own" if f.scored[node] else ("inherited" if f.has_metric and f.q_inherited[node] > 0 else "none")
+    if ctx.stepped is not None and ctx.stepped[node]:
+        source = "parent"
     q = float(f.q_inherited[node])
     cluster = int(ctx.cluster[node]) if ctx.cluster[node] >= 0 else None
     size = int(ctx.size[node]) if cluster is not None else None
     duplicates = rho if rho >= 0 else None
     parts = [
         f"quality {round(100 * q)}%"
-        + {"own": "", "inherited": " (inherited from its first-parent line)", "none": " (no metric)"}[source],
+        + {
+            "own": "",
+            "inherited": " (inherited from its first-parent line)",
+            "parent": " (its parent's: one step away from it, worth another)",
+            "none": " (no metric)",
+        }[source],
         f"{int(f.follow_ons[node])} follow-on(s)",
     ]
     if row["metric"] is not None:

@@ -1,0 +1,79 @@
+"""The explore settings (`[ucb] format = 2`): `explore_quality = "lineage"` ranks an untouched step away
+from a leader above work far from every leader, though it scored worse alone; `explore_scored` keeps
+insights and hypotheses out of the explore slots. Both are off by default and refused without the format."""
+
+from __future__ import annotations
+
+import pytest
+from frontier_tables import node, sha, table
+
+from git_agora.frontier.analyze import AnalyzeConfig, analyze
+from git_agora.frontier.frame import build_frame
+from git_agora.frontier.ucb import UcbParams, lineage_quality
+
+LINEAGE = {"format": 2, "explore_quality": "lineage"}
+
+
+def stepping_stone_project():
+    """`best` leads; `stone` stepped off it and scored worse (one of two changes that pay together);
+    `far` is an old mediocre line that scored better than the stone; an insight hangs off `best`."""
+    rows = [
+        node("setup", "org", tags=("setup",)),
+        node("base", "a", "setup", t=1, metric=1.20),
+        node("best", "a", "base", t=2, metric=1.00),
+        node("second", "b", "base", t=3, metric=1.02),
+        node("third", "c", "base", t=4, metric=1.05),
+        node("far", "b", "base", t=5, metric=1.10),
+        node("stone", "c", "best", t=6, metric=1.12),
+        node("idea", "b", "best", t=7, tags=("insight",)),
+    ]
+    return table(rows)
+
+
+def slots(params):
+    result = analyze(stepping_stone_project(), config=AnalyzeConfig(tolerance=0.01, ucb=params))
+    return {slot.name: [s.sha for s in slot.suggestions] for slot in result.slots.slots}, result
+
+
+def explore(suggested):
+    return suggested["explore_known"] + suggested["explore_novel"]
+
+
+def test_lineage_ranks_a_step_off_the_leader_above_far_work():
+    default, _ = slots(UcbParams())
+    lineage, result = slots(UcbParams.from_mapping(LINEAGE))
+    assert explore(default).index(sha("far")) < explore(default).index(sha("stone"))  # the paper: own Q
+    assert explore(lineage).index(sha("stone")) < explore(lineage).index(sha("far"))
+    assert default["exploit"] == lineage["exploit"]  # the exploit slot is unchanged
+    stone = next(s for slot in result.slots.slots for s in slot.suggestions if s.sha == sha("stone"))
+    assert stone.quality_source == "parent" and "its parent's" in stone.reason
+    assert stone.metric == pytest.approx(1.12)  # its own value is shown as measured
+
+
+def test_lineage_quality_is_the_better_of_own_and_parent():
+    frame = build_frame(stepping_stone_project(), tolerance=0.01)
+    q, lineage = frame.q, lineage_quality(frame)
+    index = {row["sha"]: i for i, row in enumerate(frame.rows(range(frame.n)))}
+    best, stone, far = index[sha("best")], index[sha("stone")], index[sha("far")]
+    assert lineage[stone] == q[best] > q[stone]  # a step off the leader: the leader's quality
+    assert lineage[far] == q[far]  # its parent (base) scored worse than it: its own
+    assert lineage[best] == q[best] and (lineage >= frame.q_inherited).all()
+
+
+def test_explore_scored_leaves_insights_out():
+    default, _ = slots(UcbParams())
+    scored, _ = slots(UcbParams.from_mapping({"format": 2, "explore_scored": True}))
+    assert sha("idea") in explore(default)
+    assert sha("idea") not in explore(scored) and sha("idea") not in scored["exploit"]
+
+
+def test_the_format_and_values_are_checked():
+    with pytest.raises(ValueError, match="need format = 2"):
+        UcbParams.from_mapping({"explore_quality": "lineage"})
+    with pytest.raises(ValueError, match="explore_quality must be one of own, lineage"):
+        UcbParams.from_mapping({"format": 2, "explore_quality": "parents"})
+    with pytest.raises(ValueError, match="explore_scored must be true or false"):
+        UcbParams.from_mapping({"format": 2, "explore_scored": "yes"})
+    params = UcbParams.from_mapping({**LINEAGE, "explore_scored": True})
+    assert UcbParams.from_mapping(params.to_dict()) == params
+    assert "explore_quality" not in UcbParams().to_dict()  # format 1 setups are written as before
