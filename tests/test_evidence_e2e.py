@@ -237,6 +237,10 @@ def test_an_evaluator_amendment_sets_earlier_results_apart_and_a_brief_amendment
     assert shas(out["views"]["leaders"]) == [new] and out["summary"]["best"]["sha"] == new
     assert out["summary"]["results"] == 1
     assert any("2 result(s) scored under an earlier evaluator" in n for n in out["summary"]["notes"]), out["summary"]
+    agora(carol, "site", str(carol.parent / "site"))  # the site's overview lists them apart, too
+    overview = (carol.parent / "site" / "index.html").read_text()
+    apart = overview.split("Scored under an earlier evaluator", 1)[1].split("<h2>", 1)[0]
+    assert all(sha[:10] in apart for sha in old) and new[:10] not in apart
 
     brief = founded.alice / "program.md"
     brief.write_text(brief.read_text() + "\nPrefer changes you can explain in one line.\n")

@@ -138,6 +138,8 @@ def test_every_page_is_built_and_links_resolve(hostile):
     assert report.lineage_pages == 2 and report.diffs == 1  # the baseline keeps the setup's tree
     for sha in project.results.values():
         assert (site / "c" / sha[:2] / f"{sha}.html").is_file()
+    overview = (site / "index.html").read_text()
+    assert "Unverified results" in overview and "Scored under an earlier evaluator" not in overview  # only with rows
     for page in html_files(site):
         for href in re.findall(r'(?:href|src)="([^"#?]+)"', page.read_text()):
             if href.startswith(("data:", "http")) or "/_diff/" in href:

@@ -36,8 +36,10 @@ OVERVIEW_COLUMNS: dict[str, tuple[str, ...]] = {
     "promising": ("quality", "descendants", "status"),
     "unverified": ("quality",),
     "contested": ("confirmations", "partials", "failures"),
+    "earlier_epoch": ("status",),  # shown only when an amendment changed the evaluator (OVERVIEW_WHEN_ANY)
     "open_hypotheses": ("inherited_quality",),
     "built_on": ("score", "children", "descendants", "status"),
     "recent": ("status", "verdict"),
     "rejected": ("reasons",),
 }
+OVERVIEW_WHEN_ANY = frozenset({"earlier_epoch"})  # overview views left out while they have no row

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..frontier.columns import OVERVIEW_COLUMNS
+from ..frontier.columns import OVERVIEW_COLUMNS, OVERVIEW_WHEN_ANY
 from ..web import pages
 from ..web.model import ListRow
 from .site_contributions import Chunk, ChunkDiffs, Verdicts, descriptions
@@ -23,7 +23,7 @@ _PAGE_COLUMNS = (
 def write_pages(data: SiteData, writer: PageWriter) -> dict[str, int]:
     for name in ("c", "lineage", "contributions"):
         writer.mkdir(name)
-    writer.write("index.html", pages.overview(data.info, data.analysis_dict, data.stats, OVERVIEW_COLUMNS))
+    writer.write("index.html", pages.overview(data.info, data.analysis_dict, data.stats, overview_views(data)))
     writer.write("ratchet.html", pages.ratchet(data.info, data.ratchet))
     writer.write("clusters.html", pages.cluster_map(data.info, data.cluster_map))
     contributors = _contributors(data)
@@ -41,6 +41,17 @@ def _contributors(data: SiteData) -> list[dict[str, Any]]:
 
     frame = data.analysis.frame
     return list(compute_views(frame, max(frame.n, 1), ("contributors",))["contributors"].rows)
+
+
+def overview_views(data: SiteData) -> dict[str, tuple[str, ...]]:
+    """The overview's views and their columns, less those that only show when they hold a row (results
+    scored under an earlier evaluator) and hold none."""
+    views = data.analysis_dict["views"]
+    return {
+        name: columns
+        for name, columns in OVERVIEW_COLUMNS.items()
+        if name not in OVERVIEW_WHEN_ANY or views.get(name, {}).get("rows")
+    }
 
 
 def _write_lineages(data: SiteData, writer: PageWriter) -> list[str]:
