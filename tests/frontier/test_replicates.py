@@ -94,3 +94,13 @@ def test_another_accounts_replicate_counts_only_once_confirmed():
     confirmed = verify("check", "org", "fake", "confirmed", t=5)
     suggestions, _ = exploit(noisy_project([fake, confirmed]), REPLICATING)
     assert suggestions[sha("honest")].replicates == 1 and suggestions[sha("honest")].metric == pytest.approx(1.15)
+
+
+def test_the_summary_best_is_the_best_mean_when_replicates_count():
+    replicate = node("lucky-again", "a", "lucky", t=4, metric=1.05, tags=("result", "replicate"))
+    _, plain = exploit(noisy_project([replicate]), UcbParams())
+    _, counting = exploit(noisy_project([replicate]), REPLICATING)
+    assert plain.summary.best.sha == sha("lucky")  # off: the lucky single draw 0.995 leads
+    best = counting.summary.best
+    assert best.sha == sha("honest") and best.metric == pytest.approx(1.0)  # lucky's mean is 1.0225
+    assert any("by its mean over draws" in note for note in counting.summary.notes)

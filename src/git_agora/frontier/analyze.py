@@ -9,7 +9,8 @@
   verifications, wip or endorsements, not failed-verified; ``stats`` counts the same),
   ``hypotheses``, ``verifications``, ``unverified_results``, ``contested``, ``metric`` /
   ``direction`` / ``tolerance`` (the project's primary metric), ``best`` (the best result,
-  ``scored.best_node``: the latest noise-aware new best, as in ``stats``; sha, title, account,
+  ``scored.best_node``: the latest noise-aware new best, as in ``stats``, by mean over draws where
+  replicates count; sha, title, account,
   metric, timestamp, status, ties = other results within the tolerance of it; null without metric),
   ``notes`` (why parts are empty or degraded, and when the leaders are not comparable),
   ``incomparable`` (the ``[eval] comparable_on`` fields on which the leaders' recorded evaluator
@@ -54,7 +55,7 @@ from .embeddings import pick_model, vector_index
 from .evidence import FollowOnCounter
 from .frame import Frame, build_frame
 from .root import Root
-from .ucb import Slots, UcbParams, plan_slots
+from .ucb import Replicas, Slots, UcbParams, plan_slots
 from .views import Best, View, ViewParams, best, compute_views, ranked_by_metric
 
 
@@ -277,7 +278,10 @@ def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity) -> Summary:
             "are empty, and UCB uses Q = 0"
         )
     notes.extend(_epoch_notes(frame))
-    notes.extend(_tie_notes(best(frame)))
+    top = best(Replicas.of(frame).frame if config.ucb.replicating else frame)  # replicates: by mean over draws
+    notes.extend(_tie_notes(top))
+    if top is not None and config.ucb.replicating:
+        notes.append(f"the best, {top.sha[:10]}, by its mean over draws (replicates count: [ucb] replicate_within)")
     if not div.available and div.note:
         notes.append(div.note)
     incomparable = _leaders_differ(frame, config)
@@ -300,7 +304,7 @@ def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity) -> Summary:
         metric=config.metric,
         direction=config.direction,
         tolerance=config.tolerance,
-        best=best(frame),
+        best=top,
         notes=tuple(notes),
         incomparable=incomparable,
         calibration=calibrated.overall if calibrated.overall.predicted else None,

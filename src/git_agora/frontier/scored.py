@@ -91,15 +91,21 @@ def new_best_mask(values: np.ndarray, direction: str, tolerance: float = 0.0) ->
     return mask
 
 
-def new_best_nodes(table: pa.Table, scored: np.ndarray, direction: str, tolerance: float = 0.0) -> np.ndarray:
-    """The scored rows that set a new best, in time order (tolerance 0: strict new bests)."""
+def new_best_nodes(
+    table: pa.Table, scored: np.ndarray, direction: str, tolerance: float = 0.0, values: np.ndarray | None = None
+) -> np.ndarray:
+    """The scored rows that set a new best, in time order (tolerance 0: strict new bests). ``values``: the
+    metric per row to compare (default the primary metric; a replicate-aware reader passes means)."""
     order = in_time(table, np.flatnonzero(scored))
-    return order[new_best_mask(primary_metric(table)[order], direction, tolerance)]
+    values = primary_metric(table) if values is None else values
+    return order[new_best_mask(values[order], direction, tolerance)]
 
 
-def best_node(table: pa.Table, scored: np.ndarray, direction: str, tolerance: float = 0.0) -> int:
+def best_node(
+    table: pa.Table, scored: np.ndarray, direction: str, tolerance: float = 0.0, values: np.ndarray | None = None
+) -> int:
     """The best result: the latest noise-aware new best; -1 when nothing is scored."""
-    records = new_best_nodes(table, scored, direction, tolerance)
+    records = new_best_nodes(table, scored, direction, tolerance, values)
     return int(records[-1]) if len(records) else -1
 
 

@@ -135,13 +135,13 @@ class Best:
 def new_bests(frame: Frame) -> np.ndarray:
     """Boolean per node: a scored result that set a new best (noise-aware) when it was published."""
     mask = np.zeros(frame.n, dtype=bool)
-    mask[new_best_nodes(frame.table, frame.scored, frame.direction, frame.tolerance)] = True
+    mask[new_best_nodes(frame.table, frame.scored, frame.direction, frame.tolerance, frame.metric)] = True
     return mask
 
 
 def best(frame: Frame) -> Best | None:
     """The best result (``scored.best_node``: the latest noise-aware new best), or None when nothing is scored."""
-    node = best_node(frame.table, frame.scored, frame.direction, frame.tolerance)
+    node = best_node(frame.table, frame.scored, frame.direction, frame.tolerance, frame.metric)
     if node < 0:
         return None
     loss = frame.loss()
