@@ -124,3 +124,28 @@ def test_a_replicate_step_publishes_the_same_levels_under_another_seed(tmp_path,
     after = suggested()
     mean = (baseline.metrics["loss"] + outcome.measured) / 2
     assert after[baseline.sha].metric == pytest.approx(mean) and after[baseline.sha].replicates == 1
+
+
+def test_the_tuning_rule_keeps_a_setting_only_when_it_wins_without_losing_anywhere(tmp_path):
+    """`eval.compare.tuning` (QUESTION-2.md): paired differences per task, scored in reaches; a setting
+    worse beyond noise on one task never qualifies, however much it gains elsewhere."""
+    from eval.compare import tuning
+
+    def runs(folder, values):
+        folder.mkdir()
+        lines = ["task,arm,seed,reported_true"]
+        lines += [f"{task},agora,{seed},{v}" for task, vs in values.items() for seed, v in enumerate(vs)]
+        (folder / "runs.csv").write_text("\n".join(lines) + "\n")
+        return folder
+
+    reference = runs(tmp_path / "ref", {"deceptive": [1.0, 1.0, 1.0], "wide": [1.10, 1.12, 1.11]})
+    better = runs(tmp_path / "better", {"deceptive": [0.8, 0.9, 1.0], "wide": [1.10, 1.12, 1.11]})
+    reckless = runs(tmp_path / "reckless", {"deceptive": [0.6, 0.6, 0.6], "wide": [1.20, 1.21, 1.22]})
+    ref = tuning.read_runs(reference)
+    candidates = [tuning.compare(ref, "better", tuning.read_runs(better))]
+    candidates.append(tuning.compare(ref, "reckless", tuning.read_runs(reckless)))
+    good, bad = candidates
+    assert good.per_task["deceptive"][1] == pytest.approx(-0.1) and good.score == pytest.approx(-0.1 / 0.05 / 2)
+    assert good.qualifies and not bad.qualifies and bad.score < good.score  # wide got worse beyond noise
+    assert tuning.choose(candidates) is good
+    assert tuning.choose([tuning.compare(ref, "same", ref)]) is None  # no gain: the reference stays
