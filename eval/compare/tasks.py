@@ -13,6 +13,7 @@ distance from the optimum that counts as reaching it.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,7 +140,14 @@ def ucb_table(settings: dict) -> str:
     """`settings` as an agora.toml `[ucb]` table (empty: the project keeps git-agora's defaults)."""
     if not settings:
         return ""
-    return "\n[ucb]\n" + "".join(f"{k} = {v!r}\n" for k, v in settings.items())
+    return "\n[ucb]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in settings.items())
+
+
+def toml_value(value: object) -> str:
+    """A setting as TOML writes it (a bool is `true`, a string a basic string; Python's repr is neither)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value) if isinstance(value, str) else repr(value)
 
 
 def found(task: Task, directory: Path, ucb: dict | None = None) -> Path:
