@@ -149,3 +149,13 @@ def test_the_tuning_rule_keeps_a_setting_only_when_it_wins_without_losing_anywhe
     assert good.qualifies and not bad.qualifies and bad.score < good.score  # wide got worse beyond noise
     assert tuning.choose(candidates) is good
     assert tuning.choose([tuning.compare(ref, "same", ref)]) is None  # no gain: the reference stays
+
+
+def test_a_tasks_ucb_table_is_toml_the_setup_reads():
+    import tomllib
+
+    from eval.compare.tasks import ucb_table
+
+    settings = {"format": 2, "explore_quality": "lineage", "explore_scored": True, "c0": 5.0, "per_slot": 3}
+    assert tomllib.loads(ucb_table(settings))["ucb"] == settings
+    assert ucb_table({}) == ""
