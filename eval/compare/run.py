@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         for future in as_completed(futures):
             record = future.result()
             records.append(record)
+            save_runs(out, templates, f"partial: {len(records)} of {len(runs)} runs done\n", records)
             print(
                 f"[{len(records)}/{len(runs)}] {record['task']:<9} {record['arm']:<9} seed {record['seed']}: "
                 f"reported {record['reported_true']:.4f} (true), {record['evaluations']} evaluations, "
@@ -151,13 +152,20 @@ def main(argv: list[str] | None = None) -> int:
         f"{total:.0f} s in all with --jobs {args.jobs} on {os.cpu_count()} cores.\n"
         f"Command: `{command.strip()}`\n"
     )
-    saved = {"templates": templates, "note": note, "runs": records}
-    (out / "runs.json").write_text(json.dumps(saved, indent=1))
+    save_runs(out, templates, note, records)
     write_report(out, records, note)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     print(f"wrote {out}/results.md, results.csv, runs.csv, runs.json and a plot per task in {total:.0f} s")
     return 0
+
+
+def save_runs(out: Path, templates: dict, note: str, records: list[dict]) -> None:
+    """runs.json, replaced whole after every community run, so a run stopped part way keeps what it
+    finished (`--from-runs` reports it)."""
+    scratch = out / "runs.json.part"
+    scratch.write_text(json.dumps({"templates": templates, "note": note, "runs": records}, indent=1))
+    os.replace(scratch, out / "runs.json")
 
 
 def write_report(out: Path, records: list[dict], note: str) -> None:
