@@ -429,20 +429,72 @@ def test_a_failure_at_any_write_step_leaves_the_old_or_the_new_index(forged, mon
 
 
 KILLER = """
-import os, sys
+import json, os, sys, traceback
 from git_agora.index import segments
-target, calls = int(sys.argv[1]), [0]
-segments.INLINE = int(sys.argv[2])
-for name in {steps!r}:
-    def step(*args, _original=getattr(segments, name), **kwargs):
-        calls[0] += 1
-        if calls[0] == target:
-            os._exit(9)
-        return _original(*args, **kwargs)
-    setattr(segments, name, step)
 from git_agora.cli import main
-main(["index"])
+
+def run(job):
+    if job["inline"] is not None:  # the update to kill: count the write steps, end the process at one
+        target, calls = job["target"], [0]
+        segments.INLINE = job["inline"]
+        for name in {steps!r}:
+            def step(*args, _original=getattr(segments, name), **kwargs):
+                calls[0] += 1
+                if calls[0] == target:
+                    os._exit(9)
+                return _original(*args, **kwargs)
+            setattr(segments, name, step)
+    try:
+        main(job["argv"])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+for line in sys.stdin:  # one command a line, each in a new process forked from this one (imports done once)
+    job = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        log = os.open(job["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        run(job)
+    print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
 """
+
+
+class Processes:
+    """Runs `git agora` commands in the clone, each in its own process, forked from one that imported the
+    command once (a fresh interpreter per command would import pyarrow and the package again, twice per
+    kill). A process can be ended (`os._exit(9)`) at the `target`-th write step of the index."""
+
+    def __init__(self, clone: Path, log_dir: Path):
+        self.log_dir, self.n = log_dir, 0
+        script = KILLER.format(steps=STEPS)
+        self.server = subprocess.Popen(
+            [sys.executable, "-c", script], cwd=clone, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def run(self, *argv: str, target: int = 0, inline: int | None = None) -> tuple[int, str]:
+        """(exit status, its output) of `git agora ARGV`; killed at write step `target` when `inline` is
+        given (the INLINE size that process uses)."""
+        self.n += 1
+        log = self.log_dir / f"process-{self.n}.log"
+        job = {"argv": list(argv), "target": target, "inline": inline, "log": str(log)}
+        self.server.stdin.write(json.dumps(job) + "\n")
+        self.server.stdin.flush()
+        status = self.server.stdout.readline()
+        assert status, "the process server ended"
+        return int(status), log.read_text(errors="replace")
+
+    def close(self) -> None:
+        self.server.stdin.close()
+        self.server.wait(timeout=30)
 
 
 @pytest.mark.parametrize("inline", [segments.INLINE, 0], ids=["tables-inline", "tables-written"])
@@ -452,22 +504,25 @@ def test_a_kill_at_any_write_step_never_duplicates_or_loses_a_contribution(forge
     directory = index_dir(Project.open(clone).repo)
     snapshot = tmp_path / "snapshot"
     shutil.copytree(directory, snapshot)
-    script = KILLER.format(steps=STEPS)
+    (tmp_path / "logs").mkdir()
+    processes = Processes(clone, tmp_path / "logs")
     killed = 0
-    for target in range(1, 40):
-        shutil.rmtree(directory)
-        shutil.copytree(snapshot, directory)
-        proc = subprocess.run(
-            [sys.executable, "-c", script, str(target), str(inline)], cwd=clone, capture_output=True, text=True
-        )
-        if proc.returncode == 0:
-            break
-        assert proc.returncode == 9, proc.stderr
-        killed += 1
-        shas = logical(clone).column("sha").to_pylist()  # what the manifest names after the kill
-        assert len(shas) == len(set(shas)) and set(shas) in (before, after), f"kill {target}"
-        agora(clone, "index", "--check")
-        shas = logical(clone).column("sha").to_pylist()
-        assert len(shas) == len(set(shas)) and set(shas) == after
+    try:
+        for target in range(1, 40):
+            shutil.rmtree(directory)
+            shutil.copytree(snapshot, directory)
+            code, output = processes.run("index", target=target, inline=inline)
+            if code == 0:
+                break
+            assert code == 9, output
+            killed += 1
+            shas = logical(clone).column("sha").to_pylist()  # what the manifest names after the kill
+            assert len(shas) == len(set(shas)) and set(shas) in (before, after), f"kill {target}"
+            code, output = processes.run("index", "--check")  # the next reader, in a process of its own
+            assert code == 0, output
+            shas = logical(clone).column("sha").to_pylist()
+            assert len(shas) == len(set(shas)) and set(shas) == after
+    finally:
+        processes.close()
     # every step of the update, compaction included, was killed once; a new side file adds four
     assert killed == 16 + 4 * (inline == 0)

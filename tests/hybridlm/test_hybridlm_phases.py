@@ -56,8 +56,9 @@ def _wait_for_file(path: Path, proc: subprocess.Popen, seconds=90) -> str:
 
 
 @slow
-def test_eval_and_transfer_then_score_give_the_recorded_bpb(tmp_path):
-    """The agora command shapes: build in the contribution's folder, score from a folder without it."""
+def test_eval_and_transfer_then_score_give_the_recorded_bpb(tmp_path, baseline_eval):
+    """The agora command shapes: build in the contribution's folder, score from a folder without it; the
+    whole `hybridlm eval` of the same file is the session's shared run (`baseline_eval`)."""
     work, elsewhere, artifact = tmp_path / "work", tmp_path / "elsewhere", tmp_path / "out" / "artifact"
     work.mkdir()
     elsewhere.mkdir()
@@ -78,7 +79,7 @@ def test_eval_and_transfer_then_score_give_the_recorded_bpb(tmp_path):
     assert sorted(p.name for p in artifact.iterdir()) == ["manifest.json", "model.safetensors"]
 
     split = result_of(score_tiny(artifact, cwd=elsewhere))
-    whole = result_of(eval_tiny(BASELINE))
+    whole = baseline_eval
     assert split["bpb_hex"] == whole["bpb_hex"] and split["bpb"] == whole["bpb"]
     assert whole["transfer_sha256"] == manifest["transfer_sha256"]  # the one-process evaluator ran that file
     # the score step repeats nothing of the artifact's manifest: the build chose it
@@ -89,14 +90,14 @@ def test_eval_and_transfer_then_score_give_the_recorded_bpb(tmp_path):
 
 
 @slow
-def test_frame_and_gc_inspection_finds_no_evaluation_text(tmp_path):
+def test_frame_and_gc_inspection_finds_no_evaluation_text(tmp_path, baseline_eval):
     report = tmp_path / "report.json"
     attacked = result_of(eval_tiny(TRANSFERS / "frame_inspection.py", env={"HYBRIDLM_ATTACK_REPORT": str(report)}))
     found = json.loads(report.read_text())
     texts, tokens = _eval_texts_and_tokens()
     assert not any(t in found["texts"] for t in texts)
     assert not any(d in found["docs"] for d in tokens)
-    assert attacked["bpb_hex"] == result_of(eval_tiny(BASELINE))["bpb_hex"]  # found nothing, so random init
+    assert attacked["bpb_hex"] == baseline_eval["bpb_hex"]  # found nothing, so random init
 
 
 STAND_IN_TOPICS = "os.path.join(os.path.dirname(os.__file__), 'pydoc_data', 'topics.py')"

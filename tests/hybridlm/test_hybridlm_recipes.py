@@ -20,7 +20,7 @@ pytest.importorskip("transformers")
 from hybridlm import data, donors, train_split  # noqa: E402
 from hybridlm.guard import DataAccessError, transfer_guard  # noqa: E402
 from hybridlm.model import CONFIGS, HybridLM  # noqa: E402
-from hybridlm_helpers import BASELINE, PROJECT_ROOT, error_of, eval_tiny, result_of, transfer_tiny  # noqa: E402
+from hybridlm_helpers import PROJECT_ROOT, error_of, eval_tiny, result_of, transfer_tiny  # noqa: E402
 
 RECIPES = PROJECT_ROOT / "eval" / "weight_transfer" / "recipes"
 TINY = CONFIGS["tiny"]
@@ -45,8 +45,8 @@ def donor_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def random_bpb():
-    return result_of(eval_tiny(BASELINE))["bpb"]
+def random_bpb(baseline_eval):
+    return baseline_eval["bpb"]
 
 
 @pytest.fixture(scope="module")
