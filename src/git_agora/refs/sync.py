@@ -283,7 +283,7 @@ def _replace_refs(repo: Repository, delete: set[str], create: dict[str, str]) ->
         repo.git.run("update-ref", "--stdin", input="\n".join(commands) + "\n", check=False)
 
 
-COMMIT_GRAPH_STALL_S = 10
+COMMIT_GRAPH_STALL_S = 10  # AGORA_COMMIT_GRAPH_STALL_SECONDS overrides it (a slow disk may need more)
 COMMIT_GRAPH_OFF = "commit-graph-off"  # under .git/agora: the writer hung once here; do not try again
 
 
@@ -312,8 +312,9 @@ def write_commit_graph(repo: Repository) -> str | None:
     marker = os.path.join(repo.agora_path, COMMIT_GRAPH_OFF)
     if os.path.exists(marker):
         return None
+    stall = commit_graph_stall_seconds()
     proc = repo.git.watched(
-        "commit-graph", "write", "--reachable", "--split", "--progress", stall=COMMIT_GRAPH_STALL_S, new_lines_only=True
+        "commit-graph", "write", "--reachable", "--split", "--progress", stall=stall, new_lines_only=True
     )
     if proc.returncode != 124:
         return None
@@ -324,9 +325,18 @@ def write_commit_graph(repo: Repository) -> str | None:
     with open(marker, "w") as note:
         note.write("git commit-graph write did not finish; see docs/hosting.md\n")
     return (
-        f"git's commit-graph writer made no progress for {COMMIT_GRAPH_STALL_S} s (a commit with a "
+        f"git's commit-graph writer made no progress for {stall:g} s (a commit with a "
         "hostile committer time?); this clone stops writing commit-graphs"
     )
+
+
+def commit_graph_stall_seconds() -> float:
+    """How long the commit-graph writer may make no progress: `AGORA_COMMIT_GRAPH_STALL_SECONDS`, else
+    `COMMIT_GRAPH_STALL_S`."""
+    try:
+        return float(os.environ.get("AGORA_COMMIT_GRAPH_STALL_SECONDS", COMMIT_GRAPH_STALL_S))
+    except ValueError:
+        return COMMIT_GRAPH_STALL_S
 
 
 def _count_new_entries(repo: Repository, remote: str, before: dict[str, str], changed: dict[str, str]) -> int:
