@@ -49,8 +49,18 @@ def account_look_alikes(contributions: pa.Table) -> dict[str, str]:
     mapped to that earlier account. Reads the account and timestamp columns."""
     named = contributions.filter(pc.is_valid(contributions["account"]))
     firsts = named.group_by("account").aggregate([("timestamp", "min")])
-    ordered = firsts.sort_by([("timestamp_min", "ascending"), ("account", "ascending")])
+    founders = set(_founders(named))
+    founded = pa.array([account not in founders for account in firsts["account"].to_pylist()], pa.bool_())
+    ordered = firsts.append_column("later", founded).sort_by(
+        [("later", "ascending"), ("timestamp_min", "ascending"), ("account", "ascending")]
+    )  # the setup's account came first, even when a look-alike posted within the same second
     return look_alikes(ordered["account"].to_pylist())
+
+
+def _founders(named: pa.Table) -> list[str]:
+    """The accounts of valid setup contributions (the founder's: another setup is invalid)."""
+    setup = tag_mask(named, "setup") & pc.fill_null(named["valid"], False).to_numpy(zero_copy_only=False)
+    return named["account"].filter(pa.array(setup)).to_pylist()
 
 
 def look_alike_notes(contributions: pa.Table) -> tuple[str, ...]:
