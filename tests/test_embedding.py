@@ -50,6 +50,53 @@ def test_hashing_fallbacks_are_deterministic_and_lexical(use_sklearn):
     assert np.array_equal(again[0], backend.encode([OTHER, WARMUP])[1])
 
 
+HOSTILE_TEXTS = [
+    WARMUP,
+    WARMUP2,
+    OTHER,
+    "",
+    "a I of the and",  # stop words and one-letter tokens only
+    "Ünïcödé naïve café — 東京 тест 2024-12-01 x_y__z 3.14 e=mc^2",
+    "repeat repeat repeat repeat the repeat",
+    "Tabs\tand\nnew lines, CamelCase and snake_case_names; ORDER=5 DISCOUNT: 0.75",
+    "\U0001f600 emoji 🚀 and \u202e bidi \x1b[2J escape",
+    "abc abcd abcde abcdef abcdefg" * 20,
+]
+
+
+def test_the_sklearn_features_without_sklearn_equal_sklearns_own():
+    """`embedding.sklearn_hashing` (which imports no scikit-learn) against HashingVectorizer itself: the
+    same features, columns and counts, and the same vectors as the encoder that ran scikit-learn."""
+    pytest.importorskip("sklearn")
+    import scipy.sparse as sp
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, HashingVectorizer
+    from sklearn.utils import murmurhash3_32
+
+    from git_agora.embedding import backends, sklearn_hashing
+
+    n = backends._HASH_FEATURES
+    vectorizer = HashingVectorizer(
+        n_features=n, ngram_range=(1, 2), stop_words="english", alternate_sign=False, norm=None
+    )
+    assert sklearn_hashing.english_stop_words() == ENGLISH_STOP_WORDS
+    analyzer = vectorizer.build_analyzer()
+    expected = vectorizer.transform(HOSTILE_TEXTS)
+    for i, text in enumerate(HOSTILE_TEXTS):
+        assert sklearn_hashing.features(text, ENGLISH_STOP_WORDS) == analyzer(text)
+        row = expected.getrow(i)
+        assert sklearn_hashing.counts(text, ENGLISH_STOP_WORDS, n) == dict(zip(row.indices, row.data))
+    for feature in ["", "a", "ab", "abc", "abcd", "abcde", "naïve café", "東京", "x" * 101]:
+        assert sklearn_hashing.murmurhash3_32(feature.encode()) == murmurhash3_32(feature.encode(), positive=False)
+    columns, signs = backends._sketch(np.arange(n))
+    rows = np.repeat(np.arange(n), backends._SKETCH_COPIES)
+    projection = sp.csr_matrix((signs.ravel(), (rows, columns.ravel())), shape=(n, backends.HASH_DIM))
+    counts = expected.astype(np.float32)
+    counts.data = np.log1p(counts.data)
+    with_sklearn = backends.unit_rows(np.asarray((counts @ projection).todense(), dtype=np.float32))
+    without = hashing_backend(use_sklearn=True).encode(HOSTILE_TEXTS)
+    assert np.allclose(without, with_sklearn, atol=1e-6)
+
+
 def test_load_backend_falls_back_when_torch_stack_is_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import now raises ImportError
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)

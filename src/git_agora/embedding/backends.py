@@ -10,7 +10,8 @@ Backends, best first (``load_backend`` picks one and says which in ``EmbeddingBa
    fails (the notice says why, in one line); any other sentence-transformers model name or local path
    always uses this path. A name that is not already in the local Hugging Face cache fails.
 3. ``hashing-sklearn``: when torch or sentence-transformers are not importable. scikit-learn's
-   ``HashingVectorizer`` (word unigrams and bigrams, English stop words, sublinear term frequency)
+   ``HashingVectorizer`` features (word unigrams and bigrams, English stop words, sublinear term
+   frequency; computed by `embedding.sklearn_hashing` without importing scikit-learn, 1.3-1.8 s)
    followed by a fixed count-sketch projection to 384 dimensions. No fitted vocabulary and no IDF,
    so a text's vector depends on that text alone: the vectors are deterministic and cacheable like
    model vectors. (TF-IDF + SVD was rejected: its vectors change whenever the corpus does.)
@@ -187,17 +188,14 @@ def _sentence_transformer_backend(model: str | None, device: str | None) -> Embe
 def hashing_backend(reason: str = "requested", *, use_sklearn: bool | None = None) -> EmbeddingBackend:
     """The lexical fallback: hashed bag of words (unigrams + bigrams) projected to 384 dimensions.
 
-    Uses scikit-learn's HashingVectorizer when importable (or when ``use_sklearn`` is true), else
-    pure numpy. Deterministic and cacheable; see the module docstring.
+    Uses scikit-learn's HashingVectorizer features when scikit-learn is installed (or when
+    ``use_sklearn`` is true; computed by `sklearn_hashing` without importing it), else pure numpy.
+    Deterministic and cacheable; see the module docstring.
     """
     if use_sklearn is None:
-        try:
-            import scipy.sparse  # noqa: F401
-            import sklearn  # noqa: F401
+        from .sklearn_hashing import available
 
-            use_sklearn = True
-        except ImportError:
-            use_sklearn = False
+        use_sklearn = available()
     if use_sklearn:
         name, model, encode = "hashing-sklearn", HASHING_SKLEARN_MODEL, _sklearn_hashing_encoder()
     else:
@@ -229,20 +227,25 @@ def _sketch(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sklearn_hashing_encoder() -> Encoder:
-    import scipy.sparse as sp
-    from sklearn.feature_extraction.text import HashingVectorizer
+    """scikit-learn's HashingVectorizer counts (`sklearn_hashing`, without importing scikit-learn), log1p
+    weighted, through the count sketch: one `bincount` per batch of texts."""
+    from . import sklearn_hashing
 
-    vectorizer = HashingVectorizer(
-        n_features=_HASH_FEATURES, ngram_range=(1, 2), stop_words="english", alternate_sign=False, norm=None
-    )
-    columns, signs = _sketch(np.arange(_HASH_FEATURES))
-    rows = np.repeat(np.arange(_HASH_FEATURES), _SKETCH_COPIES)
-    projection = sp.csr_matrix((signs.ravel(), (rows, columns.ravel())), shape=(_HASH_FEATURES, HASH_DIM))
+    stop_words = sklearn_hashing.english_stop_words()
 
     def encode(texts: list[str]) -> np.ndarray:
-        counts = vectorizer.transform(list(texts)).astype(np.float32)
-        counts.data = np.log1p(counts.data)
-        return unit_rows(np.asarray((counts @ projection).todense(), dtype=np.float32))
+        rows, hashed = [], []
+        for i, text in enumerate(texts):
+            found = sklearn_hashing.columns(sklearn_hashing.features(text, stop_words), _HASH_FEATURES)
+            rows += [i] * len(found)
+            hashed += found
+        keys = np.asarray(rows, dtype=np.int64) * _HASH_FEATURES + np.asarray(hashed, dtype=np.int64)
+        keys, counts = np.unique(keys, return_counts=True)  # each text's count of each column
+        columns, signs = _sketch(keys % _HASH_FEATURES)
+        weights = np.log1p(counts.astype(np.float32))[:, None] * signs
+        cells = (keys // _HASH_FEATURES)[:, None] * HASH_DIM + columns
+        flat = np.bincount(cells.ravel(), weights=weights.ravel(), minlength=len(texts) * HASH_DIM)
+        return unit_rows(flat.reshape(len(texts), HASH_DIM).astype(np.float32))
 
     return encode
 
