@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ..frontier.embeddings import unit_rows
+from . import sklearn_hashing
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 HASHING = "hashing"  # the name users give for the lexical fallback
@@ -193,9 +194,7 @@ def hashing_backend(reason: str = "requested", *, use_sklearn: bool | None = Non
     Deterministic and cacheable; see the module docstring.
     """
     if use_sklearn is None:
-        from .sklearn_hashing import available
-
-        use_sklearn = available()
+        use_sklearn = sklearn_hashing.available()
     if use_sklearn:
         name, model, encode = "hashing-sklearn", HASHING_SKLEARN_MODEL, _sklearn_hashing_encoder()
     else:
@@ -229,8 +228,6 @@ def _sketch(features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _sklearn_hashing_encoder() -> Encoder:
     """scikit-learn's HashingVectorizer counts (`sklearn_hashing`, without importing scikit-learn), log1p
     weighted, through the count sketch: one `bincount` per batch of texts."""
-    from . import sklearn_hashing
-
     stop_words = sklearn_hashing.english_stop_words()
 
     def encode(texts: list[str]) -> np.ndarray:
