@@ -6,14 +6,13 @@ norm=None)`` does: lower-case, tokens of ``(?u)\\b\\w\\w+\\b``, English stop wor
 bigrams are made, each feature's UTF-8 bytes hashed with MurmurHash3 (32 bits, seed 0) and taken as
 ``abs(h) % n_features``. Importing scikit-learn costs 1.3-1.8 s (its package imports scipy.stats), far
 more than encoding a query; this module reads only the stop-word list from the installed package's
-source file. `tests/test_embedding.py` checks its counts against scikit-learn's on the same texts.
+source file. `tests/test_embedding.py` checks its features, columns and counts against scikit-learn's.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import re
-from collections import Counter
 from functools import cache
 from pathlib import Path
 
@@ -53,11 +52,6 @@ def features(text: str, stop_words: frozenset[str]) -> list[str]:
     """The analyzer's output: unigrams without stop words, then the bigrams of what is left."""
     words = [w for w in TOKEN.findall(text.lower()) if w not in stop_words]
     return words + [f"{a} {b}" for a, b in zip(words, words[1:])]
-
-
-def counts(text: str, stop_words: frozenset[str], n_features: int) -> Counter[int]:
-    """Column -> count of the features that hash there (one row of ``HashingVectorizer.transform``)."""
-    return Counter(columns(features(text, stop_words), n_features))
 
 
 _known: dict[tuple[str, int], int] = {}  # (feature, n_features) -> column: descriptions share most words

@@ -98,9 +98,8 @@ class UcbParams:
         if unknown:
             raise ValueError(f"[ucb]: unknown key(s) {', '.join(unknown)}; known: {', '.join(names)}")
         kinds = {f.name: type(getattr(cls(), f.name)) for f in fields(cls)}
-        for key in sorted(set(values) & {"explore_scored"}):
-            if not isinstance(values[key], bool):
-                raise ValueError(f"[ucb] {key} must be true or false, not {values[key]!r}")
+        if not isinstance(values.get("explore_scored", False), bool):
+            raise ValueError(f"[ucb] explore_scored must be true or false, not {values['explore_scored']!r}")
         quality = values.get("explore_quality", "own")
         if quality not in EXPLORE_QUALITIES:
             raise ValueError(f"[ucb] explore_quality must be one of {', '.join(EXPLORE_QUALITIES)}, not {quality!r}")
