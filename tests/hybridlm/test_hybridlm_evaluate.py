@@ -1,6 +1,8 @@
 """Build and score pieces in process: model checks, the guard around transfer, windows, near-uniform init."""
 
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -79,3 +81,22 @@ def test_full_random_init_is_near_uniform_on_fineweb(full_model, fineweb_150):
     texts = [t for t in load_texts(str(fineweb_150), 150).texts if len(t) < 2000][:3]
     bpb, uniform = _random_init_vs_uniform(full_model, texts)
     assert abs(bpb / uniform - 1) < 0.02
+
+
+def test_determinism_is_switched_on_without_importing_the_compiler_and_the_compiler_agrees():
+    """configure_determinism sets what torch.use_deterministic_algorithms(True) sets, for kernels and for the
+    compiler a transfer might import later; neither it nor the reference model on the meta device pays the
+    compiler's import (torch._inductor, torch._dynamo: 3 s of every evaluation process's start)."""
+    probe = (
+        "import sys, torch\n"
+        "from hybridlm.determinism import configure_determinism\n"
+        "from hybridlm.model import CONFIGS, build_meta\n"
+        "configure_determinism('cpu', 1)\n"
+        "build_meta(CONFIGS['tiny'])\n"
+        "print(torch.are_deterministic_algorithms_enabled(), {'torch._inductor', 'torch._dynamo'} & set(sys.modules))\n"
+        "import torch._inductor.config as c\n"
+        "print(c.deterministic)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "set()", "True"]

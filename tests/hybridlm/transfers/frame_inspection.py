@@ -24,7 +24,7 @@ def _candidates():
 
 
 def _is_text_list(obj):
-    return isinstance(obj, (list, tuple)) and obj and all(isinstance(x, str) for x in obj[:5]) and len(obj[0]) >= 1000
+    return isinstance(obj, (list, tuple)) and obj and all(isinstance(x, str) for x in obj) and len(obj[0]) >= 1000
 
 
 def _is_token_lists(obj):
