@@ -16,10 +16,9 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 from ..feedback import Feedback
 from ..visible import visible
@@ -104,14 +103,8 @@ def run_step(
     """Run `argv` and wait for it at most `timeout` seconds. When it ends (or at the limit) its whole
     process group is killed, then `reap` kills whatever else it started (its cgroup)."""
     start = time.monotonic()
-
-    def child_setup() -> None:
-        _release_signals()
-        if preexec is not None:
-            preexec()
-
-    with contextlib.ExitStack() as forwarding:
-        with _signals_held():  # a stop that arrives while the step starts is handled once it is known
+    with _Stops() as stops:
+        try:  # a stop may come at any point until the step's processes are gone
             proc = subprocess.Popen(
                 list(argv),
                 cwd=cwd,
@@ -121,30 +114,30 @@ def run_step(
                 start_new_session=True,
                 env=dict(env),
                 pass_fds=tuple(pass_fds),
-                preexec_fn=child_setup,
+                preexec_fn=preexec,
             )
-            forwarding.enter_context(_forwarding_signals(proc))
-        if after_start is not None:
-            after_start()
-        assert proc.stdout is not None and proc.stderr is not None
-        out = _Reader(proc.stdout, f"{log_prefix}.out" if log_prefix else None, STDOUT_TAIL, None)
-        err = _Reader(
-            proc.stderr, f"{log_prefix}.err" if log_prefix else None, 0, feedback.output if feedback else None
-        )
-        try:
-            proc.wait(timeout=timeout)
-            returncode: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            returncode = None
-        except _Stopped as stop:  # waiting here, not in the handler: Popen.wait holds a lock there
+            stops.started(proc)
+            if after_start is not None:
+                after_start()
+            assert proc.stdout is not None and proc.stderr is not None
+            out = _Reader(proc.stdout, f"{log_prefix}.out" if log_prefix else None, STDOUT_TAIL, None)
+            err = _Reader(
+                proc.stderr, f"{log_prefix}.err" if log_prefix else None, 0, feedback.output if feedback else None
+            )
+            try:
+                proc.wait(timeout=timeout)
+                returncode: int | None = proc.returncode
+            except subprocess.TimeoutExpired:
+                returncode = None
+            duration = time.monotonic() - start
+            _kill_group(proc)
+            if reap is not None:
+                reap()
+        except _Stopped as stop:  # handled here, not in the handler: Popen.wait holds a lock there
             _kill_group(proc, stop.signum)
             if reap is not None:
                 reap()
             raise KeyboardInterrupt if stop.signum == signal.SIGINT else SystemExit(128 + stop.signum) from None
-        duration = time.monotonic() - start
-        _kill_group(proc)
-        if reap is not None:
-            reap()
     stdout = out.text(_DRAIN_S)
     err.join(_DRAIN_S)
     return StepOutcome(returncode, duration, stdout, err.last_line.decode("utf-8", "replace"))
@@ -153,50 +146,48 @@ def run_step(
 _DRAIN_S = 5.0  # how long the output may still come once the step's processes are killed
 
 
-_STOPS = {signal.SIGINT, signal.SIGTERM}
-
-
 class _Stopped(BaseException):  # BaseException: an evaluator's own `except Exception` cannot swallow it
     def __init__(self, signum: int):
         super().__init__(signum)
         self.signum = signum
 
 
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM (main thread only): they are delivered when the block ends."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+class _Stops:
+    """SIGINT and SIGTERM while a step runs (main thread only; Python runs every handler there, whichever
+    thread the signal reached): one that comes while the step starts waits until its process group is
+    known; then each is passed on to the group, and the first ends the wait by raising _Stopped."""
 
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.pending: list[int] = []
+        self.raised = False
+        self.previous: dict[int, Any] = {}
 
-def _release_signals() -> None:
-    """In the step's process, before exec: it must receive the stops it is sent."""
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
+    def __enter__(self) -> _Stops:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {sig: signal.signal(sig, self.handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+        return self
 
-
-@contextmanager
-def _forwarding_signals(proc: subprocess.Popen) -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def forward(signum, frame):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signum)
-        raise _Stopped(signum)
-
-    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
             signal.signal(sig, handler)
+        if self.pending and self.proc is None:  # the step never started: the command's own handler decides
+            signal.raise_signal(self.pending[0])
+
+    def started(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        if self.pending:
+            self.handle(self.pending[0], None)
+
+    def handle(self, signum: int, frame: object) -> None:
+        if self.proc is None:
+            self.pending.append(signum)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signum)
+        if not self.raised:  # a second stop, while the step is being stopped, is only passed on
+            self.raised = True
+            raise _Stopped(signum)
 
 
 def _kill_group(proc: subprocess.Popen, signum: int = signal.SIGKILL, grace: float = 10.0) -> None:
