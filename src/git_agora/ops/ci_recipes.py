@@ -30,6 +30,7 @@ PATHS = {
     "gitea": ".gitea/workflows/agora.yml",
     "gitlab": ".gitlab-ci.yml",
 }
+GITHUB_ENVIRONMENT = "agora-ci"  # the GitHub environment that holds the secret, usable from the default branch only
 SECRET = "AGORA_CI_KEY"  # the CI account's private key text (an OpenSSH ed25519 key), a secret of the forge
 GITLAB_SECRET = "AGORA_CI_KEY_BASE64"  # GitLab masks only values in the base64 alphabet: the key, encoded
 GITLAB_PUSH_TOKEN = "AGORA_PUSH_TOKEN"  # GitLab's job token cannot push: a project access token can
@@ -123,6 +124,7 @@ def recipe(forge: str, branch: str = "main", install: str | None = None, account
         "PYTHON": PYTHON,
         "CRON": CRON,
         "SECRET": SECRET,
+        "ENVIRONMENT": GITHUB_ENVIRONMENT,
         "GITLAB_SECRET": GITLAB_SECRET,
         "GITLAB_PUSH_TOKEN": GITLAB_PUSH_TOKEN,
     }
@@ -190,8 +192,10 @@ def _common_notes(branch: str, account: str) -> tuple[str, ...]:
 def _github_notes(branch: str, account: str) -> tuple[str, ...]:
     return (
         *_common_notes(branch, account),
-        f"Add the secret {SECRET}: Settings > Secrets and variables > Actions > New repository secret, the "
-        "whole text of ci_ed25519 (the private key).",
+        f"Make the environment {GITHUB_ENVIRONMENT}: Settings > Environments > New environment; under "
+        f"Deployment branches and tags choose Selected branches and add `{branch}`. Add the secret {SECRET} "
+        "there (Environment secrets > Add environment secret), the whole text of ci_ed25519 (the private "
+        "key): only this workflow's job on that branch can read it.",
         "Publish the site: Settings > Pages > Build and deployment > Source: GitHub Actions.",
         "GitHub Actions starts no workflow for pushes to custom refs such as refs/agora/*: this one runs "
         "hourly and by hand (Actions > agora ci > Run workflow).",
@@ -207,7 +211,9 @@ def _gitea_notes(branch: str, account: str) -> tuple[str, ...]:
     return (
         *_common_notes(branch, account),
         f"Add the secret {SECRET}: the repository's Settings > Actions > Secrets, the whole text of "
-        "ci_ed25519 (the private key).",
+        "ci_ed25519 (the private key). Gitea has no environments to scope a secret to one branch: any "
+        "workflow that someone with write access adds to the repository can read it, so grant write access "
+        "only to people you would trust with the CI account's key.",
         "The runner must run the sandbox: act_runner in host mode on a VM, or a job container that is "
         "privileged (`container: privileged: true` in the runner's config.yaml). In an ordinary Docker "
         "container bubblewrap cannot make user namespaces and `git agora ci` refuses to verify.",
@@ -309,8 +315,9 @@ _GITHUB = """\
 # default branch (@@BRANCH@@), and GitHub disables them after 60 days without activity in a public
 # repository: re-enable the workflow under Actions when that happens.
 #
-# What it needs: the secret @@SECRET@@ (the CI account's private key) and Pages with the source
-# "GitHub Actions"; the policy names the account in `[ci] accounts`.
+# What it needs: the environment @@ENVIRONMENT@@ holding the secret @@SECRET@@ (the CI account's private
+# key), deployable from @@BRANCH@@ only, and Pages with the source "GitHub Actions"; the policy names the
+# account in `[ci] accounts`.
 name: agora ci
 
 @@TRIGGERS@@
@@ -323,6 +330,9 @@ jobs:
     name: verify, witness, build the site
     if: github.ref == 'refs/heads/@@BRANCH@@'
     runs-on: ubuntu-24.04
+    # The key is a secret of this environment alone, which only @@BRANCH@@ may use: a workflow on any other
+    # branch, or another job, never sees it.
+    environment: @@ENVIRONMENT@@
 @@CI_JOB_START@@
       - name: Install git-agora and bubblewrap
         run: |
