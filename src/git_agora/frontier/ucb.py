@@ -50,75 +50,18 @@ it, since its lead is within noise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
 
-from ..formats import section_format
 from .clusters import Clustering
 from .frame import Frame, inherit_quality, quality
 from .graph import tag_mask
+from .ucb_params import UcbParams
 
-
-@dataclass(frozen=True)
-class UcbParams:
-    """UCB constants; a project overrides them in agora.toml ``[ucb]`` (same names)."""
-
-    c0: float = 20.0
-    k: float = 2.0
-    d: float = 0.1
-    bunch_tolerances: float = 3.0
-    bunch_iqr_fraction: float = 0.1
-    exploit_q: float = 0.8
-    explore_q: float = 0.5
-    thin_cluster: int = 3
-    novel_cluster: int = 2
-    few_follow_ons: int = 1
-    per_slot: int = 3
-    format: int = 1  # 2: the keys below; an older git-agora says it needs a newer one
-    replicate_within: float = 0.0  # in tolerances; 0: replicates are ordinary results (module docstring)
-    replicates: int = 2
-    explore_quality: str = "own"  # or "lineage": explore slots judge a result by it or its parent (docstring)
-    explore_scored: bool = False  # explore slots suggest only results with a metric (module docstring)
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any] | None) -> UcbParams:
-        """Build from an ``[ucb]`` table; unknown keys raise ValueError (typos should not pass silently),
-        and so do format-2 keys without ``format = 2`` or a format newer than this git-agora reads."""
-        values = dict(values or {})
-        version = section_format("ucb", values, UCB_FORMAT)
-        newer = sorted(set(values) & FORMAT_2_KEYS) if version < 2 else []
-        if newer:
-            raise ValueError(f"[ucb] {', '.join(newer)} need format = 2 in [ucb]")
-        names = {f.name: f.type for f in fields(cls)}
-        unknown = sorted(set(values) - set(names))
-        if unknown:
-            raise ValueError(f"[ucb]: unknown key(s) {', '.join(unknown)}; known: {', '.join(names)}")
-        kinds = {f.name: type(getattr(cls(), f.name)) for f in fields(cls)}
-        if not isinstance(values.get("explore_scored", False), bool):
-            raise ValueError(f"[ucb] explore_scored must be true or false, not {values['explore_scored']!r}")
-        quality = values.get("explore_quality", "own")
-        if quality not in EXPLORE_QUALITIES:
-            raise ValueError(f"[ucb] explore_quality must be one of {', '.join(EXPLORE_QUALITIES)}, not {quality!r}")
-        return cls(**{k: kinds[k](v) for k, v in values.items()})
-
-    def to_dict(self) -> dict[str, Any]:
-        """The settings as `[ucb]` holds them: format-1 projects without the keys older readers refuse."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if self.format >= 2 or f.name not in FORMAT_KEYS}
-
-    @property
-    def replicating(self) -> bool:
-        return self.format >= 2 and self.replicate_within > 0
-
-
-UCB_FORMAT = 2  # the newest [ucb] format this git-agora reads
 REPLICATE_TAG = "replicate"  # a result that repeats its first parent's setting under another seed
-FORMAT_2_KEYS = {"replicate_within", "replicates", "explore_quality", "explore_scored"}
-EXPLORE_QUALITIES = ("own", "lineage")
-FORMAT_KEYS = FORMAT_2_KEYS | {"format"}
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,7 @@ def _config(root: Path, wanted: Evaluation | None, **overrides) -> ProjectConfig
         raise AgoraError(str(exc)) from None
     sections = {"identity": {"signatures": "required"}, **config.sections}  # new projects: signed work only
     if "ucb" not in sections:
-        from ..frontier.ucb import UcbParams
+        from ..frontier.ucb_params import UcbParams
 
         sections["ucb"] = UcbParams().to_dict()
     return replace(config, sections=sections)
