@@ -133,6 +133,18 @@ def test_four_scripted_agents_publish_under_their_own_accounts_and_keys(tmp_path
     rows = agora(founder, "log", "--limit", "1000", "--json").json()
     assert set(names) <= {r["account"] for r in rows if not r["reasons"]}
 
+    # the founder confirms the fleet's work in one command; each confirmed result establishes its agent
+    pending = agora(founder, "verify", "--pending", "--json", timeout=600).json()
+    assert pending["checked"] and not pending["left"], pending
+    assert {c["verdict"] for c in pending["checked"]} == {"confirmed"}, pending  # honest scripted agents
+    assert {c["account"] for c in pending["checked"]} <= set(names)
+    for checked in pending["checked"]:
+        shown = agora(founder, "show", checked["target"], "--json").json()
+        assert shown["evidence"]["status"] == "confirmed", shown["evidence"]
+    assert "nothing to verify" in agora(founder, "verify", "--pending").stdout  # each claim once
+    neither = agora(founder, "verify", check=False)
+    assert neither.returncode == 2 and "give SHA, or --pending" in neither.stderr
+
     text = agora(tmp_path, "launch", "status", "--dir", str(agents)).stdout
     assert "agent-01  finished" in text and "last contribution" in text
 

@@ -53,6 +53,9 @@ _EXPORTS = {
     "Verification": "ops.verify",
     "reproduce": "ops.verify",
     "Reproduction": "ops.verify",
+    "verify_pending": "ops.ci",
+    "PendingReport": "ops.ci",
+    "Budget": "ops.ci",
     "analyze": "ops.analyze",
     "search": "ops.analyze",
     "embed_everything": "ops.embedding",
@@ -106,6 +109,7 @@ if TYPE_CHECKING:
     from .feedback import Feedback
     from .ops.analyze import analyze, search
     from .ops.checkout import CheckedOut, checkout
+    from .ops.ci import Budget, PendingReport, verify_pending
     from .ops.clone import Cloned, clone
     from .ops.embedding import EmbedReport, embed_everything
     from .ops.evaluate import Evaluated, run

@@ -528,14 +528,7 @@ def print_ci_report(report) -> None:
     """`git agora ci`: what was fetched, each rerun's verdict, what the budget left, the witness, the site."""
     n = report.new_contributions
     click.echo(f"{report.account}: fetched {n} new contribution{'s' if n != 1 else ''} from {report.remote}")
-    for checked in report.checked:
-        who = f"{checked.target[:12]} ({visible(checked.account)}: {visible(checked.title)})"
-        if checked.verdict is None:
-            click.echo(f"  not rerun: {who}: {visible(checked.reason)}")
-        else:
-            click.echo(f"  {checked.verdict}: {who}: {visible(checked.reason)} -> {checked.verification[:12]}")
-    if report.left:
-        click.echo(f"  left for the next run (budget spent): {len(report.left)} claim(s)")
+    _print_reruns(report)
     if report.witness_records:
         logs = report.witnessed_logs
         records = ", ".join(sha[:12] for sha in report.witness_records)
@@ -544,3 +537,26 @@ def print_ci_report(report) -> None:
         click.echo(note)
     if report.site:
         click.echo(f"site: {report.site}")
+
+
+def _print_reruns(report) -> None:
+    """Each rerun's verdict (or why it could not run) and what the budget left."""
+    for checked in report.checked:
+        who = f"{checked.target[:12]} ({visible(checked.account)}: {visible(checked.title)})"
+        if checked.verdict is None:
+            click.echo(f"  not rerun: {who}: {visible(checked.reason)}")
+        else:
+            click.echo(f"  {checked.verdict}: {who}: {visible(checked.reason)} -> {checked.verification[:12]}")
+    if report.left:
+        click.echo(f"  left for the next run (budget spent): {len(report.left)} claim(s)")
+
+
+def print_pending_report(report) -> None:
+    """`git agora verify --pending`: each rerun's verdict and what the budget left."""
+    if not report.checked and not report.left:
+        click.echo(
+            f"{visible(report.account)}: nothing to verify: you have verified every claim of the current evaluator"
+        )
+        return
+    click.echo(f"{visible(report.account)}: verified {len(report.checked)} claim(s)")
+    _print_reruns(report)

@@ -9,26 +9,37 @@ from .common import account_option, emit_json, json_option, open_project, report
 
 
 @click.command("verify")
-@click.argument("sha")
+@click.argument("sha", required=False)
 @click.option("--tolerance", type=float, help="Reproduction tolerance (default: the project's).")
 @click.option("--timeout", type=float, help="Seconds before the evaluation counts as failed (default: the project's).")
 @click.option("--no-publish", is_flag=True, help="Only report the verdict; publish nothing.")
+@click.option("--pending", is_flag=True, help="Instead of SHA: every claim you have not verified yet (see below).")
+@click.option("--max-evaluations", type=click.IntRange(0), default=10, show_default=True, help="With --pending.")
+@click.option("--max-minutes", type=click.FloatRange(0), default=30.0, show_default=True, help="With --pending.")
 @sandbox_option
 @account_option
 @json_option
 @click.pass_context
-def command(ctx, sha, tolerance, timeout, no_publish, sandbox, account, as_json):
+def command(ctx, sha, tolerance, timeout, no_publish, pending, max_evaluations, max_minutes, sandbox, account, as_json):
     """Run the project's evaluation (the setup's evaluator, never SHA's own) on a clean export of SHA,
     compare with its claim, and publish a verification (confirmed, partial or failed) whose only parent
     and target is SHA.
+
+    --pending: fetch, then verify in the sandbox, most consequential first and within the budget, every
+    result of another account that you have not verified yet: how a founder confirms a fleet's work
+    (each confirmed result establishes its author, whose verdicts then count; docs/agents.md).
 
     The build step (or the one command) runs SHA's code in the sandbox (bubblewrap: no network, none of
     your files or keys, an unprivileged user; docs/protocol.md, "Threat model"); --no-sandbox runs it
     on this machine as you, and the verdict records that. The verdict carries numbers and a reason from
     a fixed list; the evaluator's output stays in .git/agora/runs/."""
+    if pending == bool(sha) or (pending and (no_publish or tolerance is not None or sandbox is False)):
+        raise click.UsageError("give SHA, or --pending (with neither SHA, --tolerance, --no-publish nor --no-sandbox)")
+    project = open_project(ctx, account, as_json=as_json)
+    if pending:
+        return _pending(project, max_evaluations, max_minutes, as_json)
     from ..ops.verify import verify
 
-    project = open_project(ctx, account, as_json=as_json)
     done = verify(project, sha, tolerance, timeout, publish_verdict=not no_publish, sandbox=sandbox)
     if as_json:
         emit_json(done.to_dict())
@@ -36,3 +47,12 @@ def command(ctx, sha, tolerance, timeout, no_publish, sandbox, account, as_json)
     suffix = "" if done.published else " (not published)"
     click.echo(f"{done.verdict}: {visible(done.judgement.reason)}{suffix}")
     return report_published(done.published, False, "verification") if done.published else 0
+
+
+def _pending(project, max_evaluations: int, max_minutes: float, as_json: bool) -> int:
+    from ..ops.ci import Budget, verify_pending
+    from .render import print_pending_report
+
+    report = verify_pending(project, Budget(max_evaluations, max_minutes))
+    (emit_json if as_json else print_pending_report)(report.to_dict() if as_json else report)
+    return 0

@@ -34,6 +34,7 @@ from .publish import Published, publish
 
 if TYPE_CHECKING:
     from ..frontier.frame import Frame
+    from ..frontier.root import Root
 
 TIPS_PER_RECORD = 200  # about 60 bytes a tip: a record stays well within Agora-Meta's 16 KiB
 LEADERS_FIRST = 10  # the best results are rerun before contested and most built-on ones
@@ -120,7 +121,6 @@ def run_ci(
     """One CI run (module docstring). `key`: sign with it (`identity.keys.held_key`) instead of the
     account's key file; `site_dir`: where to build the site (None: no site)."""
     from ..evaluate.sandbox import require_bwrap
-    from ..frontier.analyze import AnalyzeConfig, frame_for
     from .indexing import FRAME_COLUMNS, load
     from .standing import reader_root
     from .sync import fetch
@@ -141,8 +141,7 @@ def run_ci(
         require_bwrap()
     except SandboxUnavailable as exc:
         raise AgoraError(f"git agora ci verifies only in the sandbox: {exc.reason}") from None
-    frame = frame_for(contributions, AnalyzeConfig.from_project(project.config, root=root))
-    checked, left = _verify_within(project, claims_to_verify(frame, account), budget)
+    checked, left = _verify_within(project, _pending(project, contributions, root), budget, "git agora ci")
     records, logs = _witness(project, contributions, account)
     nothing = not checked and not records and not left
     notes = ("nothing new since the last run: published nothing",) if nothing else ()
@@ -152,6 +151,41 @@ def run_ci(
 
         site = str(build_site(project, site_dir).directory)
     return CiReport(account, fetched.remote, fetched.new_contributions, checked, left, records, logs, site, notes)
+
+
+@dataclass(frozen=True)
+class PendingReport:
+    """`verify --pending`: each rerun's verdict and the claims the budget left."""
+
+    account: str
+    checked: tuple[Checked, ...] = ()
+    left: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"account": self.account, "checked": [c.to_dict() for c in self.checked], "left": list(self.left)}
+
+
+def verify_pending(project: Project, budget: Budget = Budget()) -> PendingReport:
+    """The CI's verifying step without its witness, for any account: fetch, then rerun in the sandbox,
+    within `budget`, the claims this account has not verified yet (`claims_to_verify`), publishing each
+    verdict. How a founder confirms a fleet's work (`launch`): each result it confirms establishes the
+    result's author, whose own verdicts then count (docs/agents.md)."""
+    from .indexing import FRAME_COLUMNS, load
+    from .standing import reader_root
+    from .sync import fetch
+
+    fetch(project)
+    contributions = load(project, FRAME_COLUMNS).contributions
+    claims = _pending(project, contributions, reader_root(project, contributions))
+    checked, left = _verify_within(project, claims, budget, "git agora verify --pending")
+    return PendingReport(project.account, checked, left)
+
+
+def _pending(project: Project, contributions: pa.Table, root: Root) -> tuple[str, ...]:
+    from ..frontier.analyze import AnalyzeConfig, frame_for
+
+    frame = frame_for(contributions, AnalyzeConfig.from_project(project.config, root=root))
+    return claims_to_verify(frame, project.account)
 
 
 def claims_to_verify(frame: Frame, account: str) -> tuple[str, ...]:
@@ -179,7 +213,7 @@ def claims_to_verify(frame: Frame, account: str) -> tuple[str, ...]:
 
 
 def _verify_within(
-    project: Project, claims: tuple[str, ...], budget: Budget
+    project: Project, claims: tuple[str, ...], budget: Budget, command: str
 ) -> tuple[tuple[Checked, ...], tuple[str, ...]]:
     """Rerun `claims` in order until the budget is spent; publish each verdict. The sandbox failing to
     start ends the run (AgoraError); a claim that cannot be rerun is reported and skipped."""
@@ -200,7 +234,7 @@ def _verify_within(
         try:
             done = verify(project, sha, timeout=timeout, sandbox=True)
         except SandboxUnavailable as exc:
-            raise AgoraError(f"git agora ci verifies only in the sandbox: {exc.reason}") from None
+            raise AgoraError(f"{command} verifies only in the sandbox: {exc.reason}") from None
         except AgoraError as exc:
             checked.append(Checked(sha, target.account, target.title, None, str(exc), None, time.monotonic() - began))
             continue
