@@ -33,8 +33,8 @@ def command(ctx, sha, tolerance, timeout, no_publish, pending, max_evaluations, 
     your files or keys, an unprivileged user; docs/protocol.md, "Threat model"); --no-sandbox runs it
     on this machine as you, and the verdict records that. The verdict carries numbers and a reason from
     a fixed list; the evaluator's output stays in .git/agora/runs/."""
-    if pending == bool(sha) or (pending and (no_publish or tolerance is not None or sandbox is False)):
-        raise click.UsageError("give SHA, or --pending (with neither SHA, --tolerance, --no-publish nor --no-sandbox)")
+    if pending == bool(sha) or (pending and (no_publish or sandbox is False or {tolerance, timeout} != {None})):
+        raise click.UsageError("give SHA, or --pending (without --tolerance, --timeout, --no-publish or --no-sandbox)")
     project = open_project(ctx, account, as_json=as_json)
     if pending:
         return _pending(project, max_evaluations, max_minutes, as_json)
