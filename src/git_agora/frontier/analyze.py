@@ -181,10 +181,11 @@ def analyze(
     has_vector, source = _vector_access(frame, embeddings, model)
     div = diversity(frame, has_vector, source, config.clusters, model, config.limit)
     claims = tuple(active_claims(contributions, config.now)) if config.now is not None else ()
-    slots = with_claims(plan_slots(frame, div.clustering, config.ucb), claims)
+    replicas = Replicas.of(frame) if config.ucb.replicating else None  # read by the slots and the summary's best
+    slots = with_claims(plan_slots(frame, div.clustering, config.ucb, replicas), claims)
     views = compute_views(frame, config.limit, config.views, config.view_params)
     references = cited_commits(frame, cross_refs, config.limit)
-    return AnalyzeResult(_summary(frame, config, div), slots, views, div, frame, references, claims)
+    return AnalyzeResult(_summary(frame, config, div, replicas), slots, views, div, frame, references, claims)
 
 
 def frame_for(contributions: pa.Table, config: AnalyzeConfig, counter: FollowOnCounter | None = None) -> Frame:
@@ -266,7 +267,7 @@ def _epoch_notes(frame: Frame) -> list[str]:
     return [f"{apart}, never ranked against the current ones; {rerun}"]
 
 
-def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity) -> Summary:
+def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity, replicas: Replicas | None) -> Summary:
     total = frame.contributions.num_rows
     notes = []
     metric = config.metric or "primary metric"
@@ -278,9 +279,9 @@ def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity) -> Summary:
             "are empty, and UCB uses Q = 0"
         )
     notes.extend(_epoch_notes(frame))
-    top = best(Replicas.of(frame).frame if config.ucb.replicating else frame)  # replicates: by mean over draws
+    top = best(frame if replicas is None else replicas.frame)  # replicates: by the mean over draws
     notes.extend(_tie_notes(top))
-    if top is not None and config.ucb.replicating:
+    if top is not None and replicas is not None:
         notes.append(f"the best, {top.sha[:10]}, by its mean over draws (replicates count: [ucb] replicate_within)")
     if not div.available and div.note:
         notes.append(div.note)

@@ -241,9 +241,15 @@ def exploit_shortlist(frame: Frame, params: UcbParams = UcbParams()) -> np.ndarr
     return by_base_ucb(frame, pool, c)[: 4 * first_shortlist(params.per_slot)]
 
 
-def plan_slots(frame: Frame, clustering: Clustering | None, params: UcbParams = UcbParams()) -> Slots:
-    """Compute C and fill the three slots (module docstring)."""
-    replicas = Replicas.of(frame) if params.replicating else None
+def plan_slots(
+    frame: Frame, clustering: Clustering | None, params: UcbParams = UcbParams(), replicas: Replicas | None = None
+) -> Slots:
+    """Compute C and fill the three slots (module docstring). ``replicas``: ``Replicas.of(frame)`` when the
+    caller has it already (only read when replicates count)."""
+    if params.replicating and replicas is None:
+        replicas = Replicas.of(frame)
+    elif not params.replicating:
+        replicas = None
     if replicas is not None:
         frame = replicas.frame
     c, b = exploration_constant(frame, params)
