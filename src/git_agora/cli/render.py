@@ -558,5 +558,7 @@ def print_pending_report(report) -> None:
             f"{visible(report.account)}: nothing to verify: you have verified every claim of the current evaluator"
         )
         return
-    click.echo(f"{visible(report.account)}: verified {len(report.checked)} claim(s)")
+    reran = sum(checked.verdict is not None for checked in report.checked)
+    missed = len(report.checked) - reran
+    click.echo(f"{visible(report.account)}: reran {reran} claim(s)" + (f", could not rerun {missed}" if missed else ""))
     _print_reruns(report)
