@@ -10,6 +10,9 @@ A run, as a CI account the current policy names (`[ci] accounts`), signing with 
 
 It fails (AgoraError) only where it cannot do its job: not a CI account, no sandbox, a fetch or push that
 fails. A failed claim is a verdict, not a failure. A run that finds nothing new publishes nothing.
+
+`verify_pending` is step 2 alone, for any account (`git agora verify --pending`): how a founder confirms
+the work of a fleet of agents.
 """
 
 from __future__ import annotations
@@ -252,7 +255,7 @@ def _shared(published: Published | None) -> Published:
     if not published.shared:
         raise AgoraError(
             f"could not push {published.sha[:12]} ({published.push.outcome.value}: {published.push.detail}); "
-            "it is kept in the local log: give the CI write access to refs/agora/*"
+            "it is kept in the local log: this account needs write access to refs/agora/* (a CI job: grant it)"
         )
     return published
 
