@@ -33,7 +33,8 @@ def command(ctx, sha, tolerance, timeout, no_publish, pending, max_evaluations, 
     your files or keys, an unprivileged user; docs/protocol.md, "Threat model"); --no-sandbox runs it
     on this machine as you, and the verdict records that. The verdict carries numbers and a reason from
     a fixed list; the evaluator's output stays in .git/agora/runs/."""
-    if pending == bool(sha) or (pending and (no_publish or sandbox is False or {tolerance, timeout} != {None})):
+    single_only = no_publish or sandbox is False or tolerance is not None or timeout is not None
+    if pending == bool(sha) or (pending and single_only):
         raise click.UsageError("give SHA, or --pending (without --tolerance, --timeout, --no-publish or --no-sandbox)")
     project = open_project(ctx, account, as_json=as_json)
     if pending:

@@ -159,7 +159,7 @@ class _Stops:
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
-        self.pending: list[int] = []
+        self.pending: int | None = None  # a stop that came before the step started
         self.raised = False
         self.previous: dict[int, Any] = {}
 
@@ -171,17 +171,17 @@ class _Stops:
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
-        if self.pending and self.proc is None:  # the step never started: the command's own handler decides
-            signal.raise_signal(self.pending[0])
+        if self.pending is not None and self.proc is None:  # the step never started: the command's handler decides
+            signal.raise_signal(self.pending)
 
     def started(self, proc: subprocess.Popen) -> None:
         self.proc = proc
-        if self.pending:
-            self.handle(self.pending[0], None)
+        if self.pending is not None:
+            self.handle(self.pending, None)
 
     def handle(self, signum: int, frame: object) -> None:
         if self.proc is None:
-            self.pending.append(signum)
+            self.pending = self.pending or signum
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signum)

@@ -246,10 +246,7 @@ def plan_slots(
 ) -> Slots:
     """Compute C and fill the three slots (module docstring). ``replicas``: ``Replicas.of(frame)`` when the
     caller has it already (only read when replicates count)."""
-    if params.replicating and replicas is None:
-        replicas = Replicas.of(frame)
-    elif not params.replicating:
-        replicas = None
+    replicas = (replicas or Replicas.of(frame)) if params.replicating else None
     if replicas is not None:
         frame = replicas.frame
     c, b = exploration_constant(frame, params)
