@@ -68,13 +68,25 @@ def make_clone(parent: Path, name: str, url: str, account: str) -> Path:
     return path
 
 
-def forge(clone, message, parents, tree=None):
-    """A commit written by hand, as a buggy or malicious client would."""
+def forge(clone, message, parents, tree=None, author=None):
+    """A commit written by hand, as a buggy or malicious client would. Its Git author and committer are
+    those git-agora writes for the account the message names, so that only what the test forges is wrong;
+    `author`: another Git author ("name", "email")."""
     tree = tree or git(clone, "rev-parse", f"{parents[0]}^{{tree}}").strip()
     args = ["commit-tree", tree] + [x for p in parents for x in ("-p", p)]
+    env = _people(message) | ({"GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1]} if author else {})
     return subprocess.run(
-        ["git", *args], cwd=clone, input=message, capture_output=True, text=True, check=True
+        ["git", *args], cwd=clone, input=message, capture_output=True, text=True, check=True, env=env
     ).stdout.strip()
+
+
+def _people(message: str) -> dict[str, str]:
+    """The environment of a plain git command that writes `message` as its account's commit."""
+    account = next((line[15:] for line in message.splitlines() if line.startswith("Agora-Account: ")), None)
+    if account is None:
+        return dict(os.environ)
+    people = {"GIT_AUTHOR_NAME": account, "GIT_AUTHOR_EMAIL": f"{account}@agora"}
+    return {**os.environ, **people, "GIT_COMMITTER_NAME": account, "GIT_COMMITTER_EMAIL": f"{account}@agora"}
 
 
 def publish_forged_log(clone, account, entries):
@@ -90,8 +102,9 @@ def publish_forged_log(clone, account, entries):
 
 def forge_root(clone, message, tree):
     return subprocess.run(
-        ["git", "commit-tree", tree], cwd=clone, input=message, capture_output=True, text=True, check=True
-    ).stdout.strip()
+        ["git", "commit-tree", tree], cwd=clone, input=message, capture_output=True, text=True, check=True,
+        env=_people(message),
+    ).stdout.strip()  # fmt: skip
 
 
 def worktree_tree(clone: Path) -> str:

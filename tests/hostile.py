@@ -60,7 +60,7 @@ def hostile(rng: random.Random, n: int) -> tuple[bytes, bool, int | None]:
         bad = rng.choice(["bpb=nan", "bpb=inf", "bpb=x", "=1", "b p=2", "bpb=1e999"])
         return message(f"metric {n}", trailers(tags=("result",), metrics=(bad,))), False, None
     if kind == 7:
-        head = rng.choice([b"", b"Agora-Format: 2\n", b"Agora-Format: one\n", b"\xff\xfe junk\n", b"Agora-Format: 1\n"])
+        head = rng.choice([b"", b"Agora-Format: 3\n", b"Agora-Format: one\n", b"\xff\xfe junk\n", b"Agora-Format: 1\n"])
         return (
             b"junk %d\n\n" % n + head + bytes(rng.randrange(1, 256) for _ in range(rng.randrange(0, 200))),
             False,

@@ -120,7 +120,7 @@ def test_cross_project_references_end_to_end(tmp_path, remote, founded):
 
 def test_a_newer_format_needs_a_newer_reader(founded):
     a, setup, _ = founded
-    message = "From the future\n\nAgora-Format: 2\nAgora-Account: alice\nAgora-Tag: insight\n"
+    message = "From the future\n\nAgora-Format: 3\nAgora-Account: alice\nAgora-Tag: insight\n"
     sha = subprocess.run(
         ["git", "commit-tree", f"{setup.sha}^{{tree}}", "-p", setup.sha],
         cwd=a,
@@ -134,7 +134,7 @@ def test_a_newer_format_needs_a_newer_reader(founded):
         agora.show(project, sha)
     project.repo.append_to_log("alice", [sha])
     rejected = agora.log(project, rejected=True)
-    assert rejected[0].reasons == ("written in Agora format 2: needs a newer git-agora (this one reads 1)",)
+    assert rejected[0].reasons == ("written in Agora format 3: needs a newer git-agora (this one reads up to 2)",)
 
 
 def test_the_agent_loop_in_docs_runs(tmp_path, remote, founded):

@@ -10,6 +10,8 @@ import time
 import pytest
 
 from agora_testing import agora, git, make_clone
+from git_agora import open_project
+from git_agora.refs.objects import commit_body, write_loose
 from servers import git_daemon, smart_http
 
 
@@ -398,22 +400,38 @@ def test_a_case_twin_that_slipped_past_its_writer_is_invalid_for_readers(tmp_pat
     assert agora(project, "log", "--account", "alice", "--json").json()[0]["title"] == "alice goes on"
 
 
-def test_a_commit_whose_git_author_names_another_account_is_flagged(tmp_path, remote, project):
-    """Plain `git log` shows a commit's Git author: one naming `alice` in mallory's contribution is flagged."""
+def test_a_commit_whose_git_author_names_another_account_is_invalid_from_format_2_and_flagged_before(
+    tmp_path, remote, project
+):
+    """Plain `git log` shows a commit's Git author. Mallory signs (with her own key) two contributions whose
+    Git author and committer say `alice`: the format 2 one is invalid for every reader, the format 1 one
+    (written before the rule) stays valid and is flagged by `show`."""
     m = make_clone(tmp_path, "m", str(remote), "mallory")
     agora(m, "fetch")
     own = agora(m, "post", "-m", "written by git-agora", "--tag", "insight", "--json").json()["sha"]
     setup = agora(m, "whoami", "--json").json()["setup"]
-    message = "posing\n\nAgora-Format: 1\nAgora-Account: mallory\nAgora-Tag: insight\n"
-    people = {"GIT_AUTHOR_NAME": "alice", "GIT_AUTHOR_EMAIL": "alice@agora"}
-    people |= {"GIT_COMMITTER_NAME": "mallory", "GIT_COMMITTER_EMAIL": "mallory@agora"}
-    posing = subprocess.run(
-        ["git", "commit-tree", f"{setup}^{{tree}}", "-p", setup],
-        cwd=m, input=message, capture_output=True, text=True, check=True, env={**os.environ, **people},
-    ).stdout.strip()  # fmt: skip
-    notes = agora(m, "show", posing, "--json").json()["run_notes"]
-    assert notes == [
-        "its Git author is 'alice <alice@agora>', not 'mallory <mallory@agora>': plain git log names someone "
+    writer = open_project(m)
+    writer.enable_signing()
+    tree = writer.repo.commit_info(setup).tree
+    posing = {}
+    for version in ("1", "2"):
+        message = f"posing in format {version}\n\nAgora-Format: {version}\nAgora-Account: mallory\nAgora-Tag: insight\n"
+        body = commit_body(tree, [setup], "alice <alice@agora>", int(time.time()), message)
+        signed = commit_body(tree, [setup], "alice <alice@agora>", int(time.time()), message, writer.repo.signer(body))
+        posing[version] = write_loose(writer.repo.objects_path, "commit", signed)
+    writer.repo.append_to_log("mallory", [posing["1"], posing["2"]])
+    git(m, "push", "-q", "origin", "refs/agora/log/mallory")
+    assert "alice" in git(m, "log", "-1", "--format=%an", posing["2"])  # what plain git shows
+
+    agora(project, "fetch")
+    wrong = (
+        "its Git {} is 'alice <alice@agora>', not 'mallory <mallory@agora>': plain git log names someone "
         "else than its account"
-    ]
-    assert agora(m, "show", own, "--json").json()["run_notes"] == []
+    )
+    rejected = {r["sha"]: r["reasons"] for r in agora(project, "log", "--rejected", "--json").json()}
+    assert rejected == {posing["2"]: [wrong.format("author"), wrong.format("committer")]}
+    assert agora(project, "show", posing["1"], "--json").json()["run_notes"] == [
+        wrong.format("author"), wrong.format("committer")
+    ]  # fmt: skip
+    assert agora(project, "show", own, "--json").json()["run_notes"] == []
+    agora(project, "index", "--check")  # a rebuild agrees

@@ -47,19 +47,26 @@ def test_the_hook_keeps_logs_append_only_and_contributions_valid(tmp_path, trans
         assert forced.returncode != 0 and "forced update is refused" in forced.stderr
 
         setup = agora(b, "whoami", "--json").json()["setup"]
-        for posing, reason in (
+        for posing, author, reason in (
             (
                 Contribution(
                     account="bob", tags=("hypothesis",), description="h", parents=(setup,), metrics={"bpc": 1.0}
                 ),
+                None,
                 "a hypothesis carries no metric",
             ),
             (
                 Contribution(account="alice", tags=("insight",), description="as alice", parents=(setup,)),
+                None,
                 "account alice pushed into the log of bob",
             ),
+            (
+                Contribution(account="bob", tags=("insight",), description="git log says alice", parents=(setup,)),
+                ("alice", "alice@agora"),
+                "its Git author is 'alice <alice@agora>', not 'bob <bob@agora>'",
+            ),
         ):
-            sha = forge(b, posing.to_message(), [setup])
+            sha = forge(b, posing.to_message(), [setup], author=author)
             tip = git(b, "rev-parse", "refs/agora/log/bob").strip()
             message = f"agora log: bob\n\nAgora-Log-Format: 1\nAgora-Log-Entry: {sha}\n"
             log = forge(b, message, [tip, sha], tree=git(b, "rev-parse", f"{tip}^{{tree}}").strip())

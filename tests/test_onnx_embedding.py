@@ -197,7 +197,7 @@ def paper_texts(tmp_path: Path, step: int) -> list[str]:
     texts = []
     for record in filter(None, out.split("\0")):
         sha, _, message = record.partition("\n")
-        if "Agora-Format: 1" in message:
+        if "\nAgora-Format: " in message:
             c = Contribution.from_message(message, sha=sha, parents=[])
             texts.append(contribution_text(c.title, c.description))
     assert len(texts) == tracegen.PAPER_CONTRIBUTIONS

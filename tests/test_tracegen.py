@@ -81,7 +81,7 @@ def test_small_trace_is_valid_and_deterministic(tmp_path):
     contributions = {
         sha: Contribution.from_message(msg, sha=sha, parents=parents)
         for sha, parents, msg in commits
-        if "Agora-Format: 1" in msg
+        if "\nAgora-Format: " in msg
     }
     assert len(contributions) == 120 and len(logs) == 120
     for c in contributions.values():

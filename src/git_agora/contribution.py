@@ -1,7 +1,7 @@
 """The node of the graph: a contribution, its commit-message encoding, tags and validation rules.
 
 A contribution is one Git commit. Its message is the free-form description followed by one trailer
-block (`Agora-Format: 1`, `Agora-Account: ...`, ...), which plain Git reads with
+block (`Agora-Format: 2`, `Agora-Account: ...`, ...), which plain Git reads with
 `git interpret-trailers --parse` or `git log --format='%(trailers:key=Agora-Tag,valueonly)'`.
 
 Git only ever treats the *last* paragraph of a message as trailers, and we always write our own block
@@ -19,7 +19,8 @@ from enum import Enum
 from types import MappingProxyType
 from typing import NamedTuple
 
-FORMAT = "1"
+FORMAT = "2"  # what writers declare; 2: the Git author and committer must be `ACCOUNT <ACCOUNT@agora>`
+READABLE_FORMATS = ("1", "2")  # format 1 (before that rule): a wrong Git identity is only flagged
 
 
 class Verdict(str, Enum):
@@ -81,7 +82,7 @@ class Trailer(NamedTuple):
 # The trailer block, in the order `Contribution.trailers` writes it. The index's fast path is generated
 # from it (`index.quick`): a trailer added here without its reading there fails the tests.
 GRAMMAR = (
-    Trailer("Agora-Format", FORMAT, "1"),
+    Trailer("Agora-Format", "|".join(READABLE_FORMATS), "1"),
     Trailer("Agora-Account", ACCOUNT_VALUE, "1"),
     Trailer("Agora-Tag", TAG_VALUE, "+"),
     Trailer("Agora-Metric", rf"{METRIC_NAME}=-?[0-9]+(?:\.[0-9]+)?(?:e[-+][0-9]+)?", "*"),  # format_float
@@ -155,6 +156,7 @@ class Contribution(NamedTuple):
     timestamp: int | None = None
     tree: str | None = None
     extra_targets: tuple[str, ...] = ()  # only set when decoding a message with several targets
+    format: str = FORMAT  # the protocol version it declares (`READABLE_FORMATS`)
     meta_text: str | None = None  # Agora-Meta as read: not part of what the contribution says (`__eq__`)
 
     def __eq__(self, other: object) -> bool:
@@ -183,7 +185,7 @@ class Contribution(NamedTuple):
         return encode_description(self.description) + "\n\n" + "\n".join(self.trailers()) + "\n"
 
     def trailers(self) -> list[str]:
-        lines = [f"Agora-Format: {FORMAT}", f"Agora-Account: {self.account}"]
+        lines = [f"Agora-Format: {self.format}", f"Agora-Account: {self.account}"]
         lines += [f"Agora-Tag: {tag}" for tag in self.tags]
         lines += [f"Agora-Metric: {name}={format_float(value)}" for name, value in self.metrics.items()]
         if self.target is not None:
@@ -210,7 +212,7 @@ class Contribution(NamedTuple):
         fields: dict[str, list[str]] = {}
         for key, value in trailers:
             fields.setdefault(key.lower(), []).append(value)
-        check_format(fields.get("agora-format", []))
+        declared = check_format(fields.get("agora-format", []))
         accounts = fields.get("agora-account", [])
         if len(accounts) != 1:
             raise ContributionError(f"expected one Agora-Account trailer, found {len(accounts)}")
@@ -240,6 +242,7 @@ class Contribution(NamedTuple):
             sha=sha,
             timestamp=timestamp,
             tree=tree,
+            format=declared,
         )
 
 
@@ -256,15 +259,18 @@ def dotgit_component(path: str) -> bool:
 DOTGIT_REASON = "a .git path component, which git refuses to check out"
 
 
-def check_format(declared: list[str]) -> None:
-    """One `Agora-Format` trailer naming this protocol version; a newer one needs a newer reader."""
-    if declared == [FORMAT]:
-        return
+def check_format(declared: list[str]) -> str:
+    """The protocol version of one `Agora-Format` trailer this reader reads; a newer one needs a newer
+    reader."""
+    if len(declared) == 1 and declared[0] in READABLE_FORMATS:
+        return declared[0]
     if len(declared) == 1 and declared[0].isdigit() and int(declared[0]) > int(FORMAT):
-        raise NewerFormat(f"written in Agora format {declared[0]}: needs a newer git-agora (this one reads {FORMAT})")
+        version = declared[0]
+        raise NewerFormat(f"written in Agora format {version}: needs a newer git-agora (this one reads up to {FORMAT})")
     if not declared:
-        raise ContributionError(f"not an Agora contribution (no Agora-Format: {FORMAT} trailer)")
-    raise ContributionError(f"not an Agora contribution (Agora-Format {', '.join(declared)!r}, expected {FORMAT})")
+        raise ContributionError("not an Agora contribution (no Agora-Format trailer)")
+    expected = " or ".join(READABLE_FORMATS)
+    raise ContributionError(f"not an Agora contribution (Agora-Format {', '.join(declared)!r}, expected {expected})")
 
 
 # --- description and trailer encoding -------------------------------------------------------
@@ -462,6 +468,29 @@ def intrinsic_problems(c: Contribution) -> list[str]:
     if WITNESS_TAG in c.tags:
         problems += _witness_problems(c)
     return problems
+
+
+def git_identity(account: str) -> str:
+    """The Git author and committer of an account's contributions, as git-agora writes them."""
+    return f"{account} <{account}@agora>"
+
+
+def identity_problems(c: Contribution, author: str, committer: str) -> list[str]:
+    """From format 2 on, a Git author or committer other than `git_identity(c.account)` makes a
+    contribution invalid: plain `git log` would name someone else than the account that counts (format 1
+    contributions are only flagged, by `show`)."""
+    if c.format == "1":
+        return []
+    return identity_mismatches(c.account, author, committer)
+
+
+def identity_mismatches(account: str, author: str, committer: str) -> list[str]:
+    expected = git_identity(account)
+    return [
+        f"its Git {role} is {person!r}, not {expected!r}: plain git log names someone else than its account"
+        for role, person in (("author", author), ("committer", committer))
+        if person != expected
+    ]
 
 
 def witness_tips(metadata: Mapping[str, object]) -> dict[str, str] | None:

@@ -5,7 +5,8 @@ Refuses, with one line the pusher sees (`remote: git-agora: ...`):
 - deleting `refs/agora/log/*` or `refs/agora/identity/*`, or moving one other than forward;
 - a new contribution that breaks a rule a commit can break on its own (trailers, sizes, nesting, clock
   range, verification shape, ...: `contribution.intrinsic_problems` and `time_problems`);
-- a contribution whose account is not the log it is pushed into;
+- a contribution whose account is not the log it is pushed into, or (format 2) whose Git author or
+  committer is not `ACCOUNT <ACCOUNT@agora>`;
 - an unsigned contribution where the project's setup requires signatures, and one whose signature
   does not verify with a key the account's identity (on the server, or pushed with it) announces;
 - an identity commit that the key before it did not sign.
@@ -22,7 +23,7 @@ from functools import cache
 from pathlib import Path
 
 from .config import ConfigError, ProjectConfig
-from .contribution import Contribution, ContributionError, intrinsic_problems, time_problems
+from .contribution import Contribution, ContributionError, identity_problems, intrinsic_problems, time_problems
 from .identity.chain import chain_keys_in
 from .identity.signatures import verify_many
 from .index.signatures import BAD, precheck, raw_commits
@@ -68,7 +69,7 @@ def _entry_problems(account: str, old: str, new: str, identity: str | None) -> l
     raws = raw_commits(Path("."), entries)
     problems, now, checks = [], int(time.time()), {}
     required = _signatures_required(entries)
-    for sha, (when, parents, message) in _read(entries).items():
+    for sha, (when, parents, people, message) in _read(entries).items():
         try:
             c = Contribution.from_message(message, sha=sha, parents=parents)
         except ContributionError as exc:
@@ -76,7 +77,7 @@ def _entry_problems(account: str, old: str, new: str, identity: str | None) -> l
             continue
         found = [] if c.account == account else [f"account {c.account} pushed into the log of {account}"]
         found += time_problems(int(when), now) if when.isdigit() else ["unreadable committer time"]
-        found += intrinsic_problems(c)
+        found += intrinsic_problems(c) + identity_problems(c, *people)
         problems += [f"{sha[:12]}: {p}" for p in found]
         checks[sha] = precheck(raws.get(sha), keys, required)
     jobs = {sha: job for sha, job in checks.items() if isinstance(job, tuple)}
@@ -84,17 +85,20 @@ def _entry_problems(account: str, old: str, new: str, identity: str | None) -> l
     return problems + [f"{sha[:12]}: {found}" for sha, found in checks.items() if isinstance(found, str)]
 
 
-def _read(shas: list[str]) -> dict[str, tuple[str, list[str], str]]:
-    """{sha: (committer time, parents, message)} of the given commits, in one `git log --no-walk`."""
+def _read(shas: list[str]) -> dict[str, tuple[str, list[str], tuple[str, str], str]]:
+    """{sha: (committer time, parents, (Git author, committer), message)} of the given commits, in one
+    `git log --no-walk`."""
     if not shas:
         return {}
-    args = ["git", "log", "--no-walk=unsorted", "-z", "--format=%H %ct %P%n%B", "--stdin"]
+    args = ["git", "log", "--no-walk=unsorted", "-z", "--format=%H %ct %P%n%an <%ae>%x1f%cn <%ce>%n%B", "--stdin"]
     out = subprocess.run(args, input="\n".join(shas) + "\n", capture_output=True, text=True).stdout
     records = {}
     for record in filter(None, out.split("\0")):
-        header, _, message = record.partition("\n")
+        header, _, rest = record.partition("\n")
+        people, _, message = rest.partition("\n")
+        author, _, committer = people.partition("\x1f")
         sha, when, *parents = header.split(" ") + [""]
-        records[sha] = (when, [p for p in parents if p], message)
+        records[sha] = (when, [p for p in parents if p], (author, committer), message)
     return records
 
 

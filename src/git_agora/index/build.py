@@ -14,7 +14,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import LIMITS, PENDING_FUTURE, carries_run, encode_metadata, intrinsic_problems, time_problems
+from ..contribution import (
+    LIMITS,
+    PENDING_FUTURE,
+    carries_run,
+    encode_metadata,
+    identity_problems,
+    intrinsic_problems,
+    time_problems,
+)
 from .listing import NOT_LISTED, listed_mask
 from .schema import ACCOUNTS, CONTRIBUTIONS, EDGES, TAGS, VERDICTS
 
@@ -42,7 +50,7 @@ LOCAL_FIELDS = (*CONTRIBUTIONS.names, "_refs")
 
 def local_values(raw, c, primary_metric: str | None, now: int) -> tuple:
     """The row of one contribution as far as it depends on that commit alone, in `LOCAL_FIELDS` order:
-    `reasons` holds the time and intrinsic problems; graph problems, the log listing, `code_bearing`,
+    `reasons` holds the time, intrinsic and Git identity problems; graph problems, the log listing, `code_bearing`,
     `valid` and `policy` need the other commits (`parallel.graph_rows`)."""
     return (
         raw.sha,
@@ -61,7 +69,7 @@ def local_values(raw, c, primary_metric: str | None, now: int) -> tuple:
         c.target,
         c.verdict.value if c.verdict else None,
         False,
-        time_problems(raw.timestamp, now) + intrinsic_problems(c),
+        time_problems(raw.timestamp, now) + intrinsic_problems(c) + identity_problems(c, raw.author, raw.committer),
         None,
         carries_run(c.metadata) if c.verdict else None,
         list(c.cross_refs[: LIMITS.cross_refs]),

@@ -70,10 +70,11 @@ def log_links(records: Sequence[bytes], folded: Sequence[bytes] | None = None) -
     block lowered at once costs a fifth of its records lowered one by one)."""
     shas, parents, entries = [], [], []
     for record, lowered in zip(records, folded if folded is not None else [r.lower() for r in records]):
-        count = lowered.count(_ENTRY_KEY)  # the header (hex shas and digits) never holds it
+        count = lowered.count(_ENTRY_KEY)  # a Git name holding it only makes the count wrong: no entry
         if not count:
             continue
-        header, _, message = record.partition(b"\n")
+        header, _, rest = record.partition(b"\n")
+        message = rest.partition(b"\n")[2]  # after the author and committer line
         fields = header.decode("utf-8", "replace").split(" ")
         found = _LOG_MESSAGE.fullmatch(message) if count == 1 else None
         shas.append(fields[0])

@@ -16,7 +16,17 @@ import json
 import math
 import re
 
-from ..contribution import GRAMMAR, LIMITS, POLICY_TAG, WITNESS_TAG, Trailer, carries_run, time_problems
+from ..contribution import (
+    GRAMMAR,
+    LIMITS,
+    POLICY_TAG,
+    READABLE_FORMATS,
+    WITNESS_TAG,
+    Trailer,
+    carries_run,
+    git_identity,
+    time_problems,
+)
 from .reader import RawCommit
 
 
@@ -35,15 +45,14 @@ def _fast_pattern(grammar: tuple[Trailer, ...]) -> re.Pattern[str]:
 
 
 _TRAILERS = _fast_pattern(GRAMMAR[1:])
-_START = f"\n\n{GRAMMAR[0].key}: {GRAMMAR[0].value}\n"
+_STARTS = {f"\n\n{GRAMMAR[0].key}: {version}\n": version for version in reversed(READABLE_FORMATS)}
 _SPECIAL_ACCOUNTS = frozenset({"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD"})
 
 
 def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | None:
     """`build.local_values` followed by `parallel._work_values` of this commit, or None when the general
     path must read it."""
-    message = raw.message
-    head, start, tail = message.rpartition(_START)
+    head, start, tail = _trailer_block(raw.message)
     if not start or raw.problem or "---" in head or "\0" in head or not head.strip():
         return None  # `---` covers escaped lines and the scissors
     if len(head) * 4 > LIMITS.description_bytes or len(raw.parents) > LIMITS.parents:
@@ -53,6 +62,8 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | 
         return None
     account, target, verdict, meta = found["account"], found["target"], found["verdict"], found["meta"]
     if account.endswith((".", ".lock")) or ".." in account or account.upper() in _SPECIAL_ACCOUNTS:
+        return None
+    if _STARTS[start] != "1" and not raw.author == raw.committer == git_identity(account):
         return None
     tags = _values(found["tag"], "Agora-Tag")
     metrics = _metrics(_values(found["metric"], "Agora-Metric"))
@@ -101,6 +112,16 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | 
         POLICY_TAG in tags,
         target if is_verification else None,
     )
+
+
+def _trailer_block(message: str) -> tuple[str, str, str]:
+    """The description, the `Agora-Format` line that starts the trailer block, and the rest of the block
+    (the first two empty when no format this reader reads starts one)."""
+    for start in _STARTS:
+        head, found, tail = message.rpartition(start)
+        if found:
+            return head, found, tail
+    return "", "", message
 
 
 def _values(lines: str, key: str) -> list[str]:

@@ -21,7 +21,7 @@ from ..contribution import Contribution, ContributionError, NewerFormat
 from ..refs.boundary import commit_graph_size
 from ..refs.store import LOG_ENTRY_KEY, LOG_FORMAT_TRAILER
 
-_FORMAT = "%H %T %ct %P%n%B"
+_FORMAT = "%H %T %ct %P%n%an <%ae>%x1f%cn <%ce>%n%B"  # the Git author and committer: `contribution.identity_problems`
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class RawCommit:
     parents: tuple[str, ...]
     message: str
     problem: str | None = None  # what made the header unreadable
+    author: str = ""  # `Name <email>`, as git reads them from the commit
+    committer: str = ""
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,8 @@ def _raw_commit(record: bytes) -> RawCommit:
     """One `git log` record. Git prints an empty %ct for a time it cannot parse (negative, say) and any
     digits for a huge one: both become a `problem`, never an exception."""
     header, _, message = record.decode("utf-8", "replace").partition("\n")
+    people, _, message = message.partition("\n")
+    author, _, committer = people.partition("\x1f")
     fields = header.split(" ")
     sha, tree, ts = (fields + ["", "", ""])[:3]
     parents = fields[3:]
@@ -196,7 +200,7 @@ def _raw_commit(record: bytes) -> RawCommit:
         timestamp, problem = _INT64_MAX, f"the committer time {ts} is out of range"
     else:
         timestamp = int(ts)
-    return RawCommit(sha, tree, timestamp, tuple(p for p in parents if p), message, problem)
+    return RawCommit(sha, tree, timestamp, tuple(p for p in parents if p), message, problem, author, committer)
 
 
 def parse(raw: RawCommit) -> ParsedCommit:

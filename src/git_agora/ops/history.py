@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..contribution import Contribution, parse_cross_ref
+from ..contribution import Contribution, identity_mismatches, parse_cross_ref
 from ..errors import AgoraError
 from ..frontier.comparable import differences, measured_under, warning
 from ..project import Project
@@ -121,17 +121,13 @@ def _witness_notes(root, witnessed: int | None) -> tuple[str, ...]:
 
 
 def _identity_notes(project: Project, c: Contribution) -> tuple[str, ...]:
-    """A commit whose Git author or committer is not its account's `ACCOUNT <ACCOUNT@agora>` (git-agora
-    writes exactly that) is flagged: plain `git log` names someone else than the account that counts."""
-    info = project.repo.commit_info(c.sha) if c.sha else None
+    """A format 1 commit whose Git author or committer is not its account's `ACCOUNT <ACCOUNT@agora>`
+    (git-agora writes exactly that) is flagged: plain `git log` names someone else than the account that
+    counts. From format 2 on, such a commit is invalid, with the same words as its reason."""
+    info = project.repo.commit_info(c.sha) if c.sha and c.format == "1" else None
     if info is None:
         return ()
-    expected = f"{c.account} <{c.account}@agora>"
-    return tuple(
-        f"its Git {role} is {person!r}, not {expected!r}: plain git log names someone else than its account"
-        for role, person in (("author", info.author), ("committer", info.committer))
-        if person != expected
-    )
+    return tuple(identity_mismatches(c.account, info.author, info.committer))
 
 
 def _look_alike_notes(contributions, c: Contribution) -> tuple[str, ...]:
