@@ -249,6 +249,35 @@ def test_an_evaluator_amendment_sets_earlier_results_apart_and_a_brief_amendment
     assert shas(out["views"]["leaders"]) == [new] and out["summary"]["best"]["sha"] == new
 
 
+def test_a_rerun_of_an_earlier_epochs_result_re_measures_it_under_the_current_evaluator(founded):
+    """Observed: `push --check --rerun` on a checkout of a result scored before an evaluator amendment stayed
+    on that result's line, so it re-measured it under the old scorer. The rerun now goes on the current
+    line: first parent the amendment, second the old result, the old code with the current evaluator
+    files (in the published tree and in the work tree), ranked among the current results."""
+    score = founded.alice / "score.py"
+    score.write_text(score.read_text().replace("round(bits / len(test), 6)", "round(bits / len(test), 4)"))
+    scorer = agora(founded.alice, "push", "-m", "score.py: 4 decimals", "--tag", "policy", "--json").json()["sha"]
+    bob = founded.bob
+    agora(bob, "fetch")
+    agora(bob, "checkout", founded.best)
+    rerun = ["push", "--check", "--rerun", "--tag", "result", "-m", "witten-bell under the 4-decimal scorer"]
+    sha = agora(bob, *rerun, "--json").json()["sha"]
+
+    assert git(bob, "log", "-1", "--format=%P", sha).split() == [scorer, founded.best]
+    for path in ("score.py", "agora.toml"):
+        assert git(bob, "rev-parse", f"{sha}:{path}") == git(bob, "rev-parse", f"{scorer}:{path}")
+    assert git(bob, "rev-parse", f"{sha}:choices.py") == git(bob, "rev-parse", f"{founded.best}:choices.py")
+    assert git(bob, "status", "--porcelain") == "" and (bob / "score.py").read_text() == score.read_text()
+    shown = agora(bob, "show", sha, "--json").json()
+    assert shown["metrics"]["bpc"] == round(founded.best_bpc, 4) and shown["metadata"]["rerun"] is True, shown
+    out = analysis(founded.alice)
+    assert shas(out["views"]["leaders"]) == [sha] and founded.best in shas(out["views"]["earlier_epoch"])
+
+    agora(bob, "checkout", sha)  # within one epoch, a rerun stays where it is
+    again = agora(bob, *rerun, "--json").json()["sha"]
+    assert git(bob, "log", "-1", "--format=%P", again).split() == [sha]
+
+
 def test_an_amendment_on_a_result_indexed_fetch_by_fetch_equals_a_rebuild(founded):
     """Observed: carol, indexing as she fetched, held alice's amendment of score.py (built on her baseline,
     not on the setup) invalid, "changes score.py", and a rebuild did not: the update did not know the

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +44,31 @@ def snapshot(repo: Repository) -> Iterator[Snapshot]:
         except GitError as exc:
             raise AgoraError(f"could not snapshot the work tree: {exc}") from None
         yield Snapshot(tree, index_file)
+
+
+def with_files_of(repo: Repository, snap: Snapshot, source_tree: str, paths: Iterable[str]) -> Snapshot:
+    """The snapshot with `paths` as `source_tree` holds them (a path it lacks is removed), in the same
+    temporary index; the work tree is not touched (`write_files`)."""
+    env = {"GIT_INDEX_FILE": str(snap.index_file)}
+    paths = sorted(set(paths))
+    present = {}
+    for entry in filter(None, repo.git.run("ls-tree", "-r", "-z", source_tree, "--", *paths).split("\0")):
+        mode_type_oid, _, path = entry.partition("\t")
+        mode, _, oid = mode_type_oid.split(" ")
+        present[path] = f"{mode} {oid}\t{path}"
+    lines = [present.get(path, f"0 {'0' * 40}\t{path}") for path in paths]
+    repo.git.run("update-index", "--index-info", input="\n".join(lines) + "\n", env=env)
+    return Snapshot(repo.git.run("write-tree", env=env).strip(), snap.index_file)
+
+
+def write_files(repo: Repository, paths: Iterable[str]) -> None:
+    """Make these work tree files what the real index holds (a path it lacks is deleted)."""
+    indexed = set(filter(None, repo.git.run("ls-files", "-z", "--", *paths).split("\0")))
+    if indexed:
+        repo.git.run("checkout-index", "--force", "-z", "--stdin", input="\0".join(sorted(indexed)) + "\0")
+    for path in set(paths) - indexed:
+        with suppress(FileNotFoundError):
+            os.unlink(Path(repo.worktree_path) / path)
 
 
 def oversized_files(repo: Repository, tree: str, limit: int) -> list[tuple[str, int]]:

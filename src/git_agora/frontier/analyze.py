@@ -258,7 +258,7 @@ def _epoch_notes(frame: Frame) -> list[str]:
     if not earlier:
         return []
     apart = f"{earlier} result(s) scored under an earlier evaluator are listed apart (earlier_epoch)"
-    rerun = "to re-measure one, publish its code on the current line with it as a --parent (docs/protocol.md)"
+    rerun = "to re-measure one under the current evaluator: git agora checkout SHA, then push --check --rerun"
     if not frame.scored.any():
         return [
             f"a policy amendment changed the evaluator: no result is scored under it yet, so the leaders are "

@@ -144,11 +144,15 @@ def publish_worktree(
     """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
     contribution and `parents`. With `check_claim`, evaluate a clean export first and record the
     measured metric (a claim the run contradicts is refused). A result must change the tree of the
-    contribution it builds on, unless `rerun` says it re-measures it (recorded as `rerun: true`).
+    contribution it builds on, unless `rerun` says it re-measures it (recorded as `rerun: true`). A rerun
+    of a result scored under an earlier evaluator (`ops.standing`) re-measures its code under the current
+    one: the new result's first parent is the current policy and its second the old result, and its tree
+    the old one's with the current policy's `agora.toml` and evaluator files (written into the work tree
+    too, when HEAD follows).
     `prediction`, the band the metric was expected in (`LOW..HIGH` or a pair), is recorded in
     Agora-Meta (`with_prediction`). The check runs in the sandbox unless `sandbox` is False (None:
     `ops.evaluate.sandbox_choice`)."""
-    from ..workspace import advance_head, check_size, snapshot
+    from ..workspace import advance_head, check_size, snapshot, with_files_of, write_files
 
     _ = project.account  # who publishes is the first thing to know
     base = project.base
@@ -167,16 +171,40 @@ def publish_worktree(
     _validate(project, draft)  # the protocol's rules, before any work
     with snapshot(project.repo) as snap:
         check_size(project.repo, snap.tree, project.config.max_file_bytes)
-        policy = _policy_for_new_tree(project, base, snap.tree, tags)
         _check_rerun(project, parent_shas[0], snap.tree, tags, rerun)
+        moved = _current_evaluator(project, base) if rerun else None
+        if moved is not None:  # a rerun of a result of an earlier epoch: on the current line (docstring)
+            snap = with_files_of(project.repo, snap, moved.tree, {*project.policy(base).protected, *moved.protected})
+            parent_shas = tuple(dict.fromkeys((moved.sha, *parent_shas)))
+            draft = draft._replace(parents=parent_shas)
+        policy = _policy_for_new_tree(project, parent_shas[0], snap.tree, tags)
         if rerun:
             metadata["rerun"] = True
         if check_claim:
             measured, metadata["check"] = _checked_claim(project, policy, snap.tree, measured, sandbox)
         published = publish(project, draft._replace(metrics=measured, metadata=metadata), snap.tree)
-        advance_head(project.repo, base, published.sha, snap)
+        if advance_head(project.repo, base, published.sha, snap) and moved is not None:
+            write_files(project.repo, {*project.policy(base).protected, *moved.protected})
     project.set_base(published.sha)
     return published
+
+
+def _current_evaluator(project: Project, base: str):
+    """The current policy (`ops.standing.current_policy`) when its evaluator is not the one `base` was
+    scored under, else None."""
+    import pyarrow.compute as pc
+
+    from ..policy import load_policy
+    from .indexing import load
+    from .standing import ROOT_COLUMNS, current_policy
+
+    contributions = load(project, ROOT_COLUMNS).contributions
+    current = current_policy(project.setup, contributions.filter(pc.fill_null(contributions["valid"], False)))
+    old = project.policy(base)
+    if current == old.sha:
+        return None
+    policy = load_policy(project.repo, current)
+    return None if policy.evaluator_key == old.evaluator_key else policy
 
 
 def _policy_for_new_tree(project: Project, base: str, tree: str, tags: tuple[str, ...]):
