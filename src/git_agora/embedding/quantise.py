@@ -58,9 +58,10 @@ CALIBRATION = (
 )
 
 
-def quantise(source: Path, target: Path, model_dir: Path) -> bool:
-    """Write the smoothed, int8 version of ``source`` to ``target``; False when this machine cannot
-    (no `onnx` package) or the graph has none of the products `QUANTISED` names."""
+def quantise(source: Path, target: Path, model_dir: Path, reduce_range: bool = False) -> bool:
+    """Write the smoothed, int8 version of ``source`` to ``target`` (`reduce_range`: 7-bit weights, which
+    CPUs without VNNI need); False when this machine cannot (no `onnx` package) or the graph has none of
+    the products `QUANTISED` names."""
     try:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -79,6 +80,7 @@ def quantise(source: Path, target: Path, model_dir: Path) -> bool:
             str(target),
             weight_type=QuantType.QInt8,
             per_channel=True,
+            reduce_range=reduce_range,
             nodes_to_quantize=[n.name for n in chosen],
         )
     return True
