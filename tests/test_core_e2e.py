@@ -6,10 +6,11 @@ import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
-from agora_testing import agora, git, make_clone
+from agora_testing import agora, forge_root, git, make_clone, publish_forged_log
 from git_agora import open_project
 from git_agora.refs.objects import commit_body, write_loose
 from servers import git_daemon, smart_http
@@ -400,38 +401,66 @@ def test_a_case_twin_that_slipped_past_its_writer_is_invalid_for_readers(tmp_pat
     assert agora(project, "log", "--account", "alice", "--json").json()[0]["title"] == "alice goes on"
 
 
-def test_a_commit_whose_git_author_names_another_account_is_invalid_from_format_2_and_flagged_before(
-    tmp_path, remote, project
-):
-    """Plain `git log` shows a commit's Git author. Mallory signs (with her own key) two contributions whose
-    Git author and committer say `alice`: the format 2 one is invalid for every reader, the format 1 one
-    (written before the rule) stays valid and is flagged by `show`."""
-    m = make_clone(tmp_path, "m", str(remote), "mallory")
-    agora(m, "fetch")
-    own = agora(m, "post", "-m", "written by git-agora", "--tag", "insight", "--json").json()["sha"]
-    setup = agora(m, "whoami", "--json").json()["setup"]
+WRONG_IDENTITY = (
+    "its Git {} is 'alice <alice@agora>', not 'mallory <mallory@agora>': plain git log names someone else than "
+    "its account"
+)
+
+
+def _posing_as_alice(m: Path, setup: str, versions: tuple[str, ...]) -> dict[str, str]:
+    """mallory's contributions, one per Agora-Format, whose Git author and committer say alice, signed with
+    mallory's own key and published in her log with plain git."""
     writer = open_project(m)
     writer.enable_signing()
     tree = writer.repo.commit_info(setup).tree
     posing = {}
-    for version in ("1", "2"):
+    for version in versions:
         message = f"posing in format {version}\n\nAgora-Format: {version}\nAgora-Account: mallory\nAgora-Tag: insight\n"
         body = commit_body(tree, [setup], "alice <alice@agora>", int(time.time()), message)
         signed = commit_body(tree, [setup], "alice <alice@agora>", int(time.time()), message, writer.repo.signer(body))
         posing[version] = write_loose(writer.repo.objects_path, "commit", signed)
-    writer.repo.append_to_log("mallory", [posing["1"], posing["2"]])
+    writer.repo.append_to_log("mallory", list(posing.values()))
     git(m, "push", "-q", "origin", "refs/agora/log/mallory")
+    return posing
+
+
+def test_a_commit_whose_git_author_names_another_account_is_invalid_in_a_format_2_project(tmp_path, remote, project):
+    """Plain `git log` shows a commit's Git author. In a project founded in format 2, mallory's signed
+    contributions whose Git author and committer say `alice` are invalid: the format 2 one for its Git
+    identity, the format 1 one (which would escape that rule) for its format."""
+    m = make_clone(tmp_path, "m", str(remote), "mallory")
+    agora(m, "fetch")
+    own = agora(m, "post", "-m", "written by git-agora", "--tag", "insight", "--json").json()["sha"]
+    posing = _posing_as_alice(m, agora(m, "whoami", "--json").json()["setup"], ("1", "2"))
     assert "alice" in git(m, "log", "-1", "--format=%an", posing["2"])  # what plain git shows
 
     agora(project, "fetch")
-    wrong = (
-        "its Git {} is 'alice <alice@agora>', not 'mallory <mallory@agora>': plain git log names someone "
-        "else than its account"
-    )
     rejected = {r["sha"]: r["reasons"] for r in agora(project, "log", "--rejected", "--json").json()}
-    assert rejected == {posing["2"]: [wrong.format("author"), wrong.format("committer")]}
-    assert agora(project, "show", posing["1"], "--json").json()["run_notes"] == [
-        wrong.format("author"), wrong.format("committer")
-    ]  # fmt: skip
+    assert rejected == {
+        posing["2"]: [WRONG_IDENTITY.format("author"), WRONG_IDENTITY.format("committer")],
+        posing["1"]: ["written in Agora format 1, older than its project's setup (format 2)"],
+    }
     assert agora(project, "show", own, "--json").json()["run_notes"] == []
     agora(project, "index", "--check")  # a rebuild agrees
+
+
+def test_in_a_project_founded_in_format_1_such_a_commit_is_flagged_not_rejected(tmp_path, remote):
+    """A project founded before format 2 (its setup written by hand here, as git-agora wrote it then)
+    keeps its format 1 contributions valid: one whose Git identity names another account is flagged."""
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    (a / "agora.toml").write_text('[metric]\nname = "bpc"\n')
+    blob = git(a, "hash-object", "-w", "agora.toml").strip()
+    tree = subprocess.run(
+        ["git", "mktree"], cwd=a, input=f"100644 blob {blob}\tagora.toml\n", capture_output=True, text=True
+    ).stdout.strip()
+    setup = forge_root(a, "Setup: an old project\n\nAgora-Format: 1\nAgora-Account: alice\nAgora-Tag: setup\n", tree)
+    publish_forged_log(a, "alice", [setup])
+    m = make_clone(tmp_path, "m", str(remote), "mallory")
+    agora(m, "fetch")
+    assert agora(m, "whoami", "--json").json()["setup"] == setup
+    posing = _posing_as_alice(m, setup, ("1",))["1"]
+
+    agora(a, "fetch")
+    assert agora(a, "log", "--rejected", "--json").json() == []
+    notes = agora(a, "show", posing, "--json").json()["run_notes"]
+    assert notes == [WRONG_IDENTITY.format("author"), WRONG_IDENTITY.format("committer")]

@@ -484,6 +484,14 @@ def identity_problems(c: Contribution, author: str, committer: str) -> list[str]
     return identity_mismatches(c.account, author, committer)
 
 
+def older_than_setup(declared: int, setup: int) -> str | None:
+    """A contribution declares at least its project's setup's format: a project founded in format 2 has
+    no format 1 contribution (which would escape format 2's rules, such as the Git identity's)."""
+    if declared >= setup:
+        return None
+    return f"written in Agora format {declared}, older than its project's setup (format {setup})"
+
+
 def identity_mismatches(account: str, author: str, committer: str) -> list[str]:
     expected = git_identity(account)
     return [

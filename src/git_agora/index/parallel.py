@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import POLICY_TAG, graph_problems, verified_target
+from ..contribution import POLICY_TAG, graph_problems, older_than_setup, verified_target
 from . import build, listing, quick, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS
 
@@ -54,6 +54,7 @@ WORK = pa.schema(
         ("_setup", pa.bool_()),  # tagged setup
         ("_amends", pa.bool_()),  # tagged policy: an amendment when its account is the root setup's
         ("_verifies", pa.string()),  # the target of a verification
+        ("_format", pa.int8()),  # the Agora-Format it declares
         ("_refs", pa.list_(pa.string())),
     ]
 )
@@ -142,14 +143,14 @@ def general_values(raw: reader.RawCommit, primary_metric: str | None, now: int) 
     return (*values, *_work_values(c))
 
 
-_WORK_FIELDS = ("_account", "_setup", "_amends", "_verifies")
+_WORK_FIELDS = ("_account", "_setup", "_amends", "_verifies", "_format")
 
 
 def _work_values(c) -> tuple:
     """What the graph rules need of a parsed contribution (None: the commit is none), `_WORK_FIELDS`."""
     if c is None:
-        return None, False, False, None
-    return c.account, c.is_setup, POLICY_TAG in c.tags, verified_target(c)
+        return None, False, False, None, None
+    return c.account, c.is_setup, POLICY_TAG in c.tags, verified_target(c), int(c.format)
 
 
 def parse_here(commits: Iterable[reader.RawCommit], primary_metric: str | None, now: int) -> pa.Table:
@@ -309,17 +310,19 @@ def graph_rows(
     known: Mapping[str, build.Known],
     root: str | None,
     listed: Mapping[str, set[str]],
+    root_format: int = 1,
 ) -> tuple[pa.Table, pa.Table]:
     """The contributions table and cross references of these rows (in canonical order: `canonical`),
     with the rules that need the other commits applied. The checks run over whole columns; only the
-    rows they flag are visited one by one, to word their reasons (`contribution.graph_problems`)."""
-    table = _graph_table(work, known, root, listed)
+    rows they flag are visited one by one, to word their reasons (`contribution.graph_problems`,
+    `contribution.older_than_setup` against `root_format`, the root setup's)."""
+    table = _graph_table(work, known, root, listed, root_format)
     release()  # the lookups and masks of `_graph_table`
     return table, _cross_refs(work)
 
 
 def _graph_table(
-    work: pa.Table, known: Mapping[str, build.Known], root: str | None, listed: Mapping[str, set[str]]
+    work: pa.Table, known: Mapping[str, build.Known], root: str | None, listed: Mapping[str, set[str]], root_format: int
 ) -> pa.Table:
     is_contribution = pc.is_valid(work.column("account")).combine_chunks()
     lookup = _lookup(work, known)  # sha -> the parsed account and tree, batch rows first
@@ -338,11 +341,12 @@ def _graph_table(
     own_target = pc.fill_null(pc.equal(target_account, work.column("account")), False)
     is_listed = listing.listed_mask(work, listed)
     unlisted = pc.invert(is_listed)
-    flagged = pc.and_(is_contribution, pc.or_(pc.or_(unknown_parent, own_target), unlisted))
+    older = pc.fill_null(pc.less(work.column("_format"), root_format), False)
+    flagged = pc.and_(is_contribution, pc.or_(pc.or_(pc.or_(unknown_parent, own_target), unlisted), older))
     first_tree = pc.take(lookup.column("tree"), first_at)
     code_bearing = pc.and_(is_contribution, pc.fill_null(pc.not_equal(first_tree, work.column("tree")), True))
     policy = _policy_column(work, first_at, known, root, is_contribution)
-    reasons = _graph_reasons(work, flagged, lookup, is_listed)
+    reasons = _graph_reasons(work, flagged, lookup, is_listed, root_format)
     columns = {
         "code_bearing": code_bearing,
         "valid": pc.equal(pc.list_value_length(reasons), 0),
@@ -391,10 +395,10 @@ def _first_elements(lists: pa.ListArray) -> pa.Array:
 
 
 def _graph_reasons(
-    work: pa.Table, flagged: pa.Array, lookup: pa.Table, is_listed: pa.Array
+    work: pa.Table, flagged: pa.Array, lookup: pa.Table, is_listed: pa.Array, root_format: int
 ) -> pa.ChunkedArray | pa.Array:
     """The rows' reasons with the graph problems of the flagged rows appended
-    (`contribution.graph_problems`, then the log listing)."""
+    (`contribution.graph_problems`, the setup's format, then the log listing)."""
     at = pc.indices_nonzero(flagged).to_pylist()
     if not at:
         return work.column("reasons")
@@ -406,10 +410,13 @@ def _graph_reasons(
     for sha, account in zip(hits.column("sha").to_pylist(), hits.column("account").to_pylist()):
         account_of.setdefault(sha, account)  # the batch's row first
     values = []
-    columns = (picked.column(c).to_pylist() for c in ("account", "parents", "_verifies", "reasons"))
+    columns = (picked.column(c).to_pylist() for c in ("account", "parents", "_verifies", "reasons", "_format"))
     listed_here = is_listed.take(pa.array(at, pa.int64())).to_pylist()
-    for account, parents, target, reasons, listed in zip(*columns, listed_here):
+    for account, parents, target, reasons, declared, listed in zip(*columns, listed_here):
         found = graph_problems(account, parents, target, account_of.get)
+        older = older_than_setup(declared, root_format)
+        if older:
+            found.append(older)
         if not listed:
             found.append(build.not_listed(account))
         values.append(reasons + found)

@@ -111,6 +111,7 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | 
         is_setup,
         POLICY_TAG in tags,
         target if is_verification else None,
+        int(_STARTS[start]),
     )
 
 

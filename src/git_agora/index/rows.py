@@ -88,18 +88,25 @@ def new_rows(
         else:
             work, listed, in_bulk = _parse_walk(repo, base, tips, rules, now, progress)
         known = _known_parents_of(repo, directory, base, work, rules.root)
+        root_format = _declared_format(repo, rules.root)
         if not in_bulk:
-            table, refs = parallel.graph_rows(work, known, rules.root, listed)
+            table, refs = parallel.graph_rows(work, known, rules.root, listed, root_format)
             table = _evaluator_policy_table(repo, table, rules.root)
         else:
             with ThreadPoolExecutor(2) as thread:
                 ahead = thread.submit(_answers_ahead, repo, rules.root, work.column("tree"))
                 trees = pc.unique(work.column("tree").filter(pc.is_valid(work.column("account")))).drop_null()
                 dotgit = thread.submit(dotgit_paths, repo.common_path, trees.to_pylist())
-                table, refs = parallel.graph_rows(work, known, rules.root, listed)
+                table, refs = parallel.graph_rows(work, known, rules.root, listed, root_format)
                 del work, trees  # the rows are held once
                 table = _evaluator_policy_table(repo, table, rules.root, ahead.result(), dotgit.result())
         return _signatures_table(repo, table, rules), refs, listed
+
+
+def _declared_format(repo: Repository, root: str | None) -> int:
+    """The Agora-Format the root setup declares (1 without a readable root: no contribution is older)."""
+    contribution = repo.contribution(root) if root is not None else None
+    return int(contribution.format) if contribution is not None else 1
 
 
 def _answers_ahead(repo: Repository, root: str | None, trees: pa.ChunkedArray) -> Answers | None:
