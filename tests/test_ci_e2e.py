@@ -278,3 +278,46 @@ def test_a_record_whose_tips_are_not_here_yet_is_resolved_again_once_they_are(tm
     late = witnessed(project, records, frozenset({"ci"}))
     assert sorted(late.shas.to_pylist()) == sorted([first, second]) and cache.exists()
     assert sorted(witnessed(project, records, frozenset({"ci"})).shas.to_pylist()) == sorted([first, second])
+
+
+def test_a_pinned_ci_key_keeps_an_impostor_of_the_ci_account_out_of_the_trust_root(tmp_path):
+    """`[ci] keys` pins the CI account's key in the policy. mallory, holding another key, cannot run
+    `git agora ci` as `ci`; when she publishes as `ci` anyway (its identity then announces her key), a
+    reader drops `ci` from the trust root: her run-backed failure of alice's result weighs nothing, where
+    a CI account's would fail it. The CI holding the pinned key passes the pin, and is told the name is
+    taken (the founder then names another CI account)."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    keys = {}
+    for name in ("ci", "mallory"):
+        keys[name] = tmp_path / f"{name}_ed25519"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", keys[name]], check=True)
+    pinned = keys["ci"].with_suffix(".pub").read_text().strip()
+    global CI_TOML
+    plain, CI_TOML = CI_TOML, CI_TOML + f'keys = {{ ci = "{pinned}" }}\n'
+    try:
+        alice = founded_with_ci(tmp_path, remote)
+    finally:
+        CI_TOML = plain
+    baseline = agora(alice, "push", "--check", "--rerun", "-m", "baseline", "--tag", "result", "--json").json()["sha"]
+
+    mallory = joined(tmp_path, remote, "mallory", baseline)
+    refused = agora(mallory, "ci", "--no-site", "--account", "ci", "--key-file", str(keys["mallory"]), check=False)
+    assert refused.returncode != 0, refused
+    assert "this key is not the one the project's policy pins for ci ([ci] keys)" in refused.stderr
+    git(mallory, "config", "agora.signingkey", str(keys["mallory"]))
+    record = ["--meta", 'reproduced={"bpc": 3.9}', "--meta", 'evaluator={"sha256": "' + "ab" * 32 + '"}']
+    record += ["--meta", "sandbox=true", "--meta", "duration_s=0.6"]
+    failure = ["post", "--account", "ci", "--target", baseline, "--verdict", "failed", "-m", "reran it: 3.9"]
+    verdict = agora(mallory, *failure, *record, "--json").json()["sha"]
+
+    bob = joined(tmp_path, remote, "bob", baseline)
+    out = agora(bob, "analyze", "--json").json()
+    assert out["summary"]["best"]["sha"] == baseline and out["summary"]["best"]["status"] == "unverified", out
+    notes = agora(bob, "show", verdict, "--json").json()["run_notes"]
+    assert any("this verdict weighs nothing: from an account with no confirmed work" in n for n in notes), notes
+
+    # the pinned key passes the pin, but the name is taken: the real CI says so and publishes nothing
+    taken = agora(alice, "ci", "--no-site", "--account", "ci", "--key-file", str(keys["ci"]), check=False)
+    assert taken.returncode != 0 and "pins for ci" not in taken.stderr, taken
+    assert "the identity of ci here announces another key" in taken.stderr, taken

@@ -292,6 +292,12 @@ class ProjectConfig:
         accounts = ci.get("accounts", []) if isinstance(ci, Mapping) else None
         if not isinstance(accounts, list) or not all(isinstance(a, str) and valid_account(a) for a in accounts):
             raise ConfigError("[ci] accounts must be a list of account names")
+        keys = ci.get("keys", {})
+        if not isinstance(keys, Mapping) or not all(
+            name in accounts and isinstance(key, str) and key.startswith("ssh-") and len(key.split()) >= 2
+            for name, key in keys.items()
+        ):
+            raise ConfigError('[ci] keys must map [ci] accounts to public keys ({ ci = "ssh-ed25519 AAAA..." })')
 
     @property
     def members(self) -> tuple[str, ...]:
@@ -304,6 +310,12 @@ class ProjectConfig:
     def ci_accounts(self) -> tuple[str, ...]:
         """`[ci] accounts`: the accounts the project's CI verifies and witnesses as."""
         return tuple(self.sections.get("ci", {}).get("accounts", []))
+
+    @property
+    def ci_keys(self) -> Mapping[str, str]:
+        """`[ci] keys`: the public key each pinned CI account must hold (a reader that first saw another
+        identity for it trusts neither that identity's verdicts nor its witness records)."""
+        return dict(self.sections.get("ci", {}).get("keys", {}))
 
     @property
     def trusted_accounts(self) -> frozenset[str]:

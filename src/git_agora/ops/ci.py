@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from ..contribution import WITNESS_TAG, Contribution
 from ..errors import AgoraError
 from ..evaluate.sandbox import SandboxUnavailable
-from ..identity.keys import SigningKey, held_key
+from ..identity.keys import SigningKey, held_key, same_key
 from ..project import Project
 from ..refs.names import REMOTES_PREFIX
 from .publish import Published, publish
@@ -125,7 +125,7 @@ def run_ci(
     account's key file; `site_dir`: where to build the site (None: no site)."""
     from ..evaluate.sandbox import require_bwrap
     from .indexing import FRAME_COLUMNS, load
-    from .standing import reader_root
+    from .standing import current_config, reader_root
     from .sync import fetch
 
     if key is not None:
@@ -134,7 +134,12 @@ def run_ci(
     account = project.account
     contributions = load(project, FRAME_COLUMNS).contributions
     root = reader_root(project, contributions)
-    if account not in root.witnesses:
+    pinned = current_config(project, contributions).ci_keys.get(account)
+    if pinned is not None and not same_key(pinned, project.signing_key.public):
+        raise AgoraError(
+            f"this key is not the one the project's policy pins for {account} ([ci] keys): sign with that key"
+        )
+    if account not in root.witnesses and pinned is None:
         named = ", ".join(sorted(root.witnesses)) or "none"
         raise AgoraError(
             f"{account} is not a CI account of this project ([ci] accounts: {named}); the setup's account "

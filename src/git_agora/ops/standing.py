@@ -4,7 +4,8 @@
   timestamps), else the setup.
 - Trusted from the start: the setup's account (the frontier reads it from the table), and the current
   policy's `[identity] members` and `[ci] accounts`; the latter's witness records date what they saw
-  (`ops.witness`).
+  (`ops.witness`). A CI account whose key the policy pins (`[ci] keys`) counts only while the identity
+  this clone trusts for it holds that key.
 - The *current epoch*: every policy in force somewhere whose evaluator (`Policy.evaluator_key`) is the
   current policy's. None when every policy in force scores alike (no amendment, or none that changed
   the evaluator).
@@ -12,16 +13,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..config import ProjectConfig
 from ..contribution import POLICY_TAG
 from ..frontier.graph import tag_mask
 from ..frontier.root import Root
+from ..identity.keys import same_key
 from ..lookalike import look_alikes
 from ..policy import load_policy
 from ..project import Project
+from ..refs.names import ROOT
 from .witness import witnessed
 
 # what `reader_root` reads of the contributions table
@@ -31,17 +37,39 @@ ROOT_COLUMNS = ("sha", "account", "timestamp", "tags", "log_seq", "valid", "poli
 def reader_root(project: Project, contributions: pa.Table) -> Root:
     """The trust root and the current epoch of this project's contributions (module docstring)."""
     valid = contributions.filter(pc.fill_null(contributions["valid"], False))
+    config, epoch = _current_config_and_epoch(project, valid)
+    impostors = ci_accounts_without_their_pinned_key(project, config.ci_keys)
+    witnesses = frozenset(config.ci_accounts) - impostors
+    return Root(config.trusted_accounts - impostors, epoch, witnesses, witnessed(project, valid, witnesses))
+
+
+def current_config(project: Project, contributions: pa.Table) -> ProjectConfig:
+    """The current policy's configuration (module docstring)."""
+    return _current_config_and_epoch(project, contributions.filter(pc.fill_null(contributions["valid"], False)))[0]
+
+
+def _current_config_and_epoch(project: Project, valid: pa.Table) -> tuple[ProjectConfig, frozenset[str] | None]:
     in_force = set(pc.unique(valid["policy"]).drop_null().to_pylist()) | {project.setup}
     current = current_policy(project.setup, valid)
     if in_force == {project.setup}:
-        config, epoch = project.config, None
-    else:
-        policies = {sha: load_policy(project.repo, sha) for sha in sorted(in_force | {current})}
-        keys = {sha: policy.evaluator_key for sha, policy in policies.items()}
-        same = frozenset(s for s, k in keys.items() if k == keys[current])
-        config, epoch = policies[current].config, None if len(set(keys.values())) == 1 else same
-    witnesses = frozenset(config.ci_accounts)
-    return Root(config.trusted_accounts, epoch, witnesses, witnessed(project, valid, witnesses))
+        return project.config, None
+    policies = {sha: load_policy(project.repo, sha) for sha in sorted(in_force | {current})}
+    keys = {sha: policy.evaluator_key for sha, policy in policies.items()}
+    same = frozenset(s for s, k in keys.items() if k == keys[current])
+    return policies[current].config, None if len(set(keys.values())) == 1 else same
+
+
+def ci_accounts_without_their_pinned_key(project: Project, pinned: Mapping[str, str]) -> frozenset[str]:
+    """The CI accounts whose key the current policy pins (`[ci] keys`) but whose identity, as this clone
+    trusts it, does not hold that key: someone else claimed the name first. They count as no CI."""
+    if not pinned:
+        return frozenset()
+    from ..trust import trusted_keys
+
+    held = trusted_keys(project.repo, project.repo.refs_under(ROOT))
+    return frozenset(
+        account for account, key in pinned.items() if not any(same_key(key, k) for k in held.get(account, ()))
+    )
 
 
 def account_look_alikes(contributions: pa.Table) -> dict[str, str]:
