@@ -65,6 +65,11 @@ def test_the_hook_keeps_logs_append_only_and_contributions_valid(tmp_path, trans
                 ("alice", "alice@agora"),
                 "its Git author is 'alice <alice@agora>', not 'bob <bob@agora>'",
             ),
+            (
+                Contribution(account="bob", tags=("insight",), description="old format", parents=(setup,), format="1"),
+                None,
+                "written in Agora format 1, older than its project's setup (format 2)",
+            ),
         ):
             sha = forge(b, posing.to_message(), [setup], author=author)
             tip = git(b, "rev-parse", "refs/agora/log/bob").strip()

@@ -6,7 +6,7 @@ Refuses, with one line the pusher sees (`remote: git-agora: ...`):
 - a new contribution that breaks a rule a commit can break on its own (trailers, sizes, nesting, clock
   range, verification shape, ...: `contribution.intrinsic_problems` and `time_problems`);
 - a contribution whose account is not the log it is pushed into, or (format 2) whose Git author or
-  committer is not `ACCOUNT <ACCOUNT@agora>`;
+  committer is not `ACCOUNT <ACCOUNT@agora>`, or that declares an older format than its setup;
 - an unsigned contribution where the project's setup requires signatures, and one whose signature
   does not verify with a key the account's identity (on the server, or pushed with it) announces;
 - an identity commit that the key before it did not sign.
@@ -23,7 +23,14 @@ from functools import cache
 from pathlib import Path
 
 from .config import ConfigError, ProjectConfig
-from .contribution import Contribution, ContributionError, identity_problems, intrinsic_problems, time_problems
+from .contribution import (
+    Contribution,
+    ContributionError,
+    identity_problems,
+    intrinsic_problems,
+    older_than_setup,
+    time_problems,
+)
 from .identity.chain import chain_keys_in
 from .identity.signatures import verify_many
 from .index.signatures import BAD, precheck, raw_commits
@@ -69,6 +76,7 @@ def _entry_problems(account: str, old: str, new: str, identity: str | None) -> l
     raws = raw_commits(Path("."), entries)
     problems, now, checks = [], int(time.time()), {}
     required = _signatures_required(entries)
+    setup_format = _setup_format(entries)
     for sha, (when, parents, people, message) in _read(entries).items():
         try:
             c = Contribution.from_message(message, sha=sha, parents=parents)
@@ -78,6 +86,7 @@ def _entry_problems(account: str, old: str, new: str, identity: str | None) -> l
         found = [] if c.account == account else [f"account {c.account} pushed into the log of {account}"]
         found += time_problems(int(when), now) if when.isdigit() else ["unreadable committer time"]
         found += intrinsic_problems(c) + identity_problems(c, *people)
+        found += [p for p in [older_than_setup(int(c.format), setup_format)] if p]
         problems += [f"{sha[:12]}: {p}" for p in found]
         checks[sha] = precheck(raws.get(sha), keys, required)
     jobs = {sha: job for sha, job in checks.items() if isinstance(job, tuple)}
@@ -100,6 +109,21 @@ def _read(shas: list[str]) -> dict[str, tuple[str, list[str], tuple[str, str], s
         sha, when, *parents = header.split(" ") + [""]
         records[sha] = (when, [p for p in parents if p], (author, committer), message)
     return records
+
+
+def _setup_format(shas: list[str]) -> int:
+    """The newest Agora-Format a setup at the root of these contributions' first-parent lines declares
+    (1 when none can be read): no contribution may declare an older one."""
+    roots = _git("rev-list", "--first-parent", "--max-parents=0", *shas).stdout.split() if shas else []
+    return max((_declared_by(root) for root in roots), default=1)
+
+
+@cache
+def _declared_by(root: str) -> int:
+    try:
+        return int(Contribution.from_message(_git("log", "-1", "--format=%B", root).stdout).format)
+    except ContributionError:
+        return 1
 
 
 def _signatures_required(shas: list[str]) -> bool:

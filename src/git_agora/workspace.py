@@ -52,7 +52,8 @@ def with_files_of(repo: Repository, snap: Snapshot, source_tree: str, paths: Ite
     env = {"GIT_INDEX_FILE": str(snap.index_file)}
     paths = sorted(set(paths))
     present = {}
-    for entry in filter(None, repo.git.run("ls-tree", "-r", "-z", source_tree, "--", *paths).split("\0")):
+    listed = repo.git.run("--literal-pathspecs", "ls-tree", "-r", "-z", source_tree, "--", *paths)
+    for entry in filter(None, listed.split("\0")):
         mode_type_oid, _, path = entry.partition("\t")
         mode, _, oid = mode_type_oid.split(" ")
         present[path] = f"{mode} {oid}\t{path}"
@@ -63,7 +64,7 @@ def with_files_of(repo: Repository, snap: Snapshot, source_tree: str, paths: Ite
 
 def write_files(repo: Repository, paths: Iterable[str]) -> None:
     """Make these work tree files what the real index holds (a path it lacks is deleted)."""
-    indexed = set(filter(None, repo.git.run("ls-files", "-z", "--", *paths).split("\0")))
+    indexed = set(filter(None, repo.git.run("--literal-pathspecs", "ls-files", "-z", "--", *paths).split("\0")))
     if indexed:
         repo.git.run("checkout-index", "--force", "-z", "--stdin", input="\0".join(sorted(indexed)) + "\0")
     for path in set(paths) - indexed:
