@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Callable
 from functools import cached_property
 
-from ..contribution import Contribution, ContributionError
+from ..contribution import Contribution, ContributionError, git_identity
 from .catfile import CatFile
 from .files import NotPlain, read_ref, swap_ref
 from .git import Git
@@ -144,7 +144,7 @@ class Repository:
     def write_commit(
         self, tree: str, parents: list[str], message: str, account: str, timestamp: int | None = None
     ) -> str:
-        identity = f"{account} <{account}@agora>"
+        identity = git_identity(account)
         when = int(time.time()) if timestamp is None else timestamp
         body = commit_body(tree, parents, identity, when, message)
         if self.signer is not None:
