@@ -125,7 +125,7 @@ def run_ci(
     account's key file; `site_dir`: where to build the site (None: no site)."""
     from ..evaluate.sandbox import require_bwrap
     from .indexing import FRAME_COLUMNS, load
-    from .standing import current_config, reader_root
+    from .standing import root_and_config
     from .sync import fetch
 
     if key is not None:
@@ -133,8 +133,8 @@ def run_ci(
     fetched = fetch(project)
     account = project.account
     contributions = load(project, FRAME_COLUMNS).contributions
-    root = reader_root(project, contributions)
-    pinned = current_config(project, contributions).ci_keys.get(account)
+    root, config = root_and_config(project, contributions)
+    pinned = config.ci_keys.get(account)
     if pinned is not None and not same_key(pinned, project.signing_key.public):
         raise AgoraError(
             f"this key is not the one the project's policy pins for {account} ([ci] keys): sign with that key"

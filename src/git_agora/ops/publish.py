@@ -172,10 +172,11 @@ def publish_worktree(
     with snapshot(project.repo) as snap:
         check_size(project.repo, snap.tree, project.config.max_file_bytes)
         _check_rerun(project, parent_shas[0], snap.tree, tags, rerun)
-        moved = _current_evaluator(project, base) if rerun else None
+        moved = _onto_current_epoch(project, base) if rerun else None
         if moved is not None:  # a rerun of a result of an earlier epoch: on the current line (docstring)
-            snap = with_files_of(project.repo, snap, moved.tree, {*project.policy(base).protected, *moved.protected})
-            parent_shas = tuple(dict.fromkeys((moved.sha, *parent_shas)))
+            current, evaluator_paths = moved
+            snap = with_files_of(project.repo, snap, current.tree, evaluator_paths)
+            parent_shas = tuple(dict.fromkeys((current.sha, *parent_shas)))
             draft = draft._replace(parents=parent_shas)
         policy = _policy_for_new_tree(project, parent_shas[0], snap.tree, tags)
         if rerun:
@@ -184,14 +185,15 @@ def publish_worktree(
             measured, metadata["check"] = _checked_claim(project, policy, snap.tree, measured, sandbox)
         published = publish(project, draft._replace(metrics=measured, metadata=metadata), snap.tree)
         if advance_head(project.repo, base, published.sha, snap) and moved is not None:
-            write_files(project.repo, {*project.policy(base).protected, *moved.protected})
+            write_files(project.repo, moved[1])
     project.set_base(published.sha)
     return published
 
 
-def _current_evaluator(project: Project, base: str):
-    """The current policy (`ops.standing.current_policy`) when its evaluator is not the one `base` was
-    scored under, else None."""
+def _onto_current_epoch(project: Project, base: str):
+    """When `base` was scored under another evaluator than the current policy's
+    (`ops.standing.current_policy`): that policy, and the paths either policy fixes (what a rerun of
+    `base` takes from it). Else None."""
     import pyarrow.compute as pc
 
     from ..policy import load_policy
@@ -204,7 +206,7 @@ def _current_evaluator(project: Project, base: str):
     if current == old.sha:
         return None
     policy = load_policy(project.repo, current)
-    return None if policy.evaluator_key == old.evaluator_key else policy
+    return None if policy.evaluator_key == old.evaluator_key else (policy, {*old.protected, *policy.protected})
 
 
 def _policy_for_new_tree(project: Project, base: str, tree: str, tags: tuple[str, ...]):

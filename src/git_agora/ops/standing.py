@@ -36,16 +36,17 @@ ROOT_COLUMNS = ("sha", "account", "timestamp", "tags", "log_seq", "valid", "poli
 
 def reader_root(project: Project, contributions: pa.Table) -> Root:
     """The trust root and the current epoch of this project's contributions (module docstring)."""
+    return root_and_config(project, contributions)[0]
+
+
+def root_and_config(project: Project, contributions: pa.Table) -> tuple[Root, ProjectConfig]:
+    """`reader_root`, and the current policy's configuration it was read from."""
     valid = contributions.filter(pc.fill_null(contributions["valid"], False))
     config, epoch = _current_config_and_epoch(project, valid)
     impostors = ci_accounts_without_their_pinned_key(project, config.ci_keys)
     witnesses = frozenset(config.ci_accounts) - impostors
-    return Root(config.trusted_accounts - impostors, epoch, witnesses, witnessed(project, valid, witnesses))
-
-
-def current_config(project: Project, contributions: pa.Table) -> ProjectConfig:
-    """The current policy's configuration (module docstring)."""
-    return _current_config_and_epoch(project, contributions.filter(pc.fill_null(contributions["valid"], False)))[0]
+    root = Root(config.trusted_accounts - impostors, epoch, witnesses, witnessed(project, valid, witnesses))
+    return root, config
 
 
 def _current_config_and_epoch(project: Project, valid: pa.Table) -> tuple[ProjectConfig, frozenset[str] | None]:
