@@ -159,3 +159,46 @@ def test_a_tasks_ucb_table_is_toml_the_setup_reads():
     settings = {"format": 2, "explore_quality": "lineage", "explore_scored": True, "c0": 5.0, "per_slot": 3}
     assert tomllib.loads(ucb_table(settings))["ucb"] == settings
     assert ucb_table({}) == ""
+
+
+def test_workers_take_untried_knobs_in_the_briefs_order_and_claim_them_first(tmp_path, monkeypatch):
+    """QUESTION-3's worker, through the protocol: the first worker takes the task's first knob from the
+    baseline and claims it; the second, choosing after that claim reached the remote, takes the next
+    knob; once the first has published its result (which releases its claim), a third still skips the
+    knob that result changed. An isolated worker, which sees only its own record, starts at the first."""
+    import git_agora as agora
+    from eval.compare.arms import FlatLogWorker, IsolatedWorker, tried_knobs
+    from eval.compare.tasks import found
+    from git_agora.demo.run import DemoPlan, environment, make_clone
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("PATH", environment()["PATH"])
+    task = TASKS["wide"]
+    founder = found(task, tmp_path)
+    (baseline,) = [e for e in agora.log(agora.open_project(founder), limit=5) if "loss" in e.metrics]
+    plan = DemoPlan(tmp_path, 3, 1, 0)
+
+    def worker(kind, account):
+        return kind(make_clone(plan, f"worker-{account}", account), account, random.Random(account), task)
+
+    loner = worker(IsolatedWorker, "dee")  # joins with the others, then never fetches again
+    ada, bob, cy = (worker(FlatLogWorker, a) for a in ("ada", "bob", "cy"))
+    first = ada.commit_to(ada.choose())
+    second = bob.commit_to(bob.choose())
+    assert first.parent["sha"] == second.parent["sha"] == baseline.sha
+    assert (first.knob, second.knob) == ("W00", "W01")
+    outcome = ada.act(0, first, may_verify=False)
+    assert outcome.change.knob == "W00" and outcome.sha
+    entry = next(e for e in agora.log(ada.project(), limit=5) if e.sha == outcome.sha)
+    assert entry.parents[0] == baseline.sha and entry.title.startswith("W00 ")
+
+    agora.fetch(cy.project())
+    assert [c.account for c in agora.claims(cy.project()) if c.target == baseline.sha] == ["bob"]  # ada's is released
+    assert tried_knobs(cy.project(), baseline.sha) == {"W00", "W01"}
+    third = cy.commit_to(cy.choose())
+    if third.parent["sha"] == baseline.sha:
+        assert third.knob == "W02"
+    else:  # the flat log's newest result: ada's, from which nothing was tried yet
+        assert (third.parent["sha"], third.knob) == (outcome.sha, "W00")
+
+    assert loner.commit_to(loner.choose()).knob == "W00"  # it never sees the others' claims or results

@@ -15,10 +15,16 @@ hypothesis, sometimes verify someone else's result. Only `choose` differs:
   (the worker draws the new value), and a distinct unverified result of another account to verify.
 - ``agora``: the demo worker: fetch, `analyze`, pick among the exploit / explore-known / explore-novel
   UCB slots, verify from the `unverified` view.
+
+Where a step leaves the knob to the worker (every arm but the planner's), the worker reads the record
+the same way in every arm (`QUESTION-3.md`): it changes the first knob of the task's list that nobody it
+can see has changed from that parent yet (a result built on it, or an active claim on it), and claims
+the parent, naming the knob, before the next worker of the round chooses (`TaskWorker.commit_to`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import git_agora as agora
@@ -30,6 +36,7 @@ from .tasks import Task
 ARMS = ("isolated", "flat_log", "planner", "agora")
 LABELS = {"isolated": "Isolated", "flat_log": "Flat log", "planner": "Central planner", "agora": "Agora"}
 EVERYTHING = 1_000_000  # a log limit no run reaches
+CLAIM_SECONDS = 600  # longer than any round; the result built on the parent releases it
 
 
 class TaskWorker(Worker):
@@ -43,20 +50,32 @@ class TaskWorker(Worker):
     def propose(self, values: dict, knob: str | None) -> Change:
         return self.task.propose(values, self.rng, knob)
 
+    def commit_to(self, step: Step) -> Step:
+        """The step with its knob chosen from the record (the task's list order, untried from this parent
+        first; a random one when every knob was tried), claimed before anyone else of the round chooses."""
+        if step.action != "change":
+            return step
+        project = self.project()
+        parent = step.parent["sha"]
+        tried = tried_knobs(project, parent)
+        knob = step.knob or next((k for k in self.task.knobs if k not in tried), None)
+        agora.claim(project, parent, f"{knob or 'any knob'}: trying a change from {parent[:10]}", CLAIM_SECONDS)
+        return replace(step, knob=knob)
+
 
 class AgoraWorker(TaskWorker):
     """The demo's worker: analyze and the UCB slots."""
 
 
 class IsolatedWorker(TaskWorker):
-    """The Agora loop over its own work only: one fetch for the setup and the baseline, then none."""
+    """The Agora loop over its own work only: one fetch for the setup and the baseline, when it joins
+    (before anyone works or claims), then none."""
 
-    fetched = False
+    def __init__(self, clone: Path, account: str, rng, task: Task):
+        super().__init__(clone, account, rng, task)
+        agora.fetch(self.project())
 
     def choose(self) -> Step:
-        if not self.fetched:
-            agora.fetch(self.project())
-            self.fetched = True
         analysis = agora.analyze(self.project(), limit=5).to_dict()
         slot, parent = self.pick(analysis)
         return Step(slot, parent, action=suggested_action(parent))  # it sees no one else's work: nothing to verify
@@ -127,6 +146,19 @@ def read_log(project, metric: str) -> tuple[list[dict], set[str]]:
     ]
     verified = {e.target for e in entries if e.target}
     return results, verified
+
+
+def tried_knobs(project, parent: str) -> set[str]:
+    """The knobs this clone's record shows changed from `parent`: the results built on it (their titles
+    start with the change, `Change.describe`) and the active claims on it (theirs start with the knob)."""
+    entries = agora.log(project, limit=EVERYTHING)
+    titles = [
+        e.title
+        for e in entries
+        if e.parents[:1] == (parent,) and "result" in e.tags and "replicate" not in e.tags and e.verdict is None
+    ]
+    titles += [c.title for c in agora.claims(project) if c.target == parent]
+    return {title.split()[0].rstrip(":") for title in titles if title.split()}
 
 
 WORKERS: dict[str, type[TaskWorker]] = {

@@ -95,8 +95,8 @@ def run_community(
                 break
             if planner:
                 steps = [w.take(s) for w, s in zip(active, planner.assign(active))]  # type: ignore[attr-defined]
-            else:
-                steps = [w.choose() for w in active]
+            else:  # in turn: each worker's choice and claim are on the remote before the next one chooses
+                steps = [w.commit_to(w.choose()) for w in active]
             for position, (worker, step) in enumerate(zip(active, steps)):
                 try:
                     outcome = worker.act(number, step, may_verify=left[worker.account] >= 2)
