@@ -202,3 +202,20 @@ def test_workers_take_untried_knobs_in_the_briefs_order_and_claim_them_first(tmp
         assert (third.parent["sha"], third.knob) == (outcome.sha, "W00")
 
     assert loner.commit_to(loner.choose()).knob == "W00"  # it never sees the others' claims or results
+
+
+def test_the_order_diagnostic_shuffles_the_planners_knobs_per_seed_from_the_list_as_written(monkeypatch):
+    from eval.compare import community, order_diagnostic
+
+    assert community.TASKS is TASKS  # one dict: a job's change stays for the process's next job
+    monkeypatch.setitem(TASKS, "wide", TASKS["wide"])  # put back after the test
+    written = TASKS["wide"].knobs
+    order_diagnostic.knobs_in_order("wide", "shuffled", 3)
+    first = community.TASKS["wide"].knobs
+    order_diagnostic.knobs_in_order("wide", "shuffled", 3)  # a second job in the same process: the same order
+    assert community.TASKS["wide"].knobs == first != written
+    assert sorted(first) == sorted(written)
+    order_diagnostic.knobs_in_order("wide", "shuffled", 4)
+    assert community.TASKS["wide"].knobs != first
+    order_diagnostic.knobs_in_order("wide", "list", 4)
+    assert community.TASKS["wide"].knobs == written
