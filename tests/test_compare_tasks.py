@@ -219,3 +219,18 @@ def test_the_order_diagnostic_shuffles_the_planners_knobs_per_seed_from_the_list
     assert community.TASKS["wide"].knobs != first
     order_diagnostic.knobs_in_order("wide", "list", 4)
     assert community.TASKS["wide"].knobs == written
+
+
+def test_a_claim_that_cannot_be_published_does_not_stop_the_work(monkeypatch, tmp_path):
+    import git_agora as agora
+    from eval.compare import arms
+    from git_agora.demo.worker import Step
+
+    def refuse(*args, **kwargs):
+        raise agora.AgoraError("the remote is away")
+
+    monkeypatch.setattr(arms.TaskWorker, "project", lambda self: None)
+    monkeypatch.setattr(arms, "tried_knobs", lambda project, parent: {"W00"})
+    monkeypatch.setattr(agora, "claim", refuse)
+    worker = arms.TaskWorker(tmp_path, "ada", random.Random(0), TASKS["wide"])
+    assert worker.commit_to(Step("exploit", {"sha": "a" * 40})).knob == "W01"

@@ -59,7 +59,10 @@ class TaskWorker(Worker):
         parent = step.parent["sha"]
         tried = tried_knobs(project, parent)
         knob = step.knob or next((k for k in self.task.knobs if k not in tried), None)
-        agora.claim(project, parent, f"{knob or 'any knob'}: trying a change from {parent[:10]}", CLAIM_SECONDS)
+        try:
+            agora.claim(project, parent, f"{knob or 'any knob'}: trying a change from {parent[:10]}", CLAIM_SECONDS)
+        except agora.AgoraError:
+            pass  # a claim only informs: work goes on without it, as an agent's would
         return replace(step, knob=knob)
 
 

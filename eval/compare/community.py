@@ -1,11 +1,12 @@
 """One community run: one task, one arm, one seed, W workers with B evaluations each, on a copy of the
 task's founded project.
 
-Rounds are synchronous, as if the workers ran at once: in each round every worker first chooses its
-step from what the remote holds after the previous round (a planner assigns all steps at once), then
-each acts in turn (evaluate, publish, post, verify). So nobody sees another's work of the same round,
-as with concurrent agents, yet the run is reproducible from its seed (up to commit timestamps, which
-only break ties). Everything runs in this process through the library; evaluations are subprocesses.
+Rounds are synchronous, as if the workers ran at once: in each round every worker first chooses its step
+from what the remote holds after the previous round and the claims made before it in this round
+(`TaskWorker.commit_to`; a planner assigns all steps at once), then each acts in turn (evaluate,
+publish, post, verify). So nobody sees another's work of the same round, as with concurrent agents, yet
+the run is reproducible from its seed (up to commit timestamps, which only break ties). Everything runs
+in this process through the library; evaluations are subprocesses.
 
 After the rounds the founder reruns each worker's first result (`establish_workers`), so workers'
 verdicts count as they would in a project whose founder verifies. The record is plain JSON: the
