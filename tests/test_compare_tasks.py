@@ -156,7 +156,7 @@ def test_a_tasks_ucb_table_is_toml_the_setup_reads():
 
     from eval.compare.tasks import ucb_table
 
-    settings = {"format": 2, "explore_quality": "lineage", "explore_scored": True, "c0": 5.0, "per_slot": 3}
+    settings = {"format": 2, "explore_quality": "lineage", "explore_scored": True, "exploit_rank": "quality", "c0": 5.0}
     assert tomllib.loads(ucb_table(settings))["ucb"] == settings
     assert ucb_table({}) == ""
 

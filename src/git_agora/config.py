@@ -27,7 +27,8 @@ UCB_COMMENT = [
     "#   follow-ons in clusters of at most novel_cluster); per_slot suggestions each.",
     "#   format = 2 adds replicates for noisy metrics: replicate_within (tolerances; 0 = off) and replicates",
     "#   (per leader): standings are means over draws, and close leaders are replicated first (docs/protocol.md);",
-    '#   and explore_quality ("lineage": explore slots judge a result by it or its parent) and explore_scored.',
+    '#   and explore_quality ("lineage": explore slots judge a result by it or its parent), explore_scored,',
+    '#   and exploit_rank ("quality": the exploit slot lists its leaders best first; "ucb", by U, the default).',
 ]
 
 

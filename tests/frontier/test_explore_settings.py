@@ -5,7 +5,7 @@ insights and hypotheses out of the explore slots. Both are off by default and re
 from __future__ import annotations
 
 import pytest
-from frontier_tables import node, sha, table
+from frontier_tables import node, sha, table, verify
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.frame import build_frame
@@ -77,3 +77,52 @@ def test_the_format_and_values_are_checked():
     params = UcbParams.from_mapping({**LINEAGE, "explore_scored": True})
     assert UcbParams.from_mapping(params.to_dict()) == params
     assert "explore_quality" not in UcbParams().to_dict()  # format 1 setups are written as before
+
+
+QUALITY = {"format": 2, "exploit_rank": "quality"}
+
+
+def worked_leader_project(second: float = 1.01):
+    """`best` leads, confirmed, with six follow-ons (each worse); `second` and `third` are untouched
+    leaders just behind it (or `second` level with it)."""
+    rows = [
+        node("setup", "org", tags=("setup",)),
+        node("base", "a", "setup", t=1, metric=1.50),
+        node("best", "a", "base", t=2, metric=1.00),
+        node("second", "b", "base", t=3, metric=second),
+        node("third", "c", "base", t=4, metric=1.02),
+        *(node(f"try{i}", "bc"[i % 2], "best", t=5 + i, metric=1.10 + i / 100) for i in range(6)),
+        verify("check", "org", "best", "confirmed", t=12),
+    ]
+    return table(rows)
+
+
+def exploit_of(params):
+    result = analyze(worked_leader_project(), config=AnalyzeConfig(tolerance=0.001, ucb=params))
+    return result.slots["exploit"].suggestions
+
+
+def test_exploit_by_quality_puts_the_best_first_though_it_has_follow_ons():
+    by_ucb = [s.sha for s in exploit_of(UcbParams())]
+    by_quality = exploit_of(UcbParams.from_mapping(QUALITY))
+    assert by_ucb.index(sha("second")) < by_ucb.index(sha("best"))  # the paper: untouched leaders first
+    assert [s.sha for s in by_quality] == [sha("best"), sha("second")]  # the pool: quality >= exploit_q
+    assert by_quality[0].follow_ons >= 6 and by_quality[0].status == "confirmed"
+    assert by_quality[0].ucb < by_quality[1].ucb  # U is still computed and shown, just not the order
+
+
+def test_exploit_by_quality_breaks_ties_by_verification_then_follow_ons():
+    from git_agora.frontier.ucb import by_quality
+
+    frame = build_frame(worked_leader_project(second=1.00), tolerance=0.001)  # level, unconfirmed, untouched
+    order = [frame.rows([int(i)])[0]["sha"] for i in by_quality(frame, frame.candidates().nonzero()[0])]
+    assert order[:2] == [sha("best"), sha("second")]
+
+
+def test_exploit_rank_needs_the_format_and_a_known_value():
+    with pytest.raises(ValueError, match="need format = 2"):
+        UcbParams.from_mapping({"exploit_rank": "quality"})
+    with pytest.raises(ValueError, match="exploit_rank must be one of ucb, quality"):
+        UcbParams.from_mapping({"format": 2, "exploit_rank": "best"})
+    params = UcbParams.from_mapping(QUALITY)
+    assert UcbParams.from_mapping(params.to_dict()) == params and "exploit_rank" not in UcbParams().to_dict()

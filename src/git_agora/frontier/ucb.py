@@ -39,6 +39,11 @@ Explore settings (``[ucb] format = 2``; off by default, the paper's behaviour):
 - ``explore_scored = true``: the explore slots suggest only results with a metric of their own, not
   insights or hypotheses whose quality is inherited.
 
+Exploit order (``[ucb] format = 2``): ``exploit_rank = "quality"`` lists the exploit slot's pool best first
+(``by_quality``: by metric, the mean over draws where replicates count, confirmed first at equal value,
+then fewer follow-ons, then newest) instead of by U, so exploit turns refine the best while the explore
+slots do the exploring; U is still shown. ``"ucb"``, the paper's order, is the default.
+
 Replicates (``[ucb] format = 2``, ``replicate_within`` > 0; off by default, the paper's behaviour): a
 result tagged ``replicate`` repeats its first parent's setting under another seed. Then Q ranks each
 result by the mean of its own value and its replicates' (its author's, another account's once
@@ -236,9 +241,10 @@ def first_shortlist(count: int) -> int:
 def exploit_shortlist(frame: Frame, params: UcbParams = UcbParams()) -> np.ndarray:
     """The nodes whose vectors the exploit slot reads (for rho): its pool's first shortlist and one
     round more, by base U. The explore slots read only the clustered window when clusters exist."""
-    c, _ = exploration_constant(frame, params)
     pool, _ = exploit_pool(frame, frame.candidates(), params)
-    return by_base_ucb(frame, pool, c)[: 4 * first_shortlist(params.per_slot)]
+    c, _ = exploration_constant(frame, params)
+    ranked = by_quality(frame, pool) if params.exploit_rank == "quality" else by_base_ucb(frame, pool, c)
+    return ranked[: 4 * first_shortlist(params.per_slot)]  # a margin: replicate means may reorder the raw values
 
 
 def plan_slots(
@@ -279,7 +285,20 @@ def _exploit(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
     if not f.has_metric:
         return Slot("exploit", purpose, (), "no metric reported yet: nothing to exploit"), np.zeros(0, np.int64)
     pool, note = exploit_pool(f, allowed, p)
+    if p.exploit_rank == "quality":
+        return _fill_in_order(ctx, "exploit", purpose, by_quality(f, pool)[: p.per_slot], note)
     return _fill(ctx, "exploit", purpose, pool, note)
+
+
+STATUS_RANK = {"confirmed": 0, "contested": 2}  # any other status: 1
+
+
+def by_quality(frame: Frame, nodes: np.ndarray) -> np.ndarray:
+    """``nodes`` best first (``exploit_rank = "quality"``): by metric (the mean over draws where replicates
+    count), confirmed before unverified before contested at equal value, then fewer follow-ons, then newest."""
+    status = np.array([STATUS_RANK.get(str(s), 1) for s in frame.status[nodes]], dtype=np.int64)
+    keys = (-frame.timestamp[nodes], frame.follow_ons[nodes], status, frame.loss()[nodes])
+    return nodes[np.lexsort(keys)]
 
 
 def exploit_pool(frame: Frame, allowed: np.ndarray, params: UcbParams) -> tuple[np.ndarray, str | None]:
@@ -324,7 +343,22 @@ def _explore_novel(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray
 
 
 def _fill(ctx: _Context, name: str, purpose: str, pool: np.ndarray, note: str | None) -> tuple[Slot, np.ndarray]:
+    """The slot of the ``per_slot`` nodes of ``pool`` of highest U."""
     nodes, scores, rho = ctx.top(pool, ctx.params.per_slot)
+    return _slot(ctx, name, purpose, nodes, scores, rho, note)
+
+
+def _fill_in_order(
+    ctx: _Context, name: str, purpose: str, nodes: np.ndarray, note: str | None
+) -> tuple[Slot, np.ndarray]:
+    """The slot of ``nodes`` in the order given, each with its U."""
+    rho = ctx.rho(nodes)
+    return _slot(ctx, name, purpose, nodes, ctx.ucb(nodes, rho, ctx.params.d), rho, note)
+
+
+def _slot(
+    ctx: _Context, name: str, purpose: str, nodes: np.ndarray, scores: np.ndarray, rho: np.ndarray, note: str | None
+) -> tuple[Slot, np.ndarray]:
     suggestions = tuple(_suggestion(ctx, name, int(v), float(u), int(r)) for v, u, r in zip(nodes, scores, rho))
     if not suggestions and note is None:
         note = "no node qualifies for this slot"

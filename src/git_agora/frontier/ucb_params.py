@@ -30,6 +30,7 @@ class UcbParams:
     replicates: int = 2
     explore_quality: str = "own"  # or "lineage": explore slots judge a result by it or its parent (docstring)
     explore_scored: bool = False  # explore slots suggest only results with a metric (module docstring)
+    exploit_rank: str = "ucb"  # or "quality": the exploit slot lists its leaders best first (docstring)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> UcbParams:
@@ -50,6 +51,9 @@ class UcbParams:
         quality = values.get("explore_quality", "own")
         if quality not in EXPLORE_QUALITIES:
             raise ValueError(f"[ucb] explore_quality must be one of {', '.join(EXPLORE_QUALITIES)}, not {quality!r}")
+        rank = values.get("exploit_rank", "ucb")
+        if rank not in EXPLOIT_RANKS:
+            raise ValueError(f"[ucb] exploit_rank must be one of {', '.join(EXPLOIT_RANKS)}, not {rank!r}")
         return cls(**{k: kinds[k](v) for k, v in values.items()})
 
     def to_dict(self) -> dict[str, Any]:
@@ -62,6 +66,7 @@ class UcbParams:
 
 
 UCB_FORMAT = 2  # the newest [ucb] format this git-agora reads
-FORMAT_2_KEYS = {"replicate_within", "replicates", "explore_quality", "explore_scored"}
+FORMAT_2_KEYS = {"replicate_within", "replicates", "explore_quality", "explore_scored", "exploit_rank"}
 EXPLORE_QUALITIES = ("own", "lineage")
+EXPLOIT_RANKS = ("ucb", "quality")
 FORMAT_KEYS = FORMAT_2_KEYS | {"format"}
