@@ -240,7 +240,8 @@ def first_shortlist(count: int) -> int:
 
 def exploit_shortlist(frame: Frame, params: UcbParams = UcbParams()) -> np.ndarray:
     """The nodes whose vectors the exploit slot reads (for rho): its pool's first shortlist and one
-    round more, by base U. The explore slots read only the clustered window when clusters exist."""
+    round more, by base U (by quality where ``exploit_rank = "quality"``). The explore slots read only
+    the clustered window when clusters exist."""
     pool, _ = exploit_pool(frame, frame.candidates(), params)
     c, _ = exploration_constant(frame, params)
     ranked = by_quality(frame, pool) if params.exploit_rank == "quality" else by_base_ucb(frame, pool, c)
