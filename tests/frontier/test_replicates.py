@@ -104,3 +104,14 @@ def test_the_summary_best_is_the_best_mean_when_replicates_count():
     best = counting.summary.best
     assert best.sha == sha("honest") and best.metric == pytest.approx(1.0)  # lucky's mean is 1.0225
     assert any("by its mean over draws" in note for note in counting.summary.notes)
+
+
+def test_exploit_by_quality_ranks_leaders_by_the_mean_of_their_draws():
+    """`exploit_rank = "quality"` is noise-aware where replicates count: the lucky draw, replicated to a
+    worse mean, falls behind the honest leader; without replicates counting it leads on its one draw."""
+    replicate = node("lucky-again", "a", "lucky", t=4, metric=1.02, tags=("result", "replicate"))
+    quality = {"format": 2, "exploit_rank": "quality", "exploit_q": 0.4}
+    by_mean, _ = exploit(noisy_project([replicate]), UcbParams.from_mapping({**quality, "replicate_within": 2.0}))
+    by_draw, _ = exploit(noisy_project([replicate]), UcbParams.from_mapping(quality))
+    assert list(by_mean)[:2] == [sha("honest"), sha("lucky")]
+    assert list(by_draw)[0] == sha("lucky")
