@@ -95,3 +95,19 @@ def test_a_command_that_starts_with_a_shell_word_is_not_refused(tmp_path):
     _check_programs(ProjectConfig.parse('[eval]\ncommand = "run.sh"\n'), tmp_path)  # a file of the tree
     with pytest.raises(AgoraError, match="'nosuch'"):
         _check_programs(ProjectConfig.parse('[eval]\ncommand = "nosuch x"\n'), tmp_path)
+
+
+def test_init_refuses_ucb_settings_no_reader_accepts_and_publishes_nothing(tmp_path, remote):
+    a = founder(tmp_path, remote)
+    for table, said in [
+        ('format = 2\nexploit_rank = "best"\n', "exploit_rank must be one of ucb, quality, not 'best'"),
+        ('exploit_rank = "quality"\n', "exploit_rank need format = 2"),
+        ("c0 = 20.0\ncee = 1.0\n", "unknown key(s) cee"),
+    ]:
+        (a / "agora.toml").write_text(f'[metric]\nname = "loss"\n\n[ucb]\n{table}')
+        r = agora(a, "init", "--eval", "python3 score.py", check=False)
+        assert r.returncode == 1 and said in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert git(a, "for-each-ref", "refs/agora/").strip() == ""
+    (a / "agora.toml").write_text('[metric]\nname = "loss"\n\n[ucb]\nformat = 2\nexploit_rank = "quality"\n')
+    agora(a, "init", "--eval", "python3 score.py")
+    assert setup_toml(a)["ucb"] == {"format": 2, "exploit_rank": "quality"}

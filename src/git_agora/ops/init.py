@@ -142,11 +142,14 @@ def _config(root: Path, wanted: Evaluation | None, **overrides) -> ProjectConfig
         config = replace(config, evaluation=evaluation)
     except ConfigError as exc:
         raise AgoraError(str(exc)) from None
-    sections = {"identity": {"signatures": "required"}, **config.sections}  # new projects: signed work only
-    if "ucb" not in sections:
-        from ..frontier.ucb_params import UcbParams
+    from ..frontier.ucb_params import UcbParams
 
-        sections["ucb"] = UcbParams().to_dict()
+    sections = {"identity": {"signatures": "required"}, **config.sections}  # new projects: signed work only
+    sections.setdefault("ucb", UcbParams().to_dict())
+    try:  # a setup whose [ucb] no reader accepts would leave the project without analyze
+        UcbParams.from_mapping(sections["ucb"])
+    except ValueError as exc:
+        raise AgoraError(f"{CONFIG_FILE} {exc}") from None
     return replace(config, sections=sections)
 
 
