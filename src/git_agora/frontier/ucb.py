@@ -243,8 +243,10 @@ def exploit_shortlist(frame: Frame, params: UcbParams = UcbParams()) -> np.ndarr
     round more, by base U (by quality where ``exploit_rank = "quality"``). The explore slots read only
     the clustered window when clusters exist."""
     pool, _ = exploit_pool(frame, frame.candidates(), params)
-    c, _ = exploration_constant(frame, params)
-    ranked = by_quality(frame, pool) if params.exploit_rank == "quality" else by_base_ucb(frame, pool, c)
+    if params.exploit_rank == "quality":
+        ranked = by_quality(frame, pool)
+    else:
+        ranked = by_base_ucb(frame, pool, exploration_constant(frame, params)[0])
     return ranked[: 4 * first_shortlist(params.per_slot)]  # a margin: replicate means may reorder the raw values
 
 
@@ -291,13 +293,11 @@ def _exploit(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
     return _fill(ctx, "exploit", purpose, pool, note)
 
 
-STATUS_RANK = {"confirmed": 0, "contested": 2}  # any other status: 1
-
-
 def by_quality(frame: Frame, nodes: np.ndarray) -> np.ndarray:
     """``nodes`` best first (``exploit_rank = "quality"``): by metric (the mean over draws where replicates
     count), confirmed before unverified before contested at equal value, then fewer follow-ons, then newest."""
-    status = np.array([STATUS_RANK.get(str(s), 1) for s in frame.status[nodes]], dtype=np.int64)
+    status = frame.status[nodes]
+    status = np.where(status == "confirmed", 0, np.where(status == "contested", 2, 1))
     keys = (-frame.timestamp[nodes], frame.follow_ons[nodes], status, frame.loss()[nodes])
     return nodes[np.lexsort(keys)]
 
