@@ -165,9 +165,10 @@ def test_workers_take_untried_knobs_in_the_briefs_order_and_claim_them_first(tmp
     """QUESTION-3's worker, through the protocol: the first worker takes the task's first knob from the
     baseline and claims it; the second, choosing after that claim reached the remote, takes the next
     knob; once the first has published its result (which releases its claim), a third still skips the
-    knob that result changed. An isolated worker, which sees only its own record, starts at the first."""
+    knob that result changed, and a worker building on that result continues the list after its knob
+    (QUESTION-5). An isolated worker, which sees only its own record, starts at the first."""
     import git_agora as agora
-    from eval.compare.arms import FlatLogWorker, IsolatedWorker, tried_knobs
+    from eval.compare.arms import FlatLogWorker, IsolatedWorker, read_record
     from eval.compare.tasks import found
     from git_agora.demo.run import DemoPlan, environment, make_clone
 
@@ -194,12 +195,13 @@ def test_workers_take_untried_knobs_in_the_briefs_order_and_claim_them_first(tmp
 
     agora.fetch(cy.project())
     assert [c.account for c in agora.claims(cy.project()) if c.target == baseline.sha] == ["bob"]  # ada's is released
-    assert tried_knobs(cy.project(), baseline.sha) == {"W00", "W01"}
+    assert read_record(cy.project(), baseline.sha) == ({"W00", "W01"}, "Baseline")  # no knob: the list from the top
+    assert read_record(cy.project(), outcome.sha) == (set(), "W00")
     third = cy.commit_to(cy.choose())
     if third.parent["sha"] == baseline.sha:
         assert third.knob == "W02"
-    else:  # the flat log's newest result: ada's, from which nothing was tried yet
-        assert (third.parent["sha"], third.knob) == (outcome.sha, "W00")
+    else:  # the flat log's newest result: ada's, which changed W00: the list goes on after it
+        assert (third.parent["sha"], third.knob) == (outcome.sha, "W01")
 
     assert loner.commit_to(loner.choose()).knob == "W00"  # it never sees the others' claims or results
 
@@ -230,7 +232,33 @@ def test_a_claim_that_cannot_be_published_does_not_stop_the_work(monkeypatch, tm
         raise agora.AgoraError("the remote is away")
 
     monkeypatch.setattr(arms.TaskWorker, "project", lambda self: None)
-    monkeypatch.setattr(arms, "tried_knobs", lambda project, parent: {"W00"})
+    monkeypatch.setattr(arms, "read_record", lambda project, parent: ({"W00"}, ""))
     monkeypatch.setattr(agora, "claim", refuse)
     worker = arms.TaskWorker(tmp_path, "ada", random.Random(0), TASKS["wide"])
     assert worker.commit_to(Step("exploit", {"sha": "a" * 40})).knob == "W01"
+
+
+def test_the_worker_reads_the_list_after_the_knob_its_parent_changed():
+    from eval.compare.arms import first_word, knobs_after
+
+    knobs = ("A", "B", "C", "D")
+    assert knobs_after(knobs, "B") == ("C", "D", "A", "B")
+    assert knobs_after(knobs, "D") == knobs  # the last knob: the list from the top
+    assert knobs_after(knobs, "") == knobs == knobs_after(knobs, "SEED")  # no knob of the list: as written
+    assert first_word("METHOD: 'a' -> 'b'") == "METHOD" and first_word("") == ""
+
+
+def test_a_worker_continues_after_its_parents_knob_and_skips_what_was_tried(monkeypatch, tmp_path):
+    import git_agora as agora
+    from eval.compare import arms
+    from git_agora.demo.worker import Step
+
+    monkeypatch.setattr(arms.TaskWorker, "project", lambda self: None)
+    monkeypatch.setattr(agora, "claim", lambda *args, **kwargs: None)
+    worker = arms.TaskWorker(tmp_path, "ada", random.Random(0), TASKS["wide"])
+    monkeypatch.setattr(arms, "read_record", lambda project, parent: ({"W06"}, "W05"))
+    assert worker.commit_to(Step("exploit", {"sha": "a" * 40})).knob == "W07"
+    last = TASKS["wide"].knobs[-1]
+    monkeypatch.setattr(arms, "read_record", lambda project, parent: ({TASKS["wide"].knobs[0]}, last))
+    assert worker.commit_to(Step("exploit", {"sha": "a" * 40})).knob == TASKS["wide"].knobs[1]
+    assert worker.commit_to(Step("planned", {"sha": "a" * 40}, knob="W03")).knob == "W03"  # the planner's stays

@@ -17,9 +17,11 @@ hypothesis, sometimes verify someone else's result. Only `choose` differs:
   UCB slots, verify from the `unverified` view.
 
 Where a step leaves the knob to the worker (every arm but the planner's), the worker reads the record
-the same way in every arm (`QUESTION-3.md`): it changes the first knob of the task's list that nobody it
-can see has changed from that parent yet (a result built on it, or an active claim on it), and claims
-the parent, naming the knob, before the next worker of the round chooses (`TaskWorker.commit_to`).
+the same way in every arm (`QUESTION-3.md`, `QUESTION-5.md`): it reads the task's list starting after the
+knob its parent changed (as the planner's round-robin continues across parents) and changes the first
+knob in that order that nobody it can see has changed from that parent yet (a result built on it, or an
+active claim on it), and claims the parent, naming the knob, before the next worker of the round
+chooses (`TaskWorker.commit_to`).
 """
 
 from __future__ import annotations
@@ -51,14 +53,15 @@ class TaskWorker(Worker):
         return self.task.propose(values, self.rng, knob)
 
     def commit_to(self, step: Step) -> Step:
-        """The step with its knob chosen from the record (the task's list order, untried from this parent
-        first; a random one when every knob was tried), claimed before anyone else of the round chooses."""
+        """The step with its knob chosen from the record (the task's list from the knob after the one the
+        parent changed, untried from this parent first; a random one when every knob was tried), claimed
+        before anyone else of the round chooses."""
         if step.action != "change":
             return step
         project = self.project()
         parent = step.parent["sha"]
-        tried = tried_knobs(project, parent)
-        knob = step.knob or next((k for k in self.task.knobs if k not in tried), None)
+        tried, changed = read_record(project, parent)
+        knob = step.knob or next((k for k in knobs_after(self.task.knobs, changed) if k not in tried), None)
         try:
             agora.claim(project, parent, f"{knob or 'any knob'}: trying a change from {parent[:10]}", CLAIM_SECONDS)
         except agora.AgoraError:
@@ -151,9 +154,20 @@ def read_log(project, metric: str) -> tuple[list[dict], set[str]]:
     return results, verified
 
 
-def tried_knobs(project, parent: str) -> set[str]:
-    """The knobs this clone's record shows changed from `parent`: the results built on it (their titles
-    start with the change, `Change.describe`) and the active claims on it (theirs start with the knob)."""
+def knobs_after(knobs: tuple[str, ...], changed: str) -> tuple[str, ...]:
+    """The task's knobs in the order a worker tries them from a parent that changed `changed`: those after
+    it, then from the top of the list (the list as written when the parent changed none of its knobs)."""
+    if changed not in knobs:
+        return tuple(knobs)
+    start = knobs.index(changed) + 1
+    return tuple(knobs[start:]) + tuple(knobs[:start])
+
+
+def read_record(project, parent: str) -> tuple[set[str], str]:
+    """What this clone's record shows about `parent`: the knobs changed from it (the results built on it,
+    whose titles start with the change, `Change.describe`, and the active claims on it, whose titles start
+    with the knob), and the knob the parent itself changed (the first word of its title; "" when the
+    record does not hold it)."""
     entries = agora.log(project, limit=EVERYTHING)
     titles = [
         e.title
@@ -161,7 +175,13 @@ def tried_knobs(project, parent: str) -> set[str]:
         if e.parents[:1] == (parent,) and "result" in e.tags and "replicate" not in e.tags and e.verdict is None
     ]
     titles += [c.title for c in agora.claims(project) if c.target == parent]
-    return {title.split()[0].rstrip(":") for title in titles if title.split()}
+    changed = next((first_word(e.title) for e in entries if e.sha == parent), "")
+    return {first_word(title) for title in titles if title.split()}, changed
+
+
+def first_word(title: str) -> str:
+    words = title.split()
+    return words[0].rstrip(":") if words else ""
 
 
 WORKERS: dict[str, type[TaskWorker]] = {
