@@ -66,7 +66,16 @@ def test_a_second_stop_while_the_step_is_being_stopped_only_passes_on():
     assert not steps_alive()
 
 
-def test_a_stop_that_came_while_a_step_failed_to_start_still_reaches_the_command():
+@pytest.fixture
+def command_handles_sigint():
+    """The command's own SIGINT handler, as at a terminal: a suite started in the background of a
+    non-interactive shell inherits SIGINT ignored, and then a held stop rightly reaches nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_stop_that_came_while_a_step_failed_to_start_still_reaches_the_command(command_handles_sigint):
     def stop_then_fail() -> None:
         os.kill(os.getppid(), signal.SIGINT)
         raise OSError("cannot start")
