@@ -16,13 +16,14 @@ BIN = Path(sys.executable).parent
 @pytest.fixture(autouse=True)
 def isolated_git(tmp_path_factory, monkeypatch):
     """No user config leaks in; `git agora` resolves to this environment's console script. The cache
-    directory (the embedding model exported to ONNX) is shared by the tests of one worker: exported once.
+    directory (the embedding model exported to ONNX) is shared by every test of the run, across xdist
+    workers: exported once (its writers take a lock, so the other workers wait and then load it).
     The command runs as installed for a user, its bytecode cached: where the environment turns caching
     off (PYTHONDONTWRITEBYTECODE), each of the suite's thousands of `git agora` processes would compile
     the package again (0.1 s each)."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(run_folder(tmp_path_factory) / "cache"))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
     monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
@@ -36,6 +37,12 @@ def isolated_git(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("AGORA_ACCOUNT", raising=False)
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     (home / ".gitconfig").write_text('[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n')
+
+
+def run_folder(tmp_path_factory) -> Path:
+    """The folder of this test run: under xdist, the one above every worker's base folder."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture
