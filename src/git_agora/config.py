@@ -28,6 +28,7 @@ UCB_COMMENT = [
     "#   format = 2 adds replicates for noisy metrics: replicate_within (tolerances; 0 = off) and replicates",
     "#   (per leader): standings are means over draws, and close leaders are replicated first (docs/protocol.md);",
     '#   and explore_quality ("lineage": explore slots judge a result by it or its parent), explore_scored,',
+    '#   explore_slots ("novel": those two apply to explore novel only; "both", the default),',
     '#   and exploit_rank ("quality": the exploit slot lists its leaders best first; "ucb", by U, the default).',
 ]
 

@@ -1,6 +1,7 @@
 """The explore settings (`[ucb] format = 2`): `explore_quality = "lineage"` ranks an untouched step away
 from a leader above work far from every leader, though it scored worse alone; `explore_scored` keeps
-insights and hypotheses out of the explore slots. Both are off by default and refused without the format."""
+insights and hypotheses out of the explore slots; `explore_slots = "novel"` applies both to explore novel
+only. All are off by default and refused without the format."""
 
 from __future__ import annotations
 
@@ -67,6 +68,18 @@ def test_explore_scored_leaves_insights_out():
     assert sha("idea") not in explore(scored) and sha("idea") not in scored["exploit"]
 
 
+def test_explore_slots_novel_keeps_explore_known_as_the_paper_has_it():
+    default, _ = slots(UcbParams())
+    novel, result = slots(UcbParams.from_mapping({**LINEAGE, "explore_scored": True, "explore_slots": "novel"}))
+    assert novel["exploit"] == default["exploit"] and novel["explore_known"] == default["explore_known"]
+    assert sha("idea") in novel["explore_known"]  # an insight on the leader: explore known as before
+    assert novel["explore_novel"][0] == sha("stone")  # explore novel: results only, judged by their line
+    assert sha("idea") not in novel["explore_novel"]
+    stone = result.slots["explore_novel"].suggestions[0]
+    assert stone.quality_source == "parent"
+    assert default["explore_novel"].index(sha("far")) < default["explore_novel"].index(sha("stone"))
+
+
 def test_the_format_and_values_are_checked():
     with pytest.raises(ValueError, match="need format = 2"):
         UcbParams.from_mapping({"explore_quality": "lineage"})
@@ -74,7 +87,11 @@ def test_the_format_and_values_are_checked():
         UcbParams.from_mapping({"format": 2, "explore_quality": "parents"})
     with pytest.raises(ValueError, match="explore_scored must be true or false"):
         UcbParams.from_mapping({"format": 2, "explore_scored": "yes"})
-    params = UcbParams.from_mapping({**LINEAGE, "explore_scored": True})
+    with pytest.raises(ValueError, match="explore_slots must be one of both, novel"):
+        UcbParams.from_mapping({"format": 2, "explore_slots": "known"})
+    with pytest.raises(ValueError, match="need format = 2"):
+        UcbParams.from_mapping({"explore_slots": "novel"})
+    params = UcbParams.from_mapping({**LINEAGE, "explore_scored": True, "explore_slots": "novel"})
     assert UcbParams.from_mapping(params.to_dict()) == params
     assert "explore_quality" not in UcbParams().to_dict()  # format 1 setups are written as before
 

@@ -38,6 +38,9 @@ Explore settings (``[ucb] format = 2``; off by default, the paper's behaviour):
   ``parent``). The exploit slot is unchanged.
 - ``explore_scored = true``: the explore slots suggest only results with a metric of their own, not
   insights or hypotheses whose quality is inherited.
+- ``explore_slots = "novel"``: the two settings above apply to the explore-novel slot only; explore
+  known is ranked and filled as the paper has it (insights on leaders included). ``"both"``, the default,
+  applies them to both explore slots.
 
 Exploit order (``[ucb] format = 2``): ``exploit_rank = "quality"`` lists the exploit slot's pool best first
 (``by_quality``: by metric, the mean over draws where replicates count, confirmed first at equal value,
@@ -265,12 +268,14 @@ def plan_slots(
         cluster, size = clustering.cluster_of(frame.n)
     ctx = _Context(frame, clustering, params, c, cluster, size, replicas)
     exploit, taken = _exploit(ctx, frame.candidates())
+    allowed = frame.candidates().copy()
+    allowed[taken] = False
     explore = ctx.for_explore()
-    allowed = frame.candidates() & (frame.scored if params.explore_scored else True)
+    scored_only = frame.scored if params.explore_scored else np.ones(frame.n, dtype=bool)
+    both = params.explore_slots == "both"
+    known, taken = _explore_known(explore if both else ctx, allowed & scored_only if both else allowed)
     allowed[taken] = False
-    known, taken = _explore_known(explore, allowed)
-    allowed[taken] = False
-    novel, _ = _explore_novel(explore, allowed)
+    novel, _ = _explore_novel(explore, allowed & scored_only)
     return Slots(c, b, counted(frame), params, (exploit, known, novel))
 
 

@@ -31,6 +31,7 @@ class UcbParams:
     explore_quality: str = "own"  # or "lineage": explore slots judge a result by it or its parent (docstring)
     explore_scored: bool = False  # explore slots suggest only results with a metric (module docstring)
     exploit_rank: str = "ucb"  # or "quality": the exploit slot lists its leaders best first (docstring)
+    explore_slots: str = "both"  # or "novel": the two explore settings apply to explore novel only (docstring)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> UcbParams:
@@ -51,6 +52,9 @@ class UcbParams:
         quality = values.get("explore_quality", "own")
         if quality not in EXPLORE_QUALITIES:
             raise ValueError(f"[ucb] explore_quality must be one of {', '.join(EXPLORE_QUALITIES)}, not {quality!r}")
+        slots = values.get("explore_slots", "both")
+        if slots not in EXPLORE_SLOTS:
+            raise ValueError(f"[ucb] explore_slots must be one of {', '.join(EXPLORE_SLOTS)}, not {slots!r}")
         rank = values.get("exploit_rank", "ucb")
         if rank not in EXPLOIT_RANKS:
             raise ValueError(f"[ucb] exploit_rank must be one of {', '.join(EXPLOIT_RANKS)}, not {rank!r}")
@@ -66,7 +70,8 @@ class UcbParams:
 
 
 UCB_FORMAT = 2  # the newest [ucb] format this git-agora reads
-FORMAT_2_KEYS = {"replicate_within", "replicates", "explore_quality", "explore_scored", "exploit_rank"}
+FORMAT_2_KEYS = {"replicate_within", "replicates", "explore_quality", "explore_scored", "explore_slots", "exploit_rank"}
 EXPLORE_QUALITIES = ("own", "lineage")
+EXPLORE_SLOTS = ("both", "novel")
 EXPLOIT_RANKS = ("ucb", "quality")
 FORMAT_KEYS = FORMAT_2_KEYS | {"format"}
