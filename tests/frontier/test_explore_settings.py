@@ -91,6 +91,8 @@ def test_the_format_and_values_are_checked():
         UcbParams.from_mapping({"format": 2, "explore_slots": "known"})
     with pytest.raises(ValueError, match="need format = 2"):
         UcbParams.from_mapping({"explore_slots": "novel"})
+    with pytest.raises(ValueError, match=r"unknown key\(s\) explore_slot \(a typo, or a newer git-agora's\)"):
+        UcbParams.from_mapping({"format": 2, "explore_slot": "novel"})
     params = UcbParams.from_mapping({**LINEAGE, "explore_scored": True, "explore_slots": "novel"})
     assert UcbParams.from_mapping(params.to_dict()) == params
     assert "explore_quality" not in UcbParams().to_dict()  # format 1 setups are written as before

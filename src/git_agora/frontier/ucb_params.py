@@ -45,7 +45,10 @@ class UcbParams:
         names = {f.name: f.type for f in fields(cls)}
         unknown = sorted(set(values) - set(names))
         if unknown:
-            raise ValueError(f"[ucb]: unknown key(s) {', '.join(unknown)}; known: {', '.join(names)}")
+            raise ValueError(
+                f"[ucb]: unknown key(s) {', '.join(unknown)} (a typo, or a newer git-agora's); "
+                f"known: {', '.join(names)}"
+            )
         kinds = {f.name: type(getattr(cls(), f.name)) for f in fields(cls)}
         if not isinstance(values.get("explore_scored", False), bool):
             raise ValueError(f"[ucb] explore_scored must be true or false, not {values['explore_scored']!r}")
