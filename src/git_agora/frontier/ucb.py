@@ -272,8 +272,8 @@ def plan_slots(
     allowed[taken] = False
     explore = ctx.for_explore()
     scored_only = frame.scored if params.explore_scored else np.ones(frame.n, dtype=bool)
-    both = params.explore_slots == "both"
-    known, taken = _explore_known(explore if both else ctx, allowed & scored_only if both else allowed)
+    known_ctx, known_allowed = (explore, allowed & scored_only) if params.explore_slots == "both" else (ctx, allowed)
+    known, taken = _explore_known(known_ctx, known_allowed)
     allowed[taken] = False
     novel, _ = _explore_novel(explore, allowed & scored_only)
     return Slots(c, b, counted(frame), params, (exploit, known, novel))
