@@ -30,6 +30,7 @@ UCB_COMMENT = [
     '#   and explore_quality ("lineage": explore slots judge a result by it or its parent), explore_scored,',
     '#   explore_slots ("novel": those two apply to explore novel only; "both", the default),',
     '#   and exploit_rank ("quality": the exploit slot lists its leaders best first; "ucb", by U, the default).',
+    '#   format = 3 adds verify ("leaders": the unverified view suggests only the best and its ties; "all").',
 ]
 
 

@@ -67,7 +67,7 @@ def test_the_format_guards_the_new_keys():
     with pytest.raises(ValueError, match="need format = 2"):
         UcbParams.from_mapping({"replicate_within": 1.0})
     with pytest.raises(ValueError, match="needs a newer git-agora"):
-        UcbParams.from_mapping({"format": 3})
+        UcbParams.from_mapping({"format": 4})
     with pytest.raises(ValueError, match="positive integer"):
         UcbParams.from_mapping({"format": "2"})
     assert REPLICATING.to_dict()["format"] == 2 and REPLICATING.to_dict()["replicate_within"] == 2.0

@@ -183,7 +183,8 @@ def analyze(
     claims = tuple(active_claims(contributions, config.now)) if config.now is not None else ()
     replicas = Replicas.of(frame) if config.ucb.replicating else None  # read by the slots and the summary's best
     slots = with_claims(plan_slots(frame, div.clustering, config.ucb, replicas), claims)
-    views = compute_views(frame, config.limit, config.views, config.view_params)
+    view_params = replace(config.view_params, verify=config.ucb.verify)  # one source: [ucb]
+    views = compute_views(frame, config.limit, config.views, view_params)
     references = cited_commits(frame, cross_refs, config.limit)
     return AnalyzeResult(_summary(frame, config, div, replicas), slots, views, div, frame, references, claims)
 

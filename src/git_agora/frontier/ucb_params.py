@@ -25,23 +25,26 @@ class UcbParams:
     novel_cluster: int = 2
     few_follow_ons: int = 1
     per_slot: int = 3
-    format: int = 1  # 2: the keys below; an older git-agora says it needs a newer one
+    format: int = 1  # 2 or 3: the keys below (KEY_FORMATS); an older git-agora says it needs a newer one
     replicate_within: float = 0.0  # in tolerances; 0: replicates are ordinary results (module docstring)
     replicates: int = 2
     explore_quality: str = "own"  # or "lineage": explore slots judge a result by it or its parent (docstring)
     explore_scored: bool = False  # explore slots suggest only results with a metric (module docstring)
     exploit_rank: str = "ucb"  # or "quality": the exploit slot lists its leaders best first (docstring)
     explore_slots: str = "both"  # or "novel": the two explore settings apply to explore novel only (docstring)
+    verify: str = "all"  # format 3; or "leaders": the unverified view lists the best's noise group only
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> UcbParams:
         """Build from an ``[ucb]`` table; unknown keys raise ValueError (typos should not pass silently),
-        and so do format-2 keys without ``format = 2`` or a format newer than this git-agora reads."""
+        and so do keys of a format the table does not declare (``format = 2`` or 3) or a format newer
+        than this git-agora reads."""
         values = dict(values or {})
         version = section_format("ucb", values, UCB_FORMAT)
-        newer = sorted(set(values) & FORMAT_2_KEYS) if version < 2 else []
+        newer = sorted(k for k in values if KEY_FORMATS.get(k, 1) > version and k != "format")
         if newer:
-            raise ValueError(f"[ucb] {', '.join(newer)} need format = 2 in [ucb]")
+            needed = max(KEY_FORMATS[k] for k in newer)
+            raise ValueError(f"[ucb] {', '.join(newer)} need format = {needed} in [ucb]")
         names = {f.name: f.type for f in fields(cls)}
         unknown = sorted(set(values) - set(names))
         if unknown:
@@ -58,23 +61,28 @@ class UcbParams:
         slots = values.get("explore_slots", "both")
         if slots not in EXPLORE_SLOTS:
             raise ValueError(f"[ucb] explore_slots must be one of {', '.join(EXPLORE_SLOTS)}, not {slots!r}")
+        verify = values.get("verify", "all")
+        if verify not in VERIFY_LISTS:
+            raise ValueError(f"[ucb] verify must be one of {', '.join(VERIFY_LISTS)}, not {verify!r}")
         rank = values.get("exploit_rank", "ucb")
         if rank not in EXPLOIT_RANKS:
             raise ValueError(f"[ucb] exploit_rank must be one of {', '.join(EXPLOIT_RANKS)}, not {rank!r}")
         return cls(**{k: kinds[k](v) for k, v in values.items()})
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as `[ucb]` holds them: format-1 projects without the keys older readers refuse."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if self.format >= 2 or f.name not in FORMAT_KEYS}
+        """The settings as `[ucb]` holds them: without the keys of a newer format than the project's (which
+        an older reader would refuse), and without `format` itself in a format-1 project."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if KEY_FORMATS.get(f.name, 1) <= self.format}
 
     @property
     def replicating(self) -> bool:
         return self.format >= 2 and self.replicate_within > 0
 
 
-UCB_FORMAT = 2  # the newest [ucb] format this git-agora reads
-FORMAT_2_KEYS = {"replicate_within", "replicates", "explore_quality", "explore_scored", "explore_slots", "exploit_rank"}
+UCB_FORMAT = 3  # the newest [ucb] format this git-agora reads
+FORMAT_2 = ("format", "replicate_within", "replicates", "explore_quality", "explore_scored", "explore_slots")
+KEY_FORMATS = {**dict.fromkeys(FORMAT_2 + ("exploit_rank",), 2), "verify": 3}  # the format a key needs (others: 1)
 EXPLORE_QUALITIES = ("own", "lineage")
 EXPLORE_SLOTS = ("both", "novel")
 EXPLOIT_RANKS = ("ucb", "quality")
-FORMAT_KEYS = FORMAT_2_KEYS | {"format"}
+VERIFY_LISTS = ("all", "leaders")

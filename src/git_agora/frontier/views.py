@@ -51,11 +51,13 @@ __all__ = [  # build_frame, Frame and the quality functions live in ``frame``; r
 @dataclass(frozen=True)
 class ViewParams:
     """Thresholds of the views. ``promising``: Q >= promising_q and follow-ons <= few_follow_ons;
-    ``calibration``: an account is over-optimistic at p <= calibration_alpha."""
+    ``calibration``: an account is over-optimistic at p <= calibration_alpha; ``unverified``: which
+    results it lists (analyze sets it from ``[ucb] verify``)."""
 
     promising_q: float = 0.75
     few_follow_ons: int = 1
     calibration_alpha: float = calibration.ALPHA  # over-optimism's sign test (``calibration``)
+    verify: str = "all"  # ``unverified``: every unverified result, or "leaders" (``[ucb] verify``)
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,18 @@ class Best:
         return dict(self.__dict__)
 
 
+def within_tolerance_of(frame: Frame, node: int) -> np.ndarray:
+    """Boolean per node: a scored result within the tolerance of ``node``'s value (``node`` included)."""
+    loss = frame.loss()
+    return frame.scored & (np.abs(loss - loss[node]) <= frame.tolerance)
+
+
+def best_group(frame: Frame) -> np.ndarray:
+    """Boolean per node: the best result and its ties (``best``), the results a reported best rests on."""
+    node = best_node(frame.table, frame.scored, frame.direction, frame.tolerance, frame.metric)
+    return within_tolerance_of(frame, node) if node >= 0 else np.zeros(frame.n, dtype=bool)
+
+
 def new_bests(frame: Frame) -> np.ndarray:
     """Boolean per node: a scored result that set a new best (noise-aware) when it was published."""
     mask = np.zeros(frame.n, dtype=bool)
@@ -144,8 +158,7 @@ def best(frame: Frame) -> Best | None:
     node = best_node(frame.table, frame.scored, frame.direction, frame.tolerance, frame.metric)
     if node < 0:
         return None
-    loss = frame.loss()
-    close = frame.scored & (np.abs(loss - loss[node]) <= frame.tolerance)
+    close = within_tolerance_of(frame, node)
     ties = int(close.sum()) - 1
     witnessed = int(frame.witness_time[node])
     when = frame.witness_time if witnessed >= 0 else np.where(frame.witness_time < 0, frame.timestamp, -1)
@@ -248,11 +261,16 @@ def promising(frame: Frame, limit: int, params: ViewParams) -> Listing:
 
 
 def unverified(frame: Frame, limit: int, params: ViewParams) -> Listing:
-    """Scored results nobody has verified yet, best first (verifying leaders matters most).
-    Extra fields: quality."""
-    nodes = ranked_by_metric(frame, np.flatnonzero(frame.scored & (frame.status == "unverified")))
+    """Scored results nobody has verified yet, best first (verifying leaders matters most); with
+    ``[ucb] verify = "leaders"`` only the best and its ties (``best_group``). Extra fields: quality."""
+    mask = frame.scored & (frame.status == "unverified")
+    note = None
+    if params.verify == "leaders":
+        mask &= best_group(frame)
+        note = f"verify = leaders: only the best and the results within the tolerance ({frame.tolerance:g}) of it"
+    nodes = ranked_by_metric(frame, np.flatnonzero(mask))
     top = nodes[:limit]
-    return Listing(frame.rows(top, quality=frame.q[top]), len(nodes))
+    return Listing(frame.rows(top, quality=frame.q[top]), len(nodes), note)
 
 
 def contested(frame: Frame, limit: int, params: ViewParams) -> Listing:
