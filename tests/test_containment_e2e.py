@@ -76,12 +76,13 @@ tried = [c for c in escape if os.path.exists("/usr/bin/" + c[0])]
 seen["escaped"] = sum(subprocess.run(c, capture_output=True).returncode == 0 for c in tried)
 seen["host_folders"] = sum(os.path.exists(p) for p in paths["host_folders"])
 found = 0
-for top in ("/", ):
-    for root, dirs, files in os.walk(top):
-        if root.startswith(("/proc", "/sys", "/dev", "/usr")):
-            dirs[:] = []
-            continue
-        found += ".git" in dirs
+for root, dirs, files in os.walk("/"):  # stops at the first .git: whether any is visible, not how many
+    if root.startswith(("/proc", "/sys", "/dev", "/usr")):
+        dirs[:] = []
+        continue
+    if ".git" in dirs:
+        found = 1
+        break
 seen["git_folders"] = found
 print(json.dumps(seen))
 """
@@ -174,6 +175,7 @@ def test_the_same_probe_unsandboxed_finds_what_the_sandbox_hides(probe):
     assert "the sandbox is off (--no-sandbox)" in r.stderr
     m = r.json()["metrics"]
     assert m["keys_read"] >= 5 and m["token_seen"] == 1 and m["reached_port"] == 1, m
+    assert m["git_folders"] == 1 and m["host_folders"] == 4, m  # the host's clones and folders are in view
     assert r.json()["sandbox"] is False
     for leftover in host_writes + [Path(os.environ["HOME"]) / ".bashrc"]:
         leftover.unlink(missing_ok=True)
