@@ -111,3 +111,23 @@ def test_init_refuses_ucb_settings_no_reader_accepts_and_publishes_nothing(tmp_p
     (a / "agora.toml").write_text('[metric]\nname = "loss"\n\n[ucb]\nformat = 2\nexploit_rank = "quality"\n')
     agora(a, "init", "--eval", "python3 score.py")
     assert setup_toml(a)["ucb"] == {"format": 2, "exploit_rank": "quality"}
+
+
+def test_a_new_setup_gets_the_slots_that_met_the_comparison_and_the_papers_stay_one_line_away(tmp_path, remote):
+    """Without `[ucb]`, init writes the tenth question's setting (format 3); `format = 1` keeps the paper's."""
+    a = founder(tmp_path, remote)
+    (a / "agora.toml").write_text('[metric]\nname = "loss"\n')
+    agora(a, "init", "--eval", "python3 score.py")
+    ucb = setup_toml(a)["ucb"]
+    assert ucb["format"] == 3 and ucb["verify"] == "leaders" and ucb["explore_slots"] == "novel"
+    assert ucb["explore_scored"] is True and ucb["explore_quality"] == "lineage" and ucb["c0"] == 20.0
+    params = agora(a, "analyze", "--json").json()["slots"]["params"]
+    assert params["verify"] == "leaders" and params["explore_slots"] == "novel"
+    git(tmp_path, "init", "-q", "--bare", str(tmp_path / "paper.git"))
+    paper = make_clone(tmp_path, "p", str(tmp_path / "paper.git"), "alice")
+    (paper / "score.py").write_text(SCORE)
+    (paper / "agora.toml").write_text('[metric]\nname = "loss"\n\n[ucb]\nformat = 1\n')
+    agora(paper, "init", "--eval", "python3 score.py")
+    assert setup_toml(paper)["ucb"] == {"format": 1}
+    params = agora(paper, "analyze", "--json").json()["slots"]["params"]
+    assert "verify" not in params and "explore_slots" not in params and params["c0"] == 20.0  # format 1

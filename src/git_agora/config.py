@@ -31,6 +31,8 @@ UCB_COMMENT = [
     '#   explore_slots ("novel": those two apply to explore novel only; "both", the default),',
     '#   and exploit_rank ("quality": the exploit slot lists its leaders best first; "ucb", by U, the default).',
     '#   format = 3 adds verify ("leaders": the unverified view suggests only the best and its ties; "all").',
+    "#   A new setup without [ucb] gets format 3 with the settings that met the matched comparison's goals",
+    "#   (docs/compare.md); [ucb] format = 1 alone keeps the paper's slots.",
 ]
 
 

@@ -86,3 +86,10 @@ EXPLORE_QUALITIES = ("own", "lineage")
 EXPLORE_SLOTS = ("both", "novel")
 EXPLOIT_RANKS = ("ucb", "quality")
 VERIFY_LISTS = ("all", "leaders")
+
+NEW_SETUPS = UcbParams(
+    format=3, explore_scored=True, explore_quality="lineage", explore_slots="novel", verify="leaders"
+)
+"""What `git agora init` writes into a new setup that brings no `[ucb]` table: the setting that met all
+four goals of the matched comparison (docs/compare.md, the tenth question). `UcbParams()` stays the
+paper's: what a table without these keys means, so existing projects keep what they had."""

@@ -142,10 +142,10 @@ def _config(root: Path, wanted: Evaluation | None, **overrides) -> ProjectConfig
         config = replace(config, evaluation=evaluation)
     except ConfigError as exc:
         raise AgoraError(str(exc)) from None
-    from ..frontier.ucb_params import UcbParams
+    from ..frontier.ucb_params import NEW_SETUPS, UcbParams
 
     sections = {"identity": {"signatures": "required"}, **config.sections}  # new projects: signed work only
-    sections.setdefault("ucb", UcbParams().to_dict())
+    sections.setdefault("ucb", NEW_SETUPS.to_dict())
     try:  # a setup whose [ucb] no reader accepts would leave the project without analyze
         UcbParams.from_mapping(sections["ucb"])
     except ValueError as exc:
