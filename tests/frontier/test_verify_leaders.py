@@ -83,3 +83,14 @@ def test_a_format_2_project_writes_no_format_3_key():
     written = UcbParams.from_mapping({"format": 2, "explore_slots": "novel"}).to_dict()
     assert "verify" not in written and written["format"] == 2
     assert "format" not in UcbParams().to_dict() and "explore_slots" not in UcbParams().to_dict()
+
+
+def test_a_fake_best_draws_the_reruns_until_a_counting_failure_hands_the_list_back():
+    """mallory claims 0.5 (nobody can reproduce it): it is the one result suggested, a verdict without
+    standing (mallory's sock puppet confirming it) does not hide it, and once a counting verifier fails it
+    the honest best is the leader again and is suggested."""
+    fake = node("fake", "mallory", "base", t=7, metric=0.5)
+    puppet = verify("puppet", "sock", "fake", "confirmed", t=8)
+    assert unverified(LEADERS, [fake, puppet])[0] == [sha("fake")]
+    failed = verify("rerun", "org", "fake", "failed", t=9)
+    assert unverified(LEADERS, [fake, puppet, failed])[0] == [sha("best"), sha("tie")]
