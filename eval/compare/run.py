@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     records.sort(key=lambda r: (args.tasks.index(r["task"]), ARMS.index(r["arm"]), r["seed"]))
     total = time.perf_counter() - started
     command = "python -m eval.compare " + " ".join(argv if argv is not None else sys.argv[1:])
-    settings = ", ".join(f"{k} = {v}" for k, v in ucb.items()) or "the defaults"
+    settings = ", ".join(f"{k} = {v}" for k, v in ucb.items()) or "as git agora init writes them (no --ucb)"
     note = (
         f"{args.workers} workers x {args.budget} evaluations per worker, seeds {seeds[0]}..{seeds[-1]}, "
         f"[ucb] {settings}; "
