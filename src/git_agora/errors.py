@@ -10,6 +10,7 @@ class ExitCode(IntEnum):
     ERROR = 1  # bad input or a failed operation; nothing was published
     USAGE = 2  # click's usage errors
     QUEUED = 3  # published locally, not yet on the remote: `git agora sync` sends it later
+    UNVERIFIED = 4  # `git agora ci`: claims left unverified because of this machine, not of the claims
 
 
 class AgoraError(Exception):
@@ -18,3 +19,8 @@ class AgoraError(Exception):
     def __init__(self, message: str, exit_code: int = ExitCode.ERROR):
         super().__init__(message)
         self.exit_code = int(exit_code)
+
+
+class ClaimError(AgoraError):
+    """Refused because of what a contribution is or claims, not because of this machine: `git agora ci`
+    reports such a claim as skipped by its own fault, where any other reason is the runner's (exit 4)."""

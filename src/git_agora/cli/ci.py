@@ -32,15 +32,16 @@ def command(
 ):
     """Run the project's CI once, as a CI account the policy names ([ci] accounts): fetch, rerun in the
     sandbox the claims this account has not verified yet (the leaders, contested and most built-on
-    first, within --max-evaluations and --max-minutes), publish the verdicts and one witness record of
-    the log tips it saw, and build the site. The key comes from --key-file or AGORA_CI_KEY and is held
-    in memory only. Exits 0 when the job was done, whatever the verdicts; non-zero when it could not be
-    (no sandbox, no key, not a CI account, a fetch or push that failed). A run with nothing new
-    publishes nothing and says so. docs/ci.md."""
+    first, within --max-evaluations and --max-minutes), publish the verdicts and a witness record of the
+    log tips it saw, build the site, and print a summary (as Markdown also to $GITHUB_STEP_SUMMARY when
+    set). The key comes from --key-file or AGORA_CI_KEY and is held in memory only. Exits 0 when the job
+    was done, whatever the verdicts; 4 when claims were left unverified because of this runner (a scorer
+    that differs from the project's pins, no sandbox, a tool or mount missing), after publishing what it
+    did; 1 when it could not start (no key, not a CI account, a failed fetch or push). docs/ci.md."""
     if forge:
         return _init(ctx, forge, branch, force, as_json)
     from ..ops.ci import KEY_VARIABLE, Budget, ci_key, run_ci
-    from .render import print_ci_report
+    from .render import finish_ci, print_ci_report
 
     secret = os.environ.pop(KEY_VARIABLE, None)  # not passed on to anything this process starts
     project = open_project(ctx, account, remote, as_json=as_json)
@@ -48,7 +49,7 @@ def command(
     budget = Budget(max_evaluations, max_minutes)
     report = run_ci(project, budget, None if no_site else site_dir, key)
     (emit_json if as_json else print_ci_report)(report.to_dict() if as_json else report)
-    return 0
+    return finish_ci(report, os.environ.get("GITHUB_STEP_SUMMARY"))
 
 
 def _init(ctx, forge: str, branch: str, force: bool, as_json: bool) -> int:

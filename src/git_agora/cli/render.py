@@ -537,6 +537,61 @@ def print_ci_report(report) -> None:
         click.echo(note)
     if report.site:
         click.echo(f"site: {report.site}")
+    click.echo(ci_summary_text(report.summary))
+
+
+SHAS_LISTED = 20  # short shas a summary line lists before "and N more"
+
+
+def ci_summary_rows(summary) -> list[tuple[str, int, list[str]]]:
+    """(what, how many, short shas) of a CI run (`ops.ci_summary.CiSummary`): each verdict, each reason
+    claims were not rerun (this runner's first), what the budget left."""
+
+    def shas(targets) -> list[str]:
+        more = [f"and {len(targets) - SHAS_LISTED} more"] if len(targets) > SHAS_LISTED else []
+        return [sha[:12] for sha in targets[:SHAS_LISTED]] + more
+
+    rows = [(verdict, len(targets), shas(targets)) for verdict, targets in summary.verdicts.items()]
+    for group in summary.skipped:
+        whose = "this runner" if group.cause.value == "environment" else "the claim"
+        rows.append((f"not rerun ({whose}): {group.reason}", len(group.targets), shas(group.targets)))
+    if summary.left:
+        rows.append(("left for the next run (budget spent)", summary.left, []))
+    return rows
+
+
+def ci_summary_text(summary) -> str:
+    """The summary a CI run ends with in the job log: counts, short shas, the exit code and its meaning."""
+    verdicts = summary.verdicts
+    verified = len(verdicts["confirmed"]) + len(verdicts["partial"])
+    not_rerun = sum(len(group.targets) for group in summary.skipped)
+    lines = [f"summary: {verified} verified, {len(verdicts['failed'])} failed, {not_rerun} not rerun"]
+    for what, count, shas in ci_summary_rows(summary):
+        if count:
+            lines.append(f"  {visible(what)}: {count}" + (f": {', '.join(shas)}" if shas else ""))
+    return "\n".join([*lines, f"exit {summary.exit_code}: {summary.outcome.meaning}"])
+
+
+def ci_summary_markdown(summary, site: str | None = None) -> str:
+    """The same summary as Markdown, for the forge's step summary ($GITHUB_STEP_SUMMARY): a table."""
+    lines = [f"### git agora ci: exit {summary.exit_code}", "", _markdown(summary.outcome.meaning), ""]
+    lines += ["| claims | count | commits |", "| --- | ---: | --- |"]
+    for what, count, shas in ci_summary_rows(summary):
+        commits = " ".join(_markdown(sha) if " " in sha else f"`{sha}`" for sha in shas)
+        lines.append(f"| {_markdown(what)} | {count} | {commits} |")
+    logs = summary.witnessed_logs
+    witness = f"witnessed {logs} account log{'s' if logs != 1 else ''}" if summary.witness_records else "no witness"
+    return "\n".join([*lines, "", _markdown(witness + (f"; site: {site}" if site else "")), "", ""])
+
+
+def _markdown(value: str) -> str:
+    """Text as literal Markdown in a table cell: one line, no markup, no HTML, no cell break."""
+    import html
+
+    escaped = html.escape(" ".join(visible(value).split()), quote=False)
+    for char in "\\`*_[]|#!~":
+        escaped = escaped.replace(char, "\\" + char)
+    return escaped
 
 
 def _print_reruns(report) -> None:
@@ -562,3 +617,22 @@ def print_pending_report(report) -> None:
     missed = len(report.checked) - reran
     click.echo(f"{visible(report.account)}: reran {reran} claim(s)" + (f", could not rerun {missed}" if missed else ""))
     _print_reruns(report)
+
+
+def finish_ci(report, step_summary: str | None) -> int:
+    """A CI run's end: its summary appended, as Markdown, to the forge's step summary file when there
+    is one (GitHub's and Gitea's $GITHUB_STEP_SUMMARY); one line on stderr saying why when claims were
+    left unverified because of this runner; the exit code its outcome maps to."""
+    from ..ops.ci_summary import why_line
+
+    summary = report.summary
+    if step_summary:
+        try:
+            with open(step_summary, "a", encoding="utf-8") as handle:
+                handle.write(ci_summary_markdown(summary, report.site))
+        except OSError as exc:
+            click.echo(f"git agora: note: could not write the step summary {step_summary}: {exc.strerror}", err=True)
+    why = why_line(summary)
+    if why is not None:
+        click.echo(f"git agora: error: {visible(why)}", err=True)
+    return summary.exit_code

@@ -8,8 +8,12 @@ A run, as a CI account the current policy names (`[ci] accounts`), signing with 
    (`log_tips`; several records when more than `TIPS_PER_RECORD` moved);
 4. build the site into a folder.
 
-It fails (AgoraError) only where it cannot do its job: not a CI account, no sandbox, a fetch or push that
-fails. A failed claim is a verdict, not a failure. A run that finds nothing new publishes nothing.
+It fails (AgoraError) where it cannot start its job: not a CI account, a fetch or push that fails, and
+no sandbox (exit 4, `ExitCode.UNVERIFIED`). A failed claim is a verdict, not a failure. A claim that cannot
+be rerun is skipped, by its own fault (`ClaimError`) or by this runner's (any other reason: a scorer that
+differs from the pins, a mount or a tool missing); one of the second kind makes the run's outcome
+`CiOutcome.UNVERIFIED` (`CiReport.outcome`, `ops.ci_summary`) once it has published what it did. A run
+that finds nothing new publishes nothing.
 
 `verify_pending` is step 2 alone, for any account (`git agora verify --pending`): how a founder confirms
 the work of a fleet of agents.
@@ -28,11 +32,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import WITNESS_TAG, Contribution
-from ..errors import AgoraError
+from ..errors import AgoraError, ClaimError, ExitCode
 from ..evaluate.sandbox import SandboxUnavailable
 from ..identity.keys import SigningKey, held_key, same_key
 from ..project import Project
 from ..refs.names import REMOTES_PREFIX
+from .ci_summary import CiOutcome, CiSummary, NotRerun, summarise
 from .publish import Published, publish
 
 if TYPE_CHECKING:
@@ -53,8 +58,8 @@ class Budget:
 
 @dataclass(frozen=True)
 class Checked:
-    """One claim the CI reran: its verdict (None when it could not be rerun, with why) and the
-    verification it published."""
+    """One claim the CI reran: its verdict (None when it could not be rerun, with why and by whose
+    fault, `cause`) and the verification it published."""
 
     target: str
     account: str
@@ -63,9 +68,10 @@ class Checked:
     reason: str
     verification: str | None = None
     seconds: float = 0.0
+    cause: NotRerun | None = None  # None: a verdict
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "cause": self.cause.value if self.cause else None}
 
 
 @dataclass(frozen=True)
@@ -84,8 +90,20 @@ class CiReport:
     def published(self) -> bool:
         return bool(self.witness_records) or any(c.verification for c in self.checked)
 
+    @property
+    def summary(self) -> CiSummary:
+        return summarise(self.checked, len(self.left), len(self.witness_records), self.witnessed_logs)
+
+    @property
+    def outcome(self) -> CiOutcome:
+        return self.summary.outcome
+
     def to_dict(self) -> dict[str, Any]:
+        summary = self.summary
         return {
+            "outcome": summary.outcome.name.lower(),
+            "exit_code": summary.exit_code,
+            "exit_meaning": summary.outcome.meaning,
             "account": self.account,
             "remote": self.remote,
             "new_contributions": self.new_contributions,
@@ -96,6 +114,7 @@ class CiReport:
             "site": self.site,
             "published": self.published,
             "notes": list(self.notes),
+            "summary": summary.to_dict(),
         }
 
 
@@ -147,9 +166,10 @@ def run_ci(
         )
     try:
         require_bwrap()
-    except SandboxUnavailable as exc:
-        raise AgoraError(f"git agora ci verifies only in the sandbox: {exc.reason}") from None
-    checked, left = _verify_within(project, _pending(project, contributions, root), budget, "git agora ci")
+        checked, left = _verify_within(project, _pending(project, contributions, root), budget)
+    except SandboxUnavailable as exc:  # this runner's: exit 4, as for any claim it leaves unverified
+        message = f"git agora ci verifies only in the sandbox: {exc.reason}"
+        raise AgoraError(message, ExitCode.UNVERIFIED) from None
     records, logs = _witness(project, contributions, account)
     nothing = not checked and not records and not left
     notes = ("nothing new since the last run: published nothing",) if nothing else ()
@@ -185,7 +205,10 @@ def verify_pending(project: Project, budget: Budget = Budget()) -> PendingReport
     fetch(project)
     contributions = load(project, FRAME_COLUMNS).contributions
     claims = _pending(project, contributions, reader_root(project, contributions))
-    checked, left = _verify_within(project, claims, budget, "git agora verify --pending")
+    try:
+        checked, left = _verify_within(project, claims, budget)
+    except SandboxUnavailable as exc:
+        raise AgoraError(f"git agora verify --pending verifies only in the sandbox: {exc.reason}") from None
     return PendingReport(project.account, checked, left)
 
 
@@ -221,10 +244,11 @@ def claims_to_verify(frame: Frame, account: str) -> tuple[str, ...]:
 
 
 def _verify_within(
-    project: Project, claims: tuple[str, ...], budget: Budget, command: str
+    project: Project, claims: tuple[str, ...], budget: Budget
 ) -> tuple[tuple[Checked, ...], tuple[str, ...]]:
     """Rerun `claims` in order until the budget is spent; publish each verdict. The sandbox failing to
-    start ends the run (AgoraError); a claim that cannot be rerun is reported and skipped."""
+    start ends the run (SandboxUnavailable, for the caller to say); a claim that cannot be rerun is
+    reported and skipped, with whose fault it is: its own (`ClaimError`) or this runner's (any other)."""
     from .verify import verify
 
     started = time.monotonic()
@@ -241,10 +265,12 @@ def _verify_within(
         timeout = None if remaining is None else min(remaining, project.policy(sha).config.evaluation.timeout)
         try:
             done = verify(project, sha, timeout=timeout, sandbox=True)
-        except SandboxUnavailable as exc:
-            raise AgoraError(f"{command} verifies only in the sandbox: {exc.reason}") from None
+        except SandboxUnavailable:
+            raise
         except AgoraError as exc:
-            checked.append(Checked(sha, target.account, target.title, None, str(exc), None, time.monotonic() - began))
+            cause = NotRerun.CLAIM if isinstance(exc, ClaimError) else NotRerun.ENVIRONMENT
+            seconds = round(time.monotonic() - began, 3)
+            checked.append(Checked(sha, target.account, target.title, None, str(exc), None, seconds, cause))
             continue
         published = _shared(done.published)
         seconds = round(time.monotonic() - began, 3)

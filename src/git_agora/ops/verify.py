@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contribution import Contribution, ContributionError, Verdict, check
-from ..errors import AgoraError
+from ..errors import ClaimError
 from ..evaluate import Judgement, evaluate_tree, hardware, judge
 from ..project import Project
 from .publish import Published, publish
@@ -56,7 +56,7 @@ def reproduce(
     target = project.contribution(rev)
     assert target.sha is not None and target.tree is not None
     if not target.metrics:
-        raise AgoraError(f"{target.sha[:12]} claims no metric: there is nothing to reproduce")
+        raise ClaimError(f"{target.sha[:12]} claims no metric: there is nothing to reproduce")
     policy = project.policy(target.sha)
     config = policy.config
     tolerance = config.tolerance if tolerance is None else tolerance
@@ -108,7 +108,7 @@ def verify(
     try:
         check(draft, project.repo.contribution)  # the rules of a verification, before spending compute
     except ContributionError as exc:
-        raise AgoraError(str(exc)) from None
+        raise ClaimError(str(exc)) from None
     done = reproduce(project, rev, tolerance, timeout, sandbox)
     judgement, metadata = done.judgement, done.metadata
     assert target.sha is not None and target.tree is not None
