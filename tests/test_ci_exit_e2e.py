@@ -79,18 +79,19 @@ def test_a_scorer_that_differs_from_the_pins_ends_the_run_with_exit_4_and_says_w
 
     markdown = summary.read_text()
     assert markdown.startswith("earlier steps\n### git agora ci: exit 4\n"), markdown  # appended
-    assert "| claims | count | commits |\n| --- | ---: | --- |\n" in markdown
+    assert "| claims | count | commits | why |\n| --- | ---: | --- | --- |\n" in markdown
     (row,) = [line for line in markdown.splitlines() if line.startswith("| not rerun (this runner)")]
     assert "the installed numpy differs" in row and "| 2 |" in row
     assert all(f"`{sha[:12]}`" in row for sha in shas), row
-    assert "| confirmed | 0 |" in markdown and "| failed | 0 |" in markdown
+    assert "| confirmed | 0 |  |  |" in markdown and "| failed | 0 |  |  |" in markdown
 
     again = run_ci(ci, secret)  # the job log: the same claims, still unverified, in text
     assert again.returncode == 4, again
     lines = again.stdout.splitlines()
     assert "summary: 0 verified, 0 failed, 2 not rerun" in lines, again.stdout
-    (listed,) = [line for line in lines if line.startswith("  not rerun (this runner): the installed numpy")]
-    assert sorted(listed.split(": 2: ")[1].split(", ")) == sorted(sha[:12] for sha in shas), listed
+    at = lines.index(next(line for line in lines if line.startswith("  not rerun (this runner) 2: ")))
+    assert sorted(lines[at].split(": ")[1].split(", ")) == sorted(sha[:12] for sha in shas), lines[at]
+    assert lines[at + 1].startswith("    why: the installed numpy differs from the project's (pinned 000000000000")
     assert any(line.startswith("exit 4: claims left unverified for a reason of this runner") for line in lines)
 
 
@@ -109,5 +110,21 @@ def test_a_failed_verdict_is_the_job_done_exit_0(tmp_path):
     assert out["summary"]["confirmed"] == [honest] and out["summary"]["failed"] == [inflated]
     assert out["summary"]["verified"] == 1 and out["summary"]["skipped"] == []
     markdown = summary.read_text()
-    assert markdown.startswith("### git agora ci: exit 0\n") and f"| failed | 1 | `{inflated[:12]}` |" in markdown
-    assert f"| confirmed | 1 | `{honest[:12]}` |" in markdown and "not rerun" not in markdown
+    assert markdown.startswith("### git agora ci: exit 0\n") and f"| failed | 1 | `{inflated[:12]}` |  |" in markdown
+    assert f"| confirmed | 1 | `{honest[:12]}` |  |" in markdown and "not rerun" not in markdown
+
+
+def test_the_step_summary_shows_a_reason_as_literal_text_in_its_cell():
+    """A reason quotes what the runner found (a path, a package): in the Markdown table it stays one
+    cell of plain text, whatever it holds (a cell break, HTML, markup, a line break)."""
+    from git_agora.cli.render import ci_summary_markdown
+    from git_agora.ops.ci import Checked
+    from git_agora.ops.ci_summary import NotRerun, summarise
+
+    reason = "[eval] mounts names /data|x <img src=x> *bold* `code`\nnext line, which does not exist here"
+    checked = [Checked("a" * 40, "bob", "t", None, reason, cause=NotRerun.ENVIRONMENT)]
+    markdown = ci_summary_markdown(summarise(checked, 0, 0, 0))
+    (row,) = [line for line in markdown.splitlines() if line.startswith("| not rerun")]
+    assert row.count(" | ") == 3 and row.endswith(" |"), row  # four cells, none broken by the reason's |
+    assert "<img" not in markdown and "&lt;img src=x&gt;" in row and "\\*bold\\*" in row and "\\`code\\`" in row
+    assert "\\[eval\\] mounts names /data\\|x" in row and "next line" in row

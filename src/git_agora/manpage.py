@@ -23,6 +23,8 @@ EXIT_STATUS = {
     ExitCode.ERROR: "an error, said in one line on stderr (git agora: error: ...); nothing was published",
     ExitCode.USAGE: "a usage error (an unknown option or command)",
     ExitCode.QUEUED: "published locally, not yet on the remote: `git agora sync` sends it",
+    ExitCode.UNVERIFIED: "git agora ci only: claims left unverified because of the runner (a scorer unlike the pins, "
+    "no sandbox), not of the claims, after publishing what it did",
 }
 
 

@@ -543,20 +543,20 @@ def print_ci_report(report) -> None:
 SHAS_LISTED = 20  # short shas a summary line lists before "and N more"
 
 
-def ci_summary_rows(summary) -> list[tuple[str, int, list[str]]]:
-    """(what, how many, short shas) of a CI run (`ops.ci_summary.CiSummary`): each verdict, each reason
-    claims were not rerun (this runner's first), what the budget left."""
+def ci_summary_rows(summary) -> list[tuple[str, int, list[str], str]]:
+    """(what, how many, short shas, why) of a CI run (`ops.ci_summary.CiSummary`): each verdict, each
+    reason claims were not rerun (this runner's first), what the budget left."""
 
     def shas(targets) -> list[str]:
         more = [f"and {len(targets) - SHAS_LISTED} more"] if len(targets) > SHAS_LISTED else []
         return [sha[:12] for sha in targets[:SHAS_LISTED]] + more
 
-    rows = [(verdict, len(targets), shas(targets)) for verdict, targets in summary.verdicts.items()]
+    rows = [(verdict, len(targets), shas(targets), "") for verdict, targets in summary.verdicts.items()]
     for group in summary.skipped:
         whose = "this runner" if group.cause.value == "environment" else "the claim"
-        rows.append((f"not rerun ({whose}): {group.reason}", len(group.targets), shas(group.targets)))
+        rows.append((f"not rerun ({whose})", len(group.targets), shas(group.targets), group.reason))
     if summary.left:
-        rows.append(("left for the next run (budget spent)", summary.left, []))
+        rows.append(("left for the next run", summary.left, [], "budget spent"))
     return rows
 
 
@@ -566,19 +566,20 @@ def ci_summary_text(summary) -> str:
     verified = len(verdicts["confirmed"]) + len(verdicts["partial"])
     not_rerun = sum(len(group.targets) for group in summary.skipped)
     lines = [f"summary: {verified} verified, {len(verdicts['failed'])} failed, {not_rerun} not rerun"]
-    for what, count, shas in ci_summary_rows(summary):
+    for what, count, shas, why in ci_summary_rows(summary):
         if count:
-            lines.append(f"  {visible(what)}: {count}" + (f": {', '.join(shas)}" if shas else ""))
+            lines.append(f"  {what} {count}" + (f": {', '.join(shas)}" if shas else ""))
+            lines += [f"    why: {visible(why)}"] if why else []
     return "\n".join([*lines, f"exit {summary.exit_code}: {summary.outcome.meaning}"])
 
 
 def ci_summary_markdown(summary, site: str | None = None) -> str:
     """The same summary as Markdown, for the forge's step summary ($GITHUB_STEP_SUMMARY): a table."""
     lines = [f"### git agora ci: exit {summary.exit_code}", "", _markdown(summary.outcome.meaning), ""]
-    lines += ["| claims | count | commits |", "| --- | ---: | --- |"]
-    for what, count, shas in ci_summary_rows(summary):
+    lines += ["| claims | count | commits | why |", "| --- | ---: | --- | --- |"]
+    for what, count, shas, why in ci_summary_rows(summary):
         commits = " ".join(_markdown(sha) if " " in sha else f"`{sha}`" for sha in shas)
-        lines.append(f"| {_markdown(what)} | {count} | {commits} |")
+        lines.append(f"| {what} | {count} | {commits} | {_markdown(why)} |")
     logs = summary.witnessed_logs
     witness = f"witnessed {logs} account log{'s' if logs != 1 else ''}" if summary.witness_records else "no witness"
     return "\n".join([*lines, "", _markdown(witness + (f"; site: {site}" if site else "")), "", ""])
