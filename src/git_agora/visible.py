@@ -4,12 +4,15 @@ A description, an account name or an evaluator's stderr may hold ANSI sequences 
 hide text, colour the rest of the line), OSC 8 links, bidi overrides or a bare carriage return. Shown
 raw they rewrite what the reader sees. `visible` escapes them the way git's `core.quotePath` shows odd
 bytes: C0 and C1 controls, DEL and the bidi controls become `\\xNN` / `\\uNNNN`; newline and tab stay
-when `keep_newlines` (a multi-line block) and are escaped otherwise.
+when `keep_newlines` (a multi-line block) and are escaped otherwise. Text shaped like a key or a token
+is shown redacted (`leaks.redact`): a terminal may be a public CI log.
 """
 
 from __future__ import annotations
 
 import re
+
+from .leaks import redact
 
 _BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c"
 _UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}]")
@@ -22,8 +25,9 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def visible(text: str, keep_newlines: bool = False) -> str:
-    """`text` with every character that steers a terminal shown as an escape instead."""
-    return (_UNSAFE if keep_newlines else _UNSAFE_LINE).sub(_escape, text)
+    """`text` with every character that steers a terminal shown as an escape instead, and each
+    secret-shaped part redacted."""
+    return (_UNSAFE if keep_newlines else _UNSAFE_LINE).sub(_escape, redact(text))
 
 
 def cut(text: str, width: int) -> str:

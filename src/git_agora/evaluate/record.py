@@ -3,8 +3,9 @@
 A build's stdout and stderr, and an evaluator's free text, stay on the machine that ran them (shown to
 the person, kept in `.git/agora/runs/`). A published result or verdict carries the metric values, the
 output fields the setup declares (`[eval] output`, else `comparable_on`), each a finite number or a
-short plain word (`SAFE_WORD`), the evaluator identity, the exit status, duration, sandbox flag and
-limits, and one `Reason` from a fixed list.
+short plain word (`SAFE_WORD`) that does not look like a secret (`leaks.secret_in`: such a value is a
+scorer error, `Reason.SECRET_OUTPUT`, so the record never trips the publishing scan), the evaluator
+identity, the exit status, duration, sandbox flag and limits, and one `Reason` from a fixed list.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import re
 from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Any
+
+from ..leaks import secret_in
 
 SAFE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,79}\Z")
 
@@ -39,6 +42,7 @@ class Reason(str, Enum):
     NO_METRIC = "no metric in the output"
     UNSAFE_OUTPUT = "an output field is neither a number nor a plain word"
     UNEXPORTABLE_TREE = "the tree cannot be exported"
+    SECRET_OUTPUT = "an output field looks like a secret"
 
     def __str__(self) -> str:
         return self.value
@@ -55,21 +59,28 @@ def finite_numbers(payload: Mapping[str, Any]) -> dict[str, float]:
 
 def declared_output(payload: Mapping[str, Any], fields: Iterable[str]) -> dict[str, Any] | None:
     """The declared fields the payload holds, each a finite number or a plain word; None when one of
-    them is anything else (a long string, a list, a non-finite number: it is not published)."""
-    kept: dict[str, Any] = {}
+    them is anything else (a long string, a list, a non-finite number, a word shaped like a secret: it
+    is not published; `output_problem` says which)."""
+    fields = tuple(fields)
+    if output_problem(payload, fields) is not None:
+        return None
+    return {name: payload[name] for name in fields if payload.get(name) is not None}
+
+
+def output_problem(payload: Mapping[str, Any], fields: Iterable[str]) -> Reason | None:
+    """Why the declared fields of `payload` cannot be published (`UNSAFE_OUTPUT`: neither a finite
+    number nor a plain word; `SECRET_OUTPUT`: a plain word that looks like a key or a token), or None."""
     for name in fields:
-        if name not in payload or payload[name] is None:
+        value = payload.get(name)
+        if value is None or isinstance(value, bool):
             continue
-        value = payload[name]
-        if isinstance(value, bool):
-            kept[name] = value
-        elif isinstance(value, (int, float)) and math.isfinite(value):
-            kept[name] = value
-        elif isinstance(value, str) and SAFE_WORD.match(value):
-            kept[name] = value
-        else:
-            return None
-    return kept
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            continue
+        if not (isinstance(value, str) and SAFE_WORD.match(value)):
+            return Reason.UNSAFE_OUTPUT
+        if secret_in(value) is not None:
+            return Reason.SECRET_OUTPUT
+    return None
 
 
 def reportable_metrics(metrics: Mapping[str, float], primary: str | None, fields: Iterable[str]) -> dict[str, float]:

@@ -36,7 +36,7 @@ from .export import ExportError, export_tree, tree_entries
 from .identity import check_pins, evaluator_identity, evaluator_paths, files_identity, policy_identity
 from .limits import Applied, Enforcement, Limits, MiB, enforced, sweep_stale
 from .process import StepOutcome, run_step
-from .record import Reason, declared_output, finite_numbers, reportable_metrics
+from .record import Reason, declared_output, finite_numbers, output_problem, reportable_metrics
 
 KEEP_RUNS = 20  # local run folders kept in .git/agora/runs
 HOME_BYTES = 64 * MiB
@@ -154,9 +154,10 @@ def _scored(outcome: _Outcome, metric: str | None, spec: EvalSpec) -> EvalRun:
     if metric and metric not in metrics:
         detail = f"its JSON has no finite {metric!r}"
         return EvalRun(False, metrics, duration, Reason.NO_METRIC, detail, payload, 0)
-    if declared_output(payload, spec.declared_output) is None:
-        detail = f"one of {', '.join(spec.declared_output)} is neither a finite number nor a plain word"
-        return EvalRun(False, metrics, duration, Reason.UNSAFE_OUTPUT, detail, payload, 0)
+    problem = output_problem(payload, spec.declared_output)
+    if problem is not None:
+        detail = f"one of {', '.join(spec.declared_output)}: {problem.value}"
+        return EvalRun(False, metrics, duration, problem, detail, payload, 0)
     return EvalRun(True, metrics, duration, None, None, payload, 0)
 
 

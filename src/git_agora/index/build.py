@@ -23,6 +23,7 @@ from ..contribution import (
     intrinsic_problems,
     time_problems,
 )
+from ..leaks import redact
 from .listing import NOT_LISTED, listed_mask
 from .schema import ACCOUNTS, CONTRIBUTIONS, EDGES, TAGS, VERDICTS
 
@@ -57,12 +58,12 @@ def local_values(raw, c, primary_metric: str | None, now: int) -> tuple:
         c.account,
         raw.timestamp,
         None,
-        _bounded(c.title),
-        _bounded(c.description),
+        _bounded(redact(c.title)),
+        _bounded(redact(c.description)),
         list(c.tags[: LIMITS.tags]),
         list(c.metrics.items())[: LIMITS.metrics],
         c.metrics.get(primary_metric) if primary_metric else None,
-        c.meta_text if c.meta_text is not None else encode_metadata(c.metadata),
+        redact(c.meta_text if c.meta_text is not None else encode_metadata(c.metadata)),
         list(c.parents),
         raw.tree,
         False,
@@ -77,7 +78,9 @@ def local_values(raw, c, primary_metric: str | None, now: int) -> tuple:
 
 
 def _bounded(text: str) -> str:
-    """At most the description limit of text (an oversize commit is invalid; the index stays small)."""
+    """At most the description limit of text (an oversize commit is invalid; the index stays small).
+    Text is redacted before (`leaks.redact`: readers never republish a secret-shaped part, and a cut
+    never leaves half of one unredacted)."""
     limit = LIMITS.description_bytes
     return (
         text
@@ -93,8 +96,8 @@ def not_a_contribution_values(raw, problem: str) -> tuple:
         None,
         raw.timestamp,
         None,
-        _bounded(raw.message.split("\n", 1)[0]),
-        _bounded(raw.message.strip()),
+        _bounded(redact(raw.message.split("\n", 1)[0])),
+        _bounded(redact(raw.message.strip())),
         [],
         [],
         None,

@@ -27,6 +27,7 @@ from ..contribution import (
     git_identity,
     time_problems,
 )
+from ..leaks import secret_in
 from .reader import RawCommit
 
 
@@ -55,6 +56,8 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | 
     head, start, tail = _trailer_block(raw.message)
     if not start or raw.problem or "---" in head or "\0" in head or not head.strip():
         return None  # `---` covers escaped lines and the scissors
+    if secret_in(raw.message) is not None:
+        return None  # the general path redacts it
     if len(head) * 4 > LIMITS.description_bytes or len(raw.parents) > LIMITS.parents:
         return None
     found = _TRAILERS.fullmatch(tail)

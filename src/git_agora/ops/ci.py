@@ -35,6 +35,7 @@ from ..contribution import WITNESS_TAG, Contribution
 from ..errors import AgoraError, ClaimError, ExitCode
 from ..evaluate.sandbox import SandboxUnavailable
 from ..identity.keys import SigningKey, held_key, same_key
+from ..leaks import redact, secret_in
 from ..project import Project
 from ..refs.names import REMOTES_PREFIX
 from .ci_summary import CiOutcome, CiSummary, NotRerun, summarise
@@ -259,8 +260,9 @@ def _verify_within(
         if spent or (deadline is not None and time.monotonic() >= deadline):
             return tuple(checked), claims[at:]
         target = project.contribution(sha)
+        who, title = redact(target.account), redact(target.title)  # a CI log may be public: no secret in it
         began = time.monotonic()
-        project.feedback.notice(f"verifying {sha[:12]} ({target.account}: {target.title})")
+        project.feedback.notice(f"verifying {sha[:12]} ({who}: {title})")
         remaining = None if deadline is None else max(deadline - began, 1.0)
         timeout = None if remaining is None else min(remaining, project.policy(sha).config.evaluation.timeout)
         try:
@@ -270,13 +272,11 @@ def _verify_within(
         except AgoraError as exc:
             cause = NotRerun.CLAIM if isinstance(exc, ClaimError) else NotRerun.ENVIRONMENT
             seconds = round(time.monotonic() - began, 3)
-            checked.append(Checked(sha, target.account, target.title, None, str(exc), None, seconds, cause))
+            checked.append(Checked(sha, who, title, None, str(exc), None, seconds, cause))
             continue
         published = _shared(done.published)
         seconds = round(time.monotonic() - began, 3)
-        checked.append(
-            Checked(sha, target.account, target.title, done.verdict, done.judgement.reason, published.sha, seconds)
-        )
+        checked.append(Checked(sha, who, title, done.verdict, done.judgement.reason, published.sha, seconds))
     return tuple(checked), ()
 
 
@@ -312,6 +312,10 @@ def _witness(project: Project, contributions: pa.Table, account: str) -> tuple[t
     listed = _listed(project, contributions, account)
     tips = log_tips(project)
     moved = {name: sha for name, sha in tips.items() if name != account and listed.get(name) != sha}
+    unlisted = sorted(name for name in moved if secret_in(name) is not None)
+    if unlisted:  # a record lists account names: one shaped like a token would stop every record
+        project.feedback.notice(f"{len(unlisted)} account log(s) named like a secret are not witnessed")
+        moved = {name: sha for name, sha in moved.items() if name not in unlisted}
     if not moved:
         return (), 0
     setup = project.repo.commit_info(project.setup)

@@ -35,7 +35,7 @@ def release(project: Project, sha: str, now: float | None = None) -> Published:
     if not mine:
         raise AgoraError(f"you have no active claim on {sha[:12]}")
     end = int(now if now is not None else time.time())
-    title = f"released: {mine[0].title}"
+    title = f"released: the claim on {target[:12]}"  # fixed words: nothing copied from the claim's text
     return post(project, title, ["wip"], parents=[mine[0].target], meta={UNTIL_KEY: end}, timestamp=end)
 
 

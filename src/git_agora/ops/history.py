@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..contribution import Contribution, identity_mismatches, parse_cross_ref
 from ..errors import AgoraError
 from ..frontier.comparable import differences, measured_under, warning
+from ..leaks import SECRET_MARK, redact, redact_data, secret_in
 from ..project import Project
 
 if TYPE_CHECKING:
@@ -100,8 +102,28 @@ def show(project: Project, rev: str) -> Shown:
     notes = _run_notes(project, c) + _weight_notes(graph, verdicts, c) + _look_alike_notes(contributions, c)
     notes += _identity_notes(project, c)
     witnessed = _witness_time(graph, c)
-    notes += _witness_notes(root, witnessed)
-    return Shown(c, score, parents, cited, _evaluator_note(project, c), best, incomparable, notes, witnessed)
+    notes += _witness_notes(root, witnessed) + _secret_notes(c)
+    return Shown(_readable(c), score, parents, cited, _evaluator_note(project, c), best, incomparable, notes, witnessed)
+
+
+def _readable(c: Contribution) -> Contribution:
+    """What readers are shown of `c`: each secret-shaped part of its text redacted (`leaks.redact`),
+    never republished (a terminal may be a public CI log, JSON may go to an agent that posts it)."""
+    return c._replace(
+        account=redact(c.account),
+        description=redact(c.description),
+        metrics={redact(name): value for name, value in c.metrics.items()},
+        metadata=redact_data(c.metadata),
+        meta_text=None if c.meta_text is None else redact(c.meta_text),
+    )
+
+
+def _secret_notes(c: Contribution) -> tuple[str, ...]:
+    """The mark of a contribution whose text looks like a secret (a writer would have refused it)."""
+    meta = c.meta_text if c.meta_text is not None else json.dumps(c.metadata, default=str)
+    text = "\n".join([c.account, c.description, *c.metrics, meta])
+    kind = secret_in(text)
+    return (f"{SECRET_MARK}: what looks like {kind} is shown redacted",) if kind else ()
 
 
 def _witness_time(graph, c: Contribution) -> int | None:
@@ -208,9 +230,9 @@ def _against_best(project: Project, c: Contribution, contributions, evidence_tab
 def _reference(project: Project, sha: str, url: str | None = None) -> Reference:
     found = project.repo.contribution(sha)
     if found is not None:
-        return Reference(sha, found.account, found.title, url)
+        return Reference(sha, redact(found.account), redact(found.title), url)
     info = project.repo.commit_info(sha)
-    return Reference(sha, None, info.message.split("\n", 1)[0] if info else None, url)
+    return Reference(sha, None, redact(info.message.split("\n", 1)[0]) if info else None, url)
 
 
 @dataclass(frozen=True)

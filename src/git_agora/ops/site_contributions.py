@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contribution import Contribution, Verdict
+from ..leaks import redact
 from ..web.model import ContributionView, Evidence, Ref, VerdictInfo
 from .site_data import SiteData, cut
 
@@ -226,7 +227,7 @@ class Chunk:
             code_bearing=bool(c["code_bearing"][i]),
             first_parent=parents[0] if parents else None,
             files=files,
-            diff=None if diff is None else diff.patch,
+            diff=None if diff is None or diff.patch is None else redact(diff.patch),  # the index redacted the rest
             diff_left_out=0 if diff is None else diff.truncated,
             cross_refs=cross,
         )

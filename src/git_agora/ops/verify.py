@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,8 @@ from ..errors import ClaimError
 from ..evaluate import Judgement, evaluate_tree, hardware, judge
 from ..project import Project
 from .publish import Published, publish
+
+_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,9 @@ def reproduce(
     if not run.ok:
         project.feedback.notice(f"the evaluation ended: {run.error}")
     record = evaluation.record(config.evaluation, config.metric)
+    reported = {config.metric, *fields}  # the names the setup chose, never the claim's own
     metadata = {
-        "claimed": dict(judgement.claimed),
+        "claimed": {name: value for name, value in judgement.claimed.items() if name in reported},
         "reproduced": dict(judgement.reproduced),
         "difference": {k: round(v, 12) for k, v in judgement.differences.items()},
         "tolerance": tolerance,
@@ -123,11 +127,12 @@ def verify(
 
 
 def claimed_evaluator(target: Contribution) -> str | None:
-    """The evaluator identity a claim recorded (`push --check`), when it did."""
+    """The evaluator identity a claim recorded (`push --check`), when it did: a SHA-256 in hex, else
+    None (a verdict copies it, so it is never the claim's free text)."""
     check = target.metadata.get("check")
     evaluator = check.get("evaluator") if isinstance(check, dict) else None
     digest = evaluator.get("sha256") if isinstance(evaluator, dict) else None
-    return digest if isinstance(digest, str) else None
+    return digest if isinstance(digest, str) and _SHA256.match(digest) else None
 
 
 def _verification(
@@ -138,9 +143,12 @@ def _verification(
     metadata: dict[str, Any],
     metrics: dict[str, float],
 ) -> Contribution:
+    """A verdict on `target` made of fixed words, the target's short SHA, the setup's metric names and
+    numbers: never the target's title, description or account (a crafted one could hold text the
+    publishing scan refuses, and no one could then verify it), nor the evaluator's free text."""
     assert target.sha is not None
     how = " (unsandboxed)" if metadata.get("sandbox") is False else ""
-    title = f"Verification of {target.sha[:12]} ({target.account}: {target.title}): {verdict.value}{how}"
+    title = f"Verification of {target.sha[:12]}: {verdict.value}{how}"
     description = f"{title}\n\n{reason}."
     return Contribution(
         account=account,
