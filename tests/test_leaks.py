@@ -8,7 +8,7 @@ from git_agora.leaks import _PATTERN, SECRET_MARK, redact, redact_data, redacted
 from git_agora.visible import visible
 
 SHAPES = [
-    "-----BEGIN OPENSSH PRIVATE KEY-----",
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNz\nAAAA\n-----END OPENSSH PRIVATE KEY-----",
     "key: b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ",
     "ghp_" + "a1B2" * 9,
     "github_pat_" + "A1b2_" * 10,

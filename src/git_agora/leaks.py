@@ -19,8 +19,9 @@ from collections.abc import Mapping
 from typing import Any
 
 _SHAPES = (
-    ("a private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
-    ("an OpenSSH private key", r"b3BlbnNzaC1rZXktdjE"),  # base64 of "openssh-key-v1", armour or not
+    # a key's whole armoured block and base64 run: what `redact` replaces (the scan needs only the start)
+    ("a private key", r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z0-9 ]*-----)?"),
+    ("an OpenSSH private key", r"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]*"),  # base64 of "openssh-key-v1", armour or not
     ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"),
     ("a GitLab token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
     ("a Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
