@@ -132,6 +132,15 @@ def _percent(value) -> str:
     return "-" if value is None else f"{round(100 * value)}%"
 
 
+def verdict_line(v) -> str:
+    """One verdict on its target (`frontier.verdict_rows.VerdictRow`, or its dict): who, what it says and
+    measured, whether it counts and why not."""
+    v = v if isinstance(v, dict) else v.to_dict()
+    measured = "no measurement" if v["metric"] is None else f"measured {_metric(v['metric'])}"
+    weight = "counts" if v["counts"] else f"does not count: {v['why']}"
+    return f"{v['account']}: {v['verdict']}, {measured}, {weight} ({v['sha'][:10]})"
+
+
 def _render_summary(out: _Out, s: dict) -> None:
     out.flow(
         _fields(

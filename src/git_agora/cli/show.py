@@ -8,6 +8,7 @@ import click
 
 from ..visible import visible
 from .common import emit_json, json_option, open_project
+from .render import verdict_line
 
 
 @click.command("show")
@@ -54,6 +55,7 @@ def command(ctx, sha, as_json):
         )
     else:
         lines.append("evidence     none: this commit is rejected (see `git agora log --rejected`)")
+    lines += [f"verdict      {verdict_line(v)}" for v in shown.verdicts]
     notes = [shown.evaluator_note] if shown.evaluator_note else []
     lines += [f"note         {note}" for note in notes + list(shown.run_notes)]
     if shown.comparability_warning:

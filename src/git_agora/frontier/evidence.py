@@ -63,9 +63,10 @@ EVIDENCE = pa.schema(
 _TAG_SEPARATOR = "\x1f"
 
 
-REPLACED = "replaced by a newer verdict"
+# why a verdict weighs nothing: fixed words, shown on the verdict and on its target (``frontier.verdict_rows``)
+REPLACED = "superseded by a newer verdict of the same account"
 OPINION = "an opinion: no rerun behind it"
-NEWCOMER = "from an account with no confirmed work"
+NEWCOMER = "from an account with no confirmed work yet"
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,11 +96,13 @@ class Verdicts:
         chosen = self.counts & (self.verdict == verdict)
         return np.bincount(self.target[chosen], minlength=n).astype(np.int64)
 
-    def weightless(self) -> list[str | None]:
-        """Per verdict: why it weighs nothing (replaced, an opinion, from a newcomer), None when it counts."""
+    def weightless(self, at: np.ndarray | None = None) -> list[str | None]:
+        """Per verdict (or per verdict number in ``at``): why it weighs nothing (superseded, an opinion,
+        from a newcomer), None when it counts."""
+        pick = slice(None) if at is None else np.asarray(at, dtype=np.int64)
         why: list[str | None] = []
         for current, run, standing in zip(
-            self.current.tolist(), self.run_backed.tolist(), self.standing[self.verifier].tolist()
+            self.current[pick].tolist(), self.run_backed[pick].tolist(), self.standing[self.verifier[pick]].tolist()
         ):
             parts = [] if current else [REPLACED]
             parts += [] if run else [OPINION]

@@ -18,6 +18,7 @@ from ..project import Project
 if TYPE_CHECKING:
     from ..frontier.lineage import Lineage
     from ..frontier.stats import GraphStats
+    from ..frontier.verdict_rows import VerdictRow
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Shown:
     incomparable: tuple[Any, ...] = ()  # `frontier.comparable.Difference`s between it and the best
     run_notes: tuple[str, ...] = ()  # how its evaluation ran: unsandboxed, or a setup's sandbox settings
     witness_time: int | None = None  # when the project's CI first saw it (`ops.witness`), None if it did not
+    verdicts: tuple[VerdictRow, ...] = ()  # every verdict on it, newest first, counting or not (`verdict_rows`)
+    unsettled_failures: int = 0  # failed reruns on it that do not count yet (accounts without standing)
 
     @property
     def comparability_warning(self) -> str | None:
@@ -73,6 +76,8 @@ class Shown:
             "compared_with_best": self.best,
             "incomparable": [d.to_dict() for d in self.incomparable],
             "witness_time": self.witness_time,
+            "verdicts": [v.to_dict() for v in self.verdicts],
+            "unsettled_failures": self.unsettled_failures,
         }
 
 
@@ -84,6 +89,7 @@ def show(project: Project, rev: str) -> Shown:
     from ..followons_cache import cached_counter
     from ..frontier.evidence import EVIDENCE, current_verdicts, evidence_columns
     from ..frontier.graph import build_graph
+    from ..frontier.verdict_rows import unsettled_note
     from .indexing import FRAME_COLUMNS, load
     from .standing import reader_root
 
@@ -103,7 +109,25 @@ def show(project: Project, rev: str) -> Shown:
     notes += _identity_notes(project, c)
     witnessed = _witness_time(graph, c)
     notes += _witness_notes(root, witnessed) + _secret_notes(c)
-    return Shown(_readable(c), score, parents, cited, _evaluator_note(project, c), best, incomparable, notes, witnessed)
+    received, unsettled = _verdicts_on(graph, verdicts, c)
+    notes += tuple(filter(None, [unsettled_note(unsettled, c.sha or "")]))
+    evaluator = _evaluator_note(project, c)
+    return Shown(
+        _readable(c), score, parents, cited, evaluator, best, incomparable, notes, witnessed, received, unsettled
+    )
+
+
+def _verdicts_on(graph, verdicts, c: Contribution) -> tuple[tuple[VerdictRow, ...], int]:
+    """Every verdict on `c` (newest first, counting or not) and its failed reruns that do not count yet."""
+    import pyarrow as pa
+
+    from ..frontier.verdict_rows import unsettled_failures, verdict_rows
+
+    node = int(graph.lookup(pa.array([c.sha], pa.string()))[0]) if c.sha else -1
+    if node < 0:
+        return (), 0
+    rows = tuple(verdict_rows(graph, verdicts, [node]).get(node, ()))
+    return rows, int(unsettled_failures(verdicts, graph.n)[node])
 
 
 def _readable(c: Contribution) -> Contribution:
