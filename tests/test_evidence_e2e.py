@@ -23,7 +23,7 @@ import pytest
 from agora_testing import agora, demo_task_clone, git, make_clone
 
 OPINION = "this verdict weighs nothing: an opinion: no rerun behind it; from an account with no confirmed work"
-NEWCOMER = "this verdict weighs nothing: from an account with no confirmed work"
+NEWCOMER = "this verdict weighs nothing: from an account with no confirmed work yet"
 KEYS = Path(".config") / "git-agora"  # under $HOME: the accounts' signing keys
 
 

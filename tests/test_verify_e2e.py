@@ -201,7 +201,7 @@ def test_a_verdict_replaced_within_one_second_is_the_newer(project, monkeypatch)
     assert [int(git(project, "log", "-1", "--format=%ct", sha)) for sha in shas] == list(range(frozen, frozen + 6))
     agora(project, "fetch")
     notes = [agora(project, "show", sha, "--json").json()["run_notes"] for sha in shas]
-    assert all(any("replaced by a newer verdict" in n for n in earlier) for earlier in notes[:-1])
+    assert all(any("superseded by a newer verdict of the same account" in n for n in earlier) for earlier in notes[:-1])
     assert not any("replaced" in n for n in notes[-1])  # the last is current (an opinion: it weighs nothing)
 
 

@@ -166,6 +166,7 @@ def test_registry_is_the_one_list_of_views():
         "promising",
         "unverified",
         "contested",
+        "verdicts",
         "earlier_epoch",
         "open_hypotheses",
         "recent",

@@ -132,6 +132,14 @@ def _percent(value) -> str:
     return "-" if value is None else f"{round(100 * value)}%"
 
 
+def _unsettled(count: int) -> list[str]:
+    """The best's failed reruns that do not count yet, as fields of its line."""
+    if not count:
+        return []
+    reruns = "1 failed rerun that does" if count == 1 else f"{count} failed reruns that do"
+    return [f"{reruns} not count yet:", "settle it"]
+
+
 def verdict_line(v) -> str:
     """One verdict on its target (`frontier.verdict_rows.VerdictRow`, or its dict): who, what it says and
     measured, whether it counts and why not."""
@@ -157,13 +165,16 @@ def _render_summary(out: _Out, s: dict) -> None:
                 f"best {s['metric']} = {_metric(best['metric'])}",
                 f"({arrow} is better,",
                 f"tolerance {s['tolerance']:g}),",
-                best["status"],
+                best["status"] + ("," if best.get("unsettled_failures") else ""),
+                *_unsettled(best.get("unsettled_failures", 0)),
             ],
             indent=2,
             style="bold",
         )
         head = f"  by {best['account']}: {best['sha'][:10]} "
         out.line(head + cut(best["title"], out.width - _cells(head)))
+        for v in best.get("verdicts", ()):
+            out.flow(_fields(verdict_line(v)), indent=6, first="    verdict")
     for note in s["notes"]:
         out.flow(note.split(), indent=6, first="note:", style="dim")
     out.blank()
@@ -217,6 +228,8 @@ def _render_view(out: _Out, view: dict) -> None:
         out.line(text, style="bold" if line_no == 0 else None)
         if line_no and "reasons" in rows[line_no - 1]:
             out.flow(_fields("; ".join(rows[line_no - 1]["reasons"])), indent=4, first=" " * 4, style="dim")
+        if line_no and rows[line_no - 1].get("why"):
+            out.flow(_fields(f"does not count: {rows[line_no - 1]['why']}"), indent=4, first=" " * 4, style="dim")
     if view.get("note"):
         out.flow(view["note"].split(), indent=2, style="dim")
     out.blank()

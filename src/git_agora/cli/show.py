@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, datetime
 
 import click
 
@@ -16,9 +16,8 @@ from .render import verdict_line
 @json_option
 @click.pass_context
 def command(ctx, sha, as_json):
-    """Show contribution SHA: account, tags, metrics, parents, evidence, metadata, description."""
-    from datetime import datetime
-
+    """Show contribution SHA: account, tags, metrics, parents, evidence, metadata, description, and
+    every verdict on it, counting or not."""
     from ..contribution import encode_metadata
     from ..ops.history import show
 
@@ -55,9 +54,8 @@ def command(ctx, sha, as_json):
         )
     else:
         lines.append("evidence     none: this commit is rejected (see `git agora log --rejected`)")
-    lines += [f"verdict      {verdict_line(v)}" for v in shown.verdicts]
-    notes = [shown.evaluator_note] if shown.evaluator_note else []
-    lines += [f"note         {note}" for note in notes + list(shown.run_notes)]
+    lines += [f"verdict      {verdict_line(v)}" for v in shown.verdicts]  # every one, counting or not
+    lines += [f"note         {note}" for note in (shown.evaluator_note, *shown.run_notes) if note]
     if shown.comparability_warning:
         lines.append(f"WARNING      {shown.comparability_warning}")
     if c.metadata:

@@ -47,7 +47,10 @@ def command(ctx, sha, tolerance, timeout, no_publish, pending, max_evaluations, 
         return done.published.exit_code if done.published else 0
     suffix = "" if done.published else " (not published)"
     click.echo(f"{done.verdict}: {visible(done.judgement.reason)}{suffix}")
-    return report_published(done.published, False, "verification") if done.published else 0
+    code = report_published(done.published, False, "verification") if done.published else 0
+    if done.weight:
+        click.echo(visible(done.weight.describe()))
+    return code
 
 
 def _pending(project, max_evaluations: int, max_minutes: float, as_json: bool) -> int:

@@ -11,7 +11,9 @@
   ``direction`` / ``tolerance`` (the project's primary metric), ``best`` (the best result,
   ``scored.best_node``: the latest noise-aware new best, as in ``stats``, by mean over draws where
   replicates count; sha, title, account,
-  metric, timestamp, status, ties = other results within the tolerance of it; null without metric),
+  metric, timestamp, status, ties = other results within the tolerance of it, ``verdicts``: every
+  verdict on it, counting or not (``verdict_rows.VerdictRow``), ``unsettled_failures``: its failed
+  reruns that do not count yet; null without metric),
   ``notes`` (why parts are empty or degraded, and when the leaders are not comparable),
   ``incomparable`` (the ``[eval] comparable_on`` fields on which the leaders' recorded evaluator
   outputs disagree: ``{field, values: [{value, results}]}``; see ``comparable``), ``calibration``
@@ -52,10 +54,11 @@ from .calibration import Calibration, FrameCalibration, frame_calibration
 from .claims import Claim, active_claims, claims_on
 from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
-from .evidence import FollowOnCounter
+from .evidence import FollowOnCounter, current_verdicts
 from .frame import Frame, build_frame
 from .root import Root
 from .ucb import Replicas, Slots, UcbParams, plan_slots
+from .verdict_rows import VerdictRow, unsettled_failures, unsettled_note, verdict_rows
 from .views import Best, View, ViewParams, best, compute_views, ranked_by_metric
 
 
@@ -124,10 +127,17 @@ class Summary:
     incomparable: tuple[comparable.Difference, ...] = ()
     calibration: Calibration | None = None
     over_optimistic: tuple[str, ...] = ()
+    best_verdicts: tuple[VerdictRow, ...] = ()  # every verdict on the best, newest first, counting or not
+    best_unsettled: int = 0  # failed reruns on the best that do not count yet (``verdict_rows``)
+    unsettled: int = 0  # contributions with failed reruns that do not count yet
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
+        out.pop("best_verdicts"), out.pop("best_unsettled")
         out["best"] = None if self.best is None else self.best.to_dict()
+        if out["best"] is not None:
+            out["best"]["verdicts"] = [v.to_dict() for v in self.best_verdicts]
+            out["best"]["unsettled_failures"] = self.best_unsettled
         out["calibration"] = None if self.calibration is None else self.calibration.to_dict()
         out["over_optimistic"] = list(self.over_optimistic)
         out["notes"] = list(self.notes)
@@ -282,6 +292,11 @@ def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity, replicas: Repl
     notes.extend(_epoch_notes(frame))
     top = best(frame if replicas is None else replicas.frame)  # replicates: by the mean over draws
     notes.extend(_tie_notes(top))
+    verdicts = current_verdicts(frame.graph)
+    unsettled = unsettled_failures(verdicts, frame.n)
+    top_node = -1 if top is None else int(frame.graph.lookup(pa.array([top.sha], pa.string()))[0])
+    if top is not None and top_node >= 0 and (signal := unsettled_note(int(unsettled[top_node]), top.sha)):
+        notes.append(f"the best, {top.sha[:10]}, has {signal}")
     if top is not None and replicas is not None:
         notes.append(f"the best, {top.sha[:10]}, by its mean over draws (replicates count: [ucb] replicate_within)")
     if not div.available and div.note:
@@ -311,6 +326,9 @@ def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity, replicas: Repl
         incomparable=incomparable,
         calibration=calibrated.overall if calibrated.overall.predicted else None,
         over_optimistic=calibrated.over_optimistic,
+        best_verdicts=tuple(verdict_rows(frame.graph, verdicts, [top_node]).get(top_node, ())),
+        best_unsettled=int(unsettled[top_node]) if top_node >= 0 else 0,
+        unsettled=int((unsettled > 0).sum()),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 KINDS: dict[str, str] = {  # how a field reads where its value's type does not say
     "sha": "sha",  # shortened in text
+    "target": "sha",
     "metric": "metric",  # the primary metric: six significant digits in text
     "quality": "share",  # a fraction: a percentage in text
     "inherited_quality": "share",
@@ -20,6 +21,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {  # analyze's table: the title, las
     "promising": ("sha", "account", "metric", "status", "descendants", "quality", "title"),
     "unverified": ("sha", "account", "metric", "quality", "title"),
     "contested": ("sha", "account", "metric", "quality", "title"),
+    "verdicts": ("sha", "account", "verdict", "metric", "counts", "target"),  # why it does not count follows
     "earlier_epoch": ("sha", "account", "metric", "status", "title"),
     "open_hypotheses": ("sha", "account", "metric", "title"),
     "recent": ("sha", "account", "metric", "status", "title"),

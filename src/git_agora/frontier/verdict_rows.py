@@ -8,7 +8,7 @@ site, so that a verdict that weighs nothing is still seen where it matters, on w
 - ``unsettled_failures``: per node, the failed reruns that do not count yet: current, run-backed (the
   rerun record `git agora verify` writes) and from accounts without standing. Only current verdicts
   are counted, one per account and target, so the number counts accounts, never posts. A signal to
-  settle with a rerun that counts; it changes no status.
+  settle with a rerun that counts; it changes no status, and ends once a counting verdict fails it.
 - ``standing_of``: whether an account's verdicts count, why, and what would make them count.
 """
 
@@ -69,9 +69,13 @@ def verdict_rows(graph: Graph, verdicts: Verdicts, targets: Sequence[int] | np.n
 
 
 def unsettled(verdicts: Verdicts) -> np.ndarray:
-    """Per verdict: a failed rerun that does not count yet (current, run-backed, its account without standing)."""
+    """Per verdict: a failed rerun that does not count yet (current, run-backed, its account without
+    standing) on a target no counting verdict has failed already (that one settled it)."""
     no_standing = ~verdicts.standing[verdicts.verifier]
-    return verdicts.current & verdicts.run_backed & no_standing & (verdicts.verdict == "failed")
+    failed = verdicts.verdict == "failed"
+    settled = np.zeros(int(verdicts.target.max()) + 1 if len(verdicts.target) else 0, dtype=bool)
+    settled[verdicts.target[verdicts.counts & failed]] = True
+    return verdicts.current & verdicts.run_backed & no_standing & failed & ~settled[verdicts.target]
 
 
 def unsettled_failures(verdicts: Verdicts, n: int) -> np.ndarray:

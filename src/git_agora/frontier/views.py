@@ -26,9 +26,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import calibration
+from .evidence import current_verdicts
 from .frame import Frame, build_frame, inherit_quality, int_column, quality
 from .graph import combined
 from .scored import best_node, new_best_nodes
+from .verdict_rows import unsettled_failures
 
 __all__ = [  # build_frame, Frame and the quality functions live in ``frame``; re-exported for old imports
     "REGISTRY",
@@ -261,16 +263,22 @@ def promising(frame: Frame, limit: int, params: ViewParams) -> Listing:
 
 
 def unverified(frame: Frame, limit: int, params: ViewParams) -> Listing:
-    """Scored results nobody has verified yet, best first (verifying leaders matters most); with
-    ``[ucb] verify = "leaders"`` only the best and its ties (``best_group``). Extra fields: quality."""
+    """Scored results nobody has verified yet (no counting verdict), best first (verifying leaders
+    matters most); with ``[ucb] verify = "leaders"`` only the best and its ties (``best_group``) and the
+    results with failed reruns that do not count yet (``verdict_rows.unsettled_failures``: each once,
+    however many such verdicts). Extra fields: quality, unsettled_failures."""
+    unsettled = unsettled_failures(current_verdicts(frame.graph), frame.n)
     mask = frame.scored & (frame.status == "unverified")
     note = None
     if params.verify == "leaders":
-        mask &= best_group(frame)
-        note = f"verify = leaders: only the best and the results within the tolerance ({frame.tolerance:g}) of it"
+        mask &= best_group(frame) | (unsettled > 0)
+        note = (
+            f"verify = leaders: only the best, the results within the tolerance ({frame.tolerance:g}) of it, "
+            "and those with failed reruns that do not count yet"
+        )
     nodes = ranked_by_metric(frame, np.flatnonzero(mask))
     top = nodes[:limit]
-    return Listing(frame.rows(top, quality=frame.q[top]), len(nodes), note)
+    return Listing(frame.rows(top, quality=frame.q[top], unsettled_failures=unsettled[top]), len(nodes), note)
 
 
 def contested(frame: Frame, limit: int, params: ViewParams) -> Listing:
@@ -286,6 +294,18 @@ def contested(frame: Frame, limit: int, params: ViewParams) -> Listing:
         quality=frame.q[top],
     )
     return Listing(rows, len(nodes))
+
+
+def verdicts(frame: Frame, limit: int, params: ViewParams) -> Listing:
+    """Every verdict, newest first, counting or not (``verdict_rows``): the metric is the value it
+    measured. Extra fields: verdict, target, counts, why (why it weighs nothing, null when it counts)."""
+    found = current_verdicts(frame.graph)
+    at = np.lexsort((frame.log_seq[found.node], frame.timestamp[found.node]))[::-1][:limit]
+    targets = frame.graph.rows(found.target[at], ["sha"])["sha"].to_pylist()
+    rows = frame.rows(
+        found.node[at], verdict=found.verdict[at], target=targets, counts=found.counts[at], why=found.weightless(at)
+    )
+    return Listing(rows, len(found.node))
 
 
 def earlier_epoch(frame: Frame, limit: int, params: ViewParams) -> Listing:
@@ -413,6 +433,7 @@ REGISTRY: dict[str, ViewSpec] = {
     "promising": ViewSpec("Promising but underexplored", promising),
     "unverified": ViewSpec("Unverified results", unverified),
     "contested": ViewSpec("Contested verifications", contested),
+    "verdicts": ViewSpec("Verdicts, counting or not", verdicts),
     "earlier_epoch": ViewSpec("Scored under an earlier evaluator", earlier_epoch),
     "open_hypotheses": ViewSpec("Open hypotheses", open_hypotheses),
     "recent": ViewSpec("Recent activity", recent),

@@ -222,9 +222,12 @@ def _pending(project: Project, contributions: pa.Table, root: Root) -> tuple[str
 
 def claims_to_verify(frame: Frame, account: str) -> tuple[str, ...]:
     """The results in the current evaluator epoch that claim the metric, by another account, that
-    `account` has not verified yet: the leaders (best first), then contested ones, then the rest by
-    follow-on work and evidence, then oldest first."""
+    `account` has not verified yet, each once: the leaders (best first), then contested ones and
+    unverified ones with failed reruns that do not count yet (`verdict_rows.unsettled_failures`: however
+    many), then the rest by follow-on work and evidence, then oldest first."""
+    from ..frontier.evidence import current_verdicts
     from ..frontier.scored import in_epoch
+    from ..frontier.verdict_rows import unsettled_failures
     from ..frontier.views import ranked_by_metric
 
     mine = np.asarray(pc.fill_null(pc.equal(frame.table["account"], account), False), dtype=bool)
@@ -237,7 +240,8 @@ def claims_to_verify(frame: Frame, account: str) -> tuple[str, ...]:
     rank = np.full(frame.n, LEADERS_FIRST, dtype=np.int64)
     leaders = ranked_by_metric(frame, np.flatnonzero(frame.scored))[:LEADERS_FIRST]
     rank[leaders] = np.arange(len(leaders))
-    contested = (frame.status == "contested").astype(np.int64)
+    unsettled = (unsettled_failures(current_verdicts(frame.graph), frame.n) > 0) & (frame.status == "unverified")
+    contested = ((frame.status == "contested") | unsettled).astype(np.int64)
     order = np.lexsort(
         (frame.timestamp[nodes], -frame.score[nodes], -frame.follow_ons[nodes], -contested[nodes], rank[nodes])
     )

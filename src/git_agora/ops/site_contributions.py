@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contribution import Contribution, Verdict
+from ..frontier.verdict_rows import unsettled_note
 from ..leaks import redact
 from ..web.model import ContributionView, Evidence, Ref, VerdictInfo
 from .site_data import SiteData, cut
@@ -47,9 +48,10 @@ class Verdicts:
     target: Any  # numpy int64: the target's row
     verdict: list[str]
     timestamp: list[int]
-    weight: list[str]  # "counts", or why the verdict weighs nothing (`evidence.Verdicts.weightless`)
+    weight: list[str]  # "counts", or why the verdict does not count (`evidence.Verdicts.weightless`)
     claimed: list[float | None]
     reproduced: list[float | None]
+    unsettled: Any  # numpy bool: a failed rerun that does not count yet (`verdict_rows.unsettled`)
     ptr: Any  # numpy int64 per row + 1
     order: Any  # numpy int64: verdict numbers grouped by target row, newest first
     by_verification: dict[int, int]
@@ -60,7 +62,7 @@ class Verdicts:
     def info(self, i: int, refs: dict[int, Any]) -> VerdictInfo:
         return VerdictInfo(
             refs[int(self.row[i])], refs[int(self.target[i])], self.verdict[i], self.timestamp[i], self.weight[i],
-            self.claimed[i], self.reproduced[i],
+            self.claimed[i], self.reproduced[i], bool(self.unsettled[i]),
         )  # fmt: skip
 
     @classmethod
@@ -68,6 +70,7 @@ class Verdicts:
         import numpy as np
 
         from ..frontier.evidence import current_verdicts
+        from ..frontier.verdict_rows import unsettled
 
         frame = data.analysis.frame
         rows = data.rows
@@ -88,9 +91,10 @@ class Verdicts:
         ptr = np.zeros(rows.n + 1, np.int64)
         if len(row):
             np.cumsum(np.bincount(target, minlength=rows.n), out=ptr[1:])
+        weight = ["counts" if w is None else f"does not count: {w}" for w in found.weightless()]
         return cls(
-            row, target, list(found.verdict.tolist()), timestamp, [w or "counts" for w in found.weightless()], claimed,
-            reproduced, ptr, order, dict(zip(row.tolist(), range(len(row)))),
+            row, target, list(found.verdict.tolist()), timestamp, weight, claimed, reproduced, unsettled(found),
+            ptr, order, dict(zip(row.tolist(), range(len(row)))),
         )  # fmt: skip
 
 
@@ -230,7 +234,11 @@ class Chunk:
             diff=None if diff is None or diff.patch is None else redact(diff.patch),  # the index redacted the rest
             diff_left_out=0 if diff is None else diff.truncated,
             cross_refs=cross,
+            unsettled=unsettled_note(sum(v.unsettled for v in self.infos_of(i)), sha),
         )
+
+    def infos_of(self, i: int) -> list[VerdictInfo]:
+        return [self.infos[v] for v in self.verdicts_of.get(i, ())]
 
 
 def _trailers(c: dict[str, list], i: int, cross: tuple[str, ...]) -> tuple[str, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contribution import Contribution, ContributionError, Verdict, check
 from ..errors import ClaimError
@@ -13,6 +13,8 @@ from ..project import Project
 from .publish import Published, publish
 
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+if TYPE_CHECKING:
+    from ..frontier.verdict_rows import Standing
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,7 @@ class Verification:
     metadata: dict[str, Any]
     published: Published | None  # None with publish=False
     run_folder: str | None = None  # the evaluation's stdout and stderr, kept on this machine only
+    weight: Weight | None = None  # whether the verdict counts for readers of this clone, and why (`weigh`)
 
     @property
     def verdict(self) -> str:
@@ -29,7 +32,58 @@ class Verification:
 
     def to_dict(self) -> dict:
         report = {"target": self.target, "verdict": self.verdict, **self.metadata, "run_folder": self.run_folder}
+        report |= self.weight.to_dict() if self.weight else {}
         return {**self.published.to_dict(), **report} if self.published else report
+
+
+@dataclass(frozen=True)
+class Weight:
+    """Whether a verdict counts (`frontier.evidence.current_verdicts`, read as this clone reads the
+    record), why it does not (`Verdicts.weightless`), and its account's standing: why that account's
+    verdicts count, or what would make them count (`frontier.verdict_rows.Standing`). ``counts`` is
+    None for a verdict that was not published (then ``standing`` says whether it would)."""
+
+    counts: bool | None
+    why: str | None
+    standing: Standing
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"counts": self.counts, "why": self.why, "standing": self.standing.to_dict()}
+
+    def describe(self) -> str:
+        """One line for people: whether it counts and why, or what would make it count."""
+        s = self.standing
+        if self.counts or (self.counts is None and s.counts):
+            return f"{'counts' if self.counts else 'would count'}: {s.because}"
+        if self.counts is None or self.why is None:
+            return f"would not count yet: {s.because}" + (f"; {s.remedy}" if s.remedy else "")
+        if s.counts:
+            return f"this verdict does not count: {self.why}"
+        return f"this verdict does not count yet: {s.because}" + (f"; {s.remedy}" if s.remedy else "")
+
+
+def weigh(project: Project, sha: str | None) -> Weight:
+    """How readers of this clone weigh the verdict `sha` (None: one not published, by this account)."""
+    import numpy as np
+    import pyarrow as pa
+
+    from ..frontier.evidence import current_verdicts
+    from ..frontier.graph import build_graph
+    from ..frontier.verdict_rows import standing_of
+    from .indexing import GRAPH_COLUMNS, load
+    from .standing import reader_root
+
+    contributions = load(project, GRAPH_COLUMNS).contributions
+    graph = build_graph(contributions, reader_root(project, contributions))
+    verdicts = current_verdicts(graph)
+    standing = standing_of(graph, verdicts, project.account)
+    if sha is None:
+        return Weight(None, None, standing)
+    node = int(graph.lookup(pa.array([sha], pa.string()))[0])
+    at = np.flatnonzero(verdicts.node == node) if node >= 0 else np.zeros(0, np.int64)
+    if not len(at):
+        return Weight(False, "it does not verify a valid contribution of another account", standing)
+    return Weight(bool(verdicts.counts[at[0]]), verdicts.weightless(at)[0], standing)
 
 
 @dataclass(frozen=True)
@@ -117,13 +171,14 @@ def verify(
     judgement, metadata = done.judgement, done.metadata
     assert target.sha is not None and target.tree is not None
     if not publish_verdict:
-        return Verification(target.sha, judgement, metadata, None, done.run_folder)
+        return Verification(target.sha, judgement, metadata, None, done.run_folder, weigh(project, None))
     metric = project.policy(target.sha).config.metric
     primary = metric if metric in judgement.reproduced else None
     metrics = {primary: judgement.reproduced[primary]} if primary else {}
     verdict = Verdict(judgement.verdict)
     verification = _verification(project.account, target, verdict, judgement.reason, metadata, metrics)
-    return Verification(target.sha, judgement, metadata, publish(project, verification, target.tree), done.run_folder)
+    published = publish(project, verification, target.tree)
+    return Verification(target.sha, judgement, metadata, published, done.run_folder, weigh(project, published.sha))
 
 
 def claimed_evaluator(target: Contribution) -> str | None:

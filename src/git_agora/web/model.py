@@ -38,9 +38,10 @@ class VerdictInfo:
     target: Ref
     verdict: str
     timestamp: int
-    weight: str  # "counts", or why it weighs nothing (replaced by a newer verdict, an opinion, a newcomer's)
+    weight: str  # "counts", or "does not count: " and why (superseded, an opinion, a newcomer's)
     claimed: float | None
     reproduced: float | None
+    unsettled: bool = False  # a failed rerun that does not count yet (its account has no standing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,7 @@ class ContributionView:
     diff_left_out: int = 0  # bytes of the patch left out
     lineage: bool = False  # a lineage page exists
     cross_refs: tuple[str, ...] = ()
+    unsettled: str | None = None  # its failed reruns that do not count yet, as `show` says it; None: none
 
 
 @dataclass(frozen=True)

@@ -443,7 +443,7 @@ def contribution(site: SiteInfo, c: ContributionView) -> str:
     if c.verifies is not None:
         parts.append("<h2>Verifies</h2>" + _verdicts([c.verifies], root, site, show_target=True))
     if c.verdicts:
-        parts.append(f"<h2>Verifications ({len(c.verdicts)})</h2>" + _verdicts(c.verdicts, root, site))
+        parts.append(f"<h2>Verifications ({len(c.verdicts)})</h2>" + _unsettled(c) + _verdicts(c.verdicts, root, site))
     parts.append(_relatives("Parents", c.parents, len(c.parents), root))
     parts.append(_relatives("Children", c.children, c.children_total, root))
     if c.cross_refs:
@@ -462,6 +462,11 @@ def _lineage_line(site: SiteInfo, c: ContributionView, root: str) -> str:
     )
 
 
+def _unsettled(c: ContributionView) -> str:
+    """The failed reruns on `c` that do not count yet (accounts without standing): a signal to settle."""
+    return f"<p class='unsettled warn'>{esc(c.unsettled)}</p>" if c.unsettled else ""
+
+
 def _verdicts(verdicts: Iterable[VerdictInfo], root: str, site: SiteInfo, show_target: bool = False) -> str:
     rows = []
     for v in verdicts:
@@ -476,7 +481,7 @@ def _verdicts(verdicts: Iterable[VerdictInfo], root: str, site: SiteInfo, show_t
     metric = esc(_metric_name(site))
     return (
         f"<table class='verdicts'><thead><tr><th>{first}</th><th>verdict</th><th>claimed {metric}</th>"
-        f"<th>reproduced {metric}</th><th>standing</th><th>when</th><th>verification</th></tr></thead>"
+        f"<th>reproduced {metric}</th><th>counts</th><th>when</th><th>verification</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
 
