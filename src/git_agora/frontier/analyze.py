@@ -54,7 +54,7 @@ from .calibration import Calibration, FrameCalibration, frame_calibration
 from .claims import Claim, active_claims, claims_on
 from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
-from .evidence import FollowOnCounter, current_verdicts
+from .evidence import FollowOnCounter, verdicts_of
 from .frame import Frame, build_frame
 from .root import Root
 from .ucb import Replicas, Slots, UcbParams, plan_slots
@@ -292,7 +292,7 @@ def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity, replicas: Repl
     notes.extend(_epoch_notes(frame))
     top = best(frame if replicas is None else replicas.frame)  # replicates: by the mean over draws
     notes.extend(_tie_notes(top))
-    verdicts = current_verdicts(frame.graph)
+    verdicts = verdicts_of(frame.graph)
     unsettled = unsettled_failures(verdicts, frame.n)
     top_node = -1 if top is None else int(frame.graph.lookup(pa.array([top.sha], pa.string()))[0])
     if top is not None and top_node >= 0 and (signal := unsettled_note(int(unsettled[top_node]), top.sha)):

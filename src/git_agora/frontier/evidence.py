@@ -32,6 +32,7 @@ Only rows with valid == true take part; the output has one row per valid contrib
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -142,7 +143,7 @@ def evidence_columns(
 ) -> dict[str, Any]:
     """The EVIDENCE columns as node-aligned arrays (``sha`` an Arrow column, ``status`` an object array
     of five shared strings), for callers that already hold the graph (and its ``current_verdicts``)."""
-    verdicts = current_verdicts(graph) if verdicts is None else verdicts
+    verdicts = verdicts_of(graph) if verdicts is None else verdicts
     weight = node_weights(graph, weights)
     discarded = discarded_verifications(graph, verdicts)
     weight[discarded] = 0.0
@@ -161,6 +162,18 @@ def evidence_columns(
         "failures": failures,
         "weightless": discarded,
     }
+
+
+_VERDICTS: weakref.WeakKeyDictionary[Graph, Verdicts] = weakref.WeakKeyDictionary()
+
+
+def verdicts_of(graph: Graph) -> Verdicts:
+    """``current_verdicts(graph)``, computed once per graph (evidence, the views, the summary and the
+    site's verdict tables read the same one); forgotten with the graph."""
+    found = _VERDICTS.get(graph)
+    if found is None:
+        found = _VERDICTS[graph] = current_verdicts(graph)
+    return found
 
 
 def current_verdicts(graph: Graph) -> Verdicts:

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import calibration
-from .evidence import current_verdicts
+from .evidence import verdicts_of
 from .frame import Frame, build_frame, inherit_quality, int_column, quality
 from .graph import combined
 from .scored import best_node, new_best_nodes
@@ -267,7 +267,7 @@ def unverified(frame: Frame, limit: int, params: ViewParams) -> Listing:
     matters most); with ``[ucb] verify = "leaders"`` only the best and its ties (``best_group``) and the
     results with failed reruns that do not count yet (``verdict_rows.unsettled_failures``: each once,
     however many such verdicts). Extra fields: quality, unsettled_failures."""
-    unsettled = unsettled_failures(current_verdicts(frame.graph), frame.n)
+    unsettled = unsettled_failures(verdicts_of(frame.graph), frame.n)
     mask = frame.scored & (frame.status == "unverified")
     note = None
     if params.verify == "leaders":
@@ -299,7 +299,7 @@ def contested(frame: Frame, limit: int, params: ViewParams) -> Listing:
 def verdicts(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Every verdict, newest first, counting or not (``verdict_rows``): the metric is the value it
     measured. Extra fields: verdict, target, counts, why (why it weighs nothing, null when it counts)."""
-    found = current_verdicts(frame.graph)
+    found = verdicts_of(frame.graph)
     at = np.lexsort((frame.log_seq[found.node], frame.timestamp[found.node]))[::-1][:limit]
     targets = frame.graph.rows(found.target[at], ["sha"])["sha"].to_pylist()
     rows = frame.rows(

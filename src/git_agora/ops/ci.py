@@ -225,7 +225,7 @@ def claims_to_verify(frame: Frame, account: str) -> tuple[str, ...]:
     `account` has not verified yet, each once: the leaders (best first), then contested ones and
     unverified ones with failed reruns that do not count yet (`verdict_rows.unsettled_failures`: however
     many), then the rest by follow-on work and evidence, then oldest first."""
-    from ..frontier.evidence import current_verdicts
+    from ..frontier.evidence import verdicts_of
     from ..frontier.scored import in_epoch
     from ..frontier.verdict_rows import unsettled_failures
     from ..frontier.views import ranked_by_metric
@@ -240,7 +240,7 @@ def claims_to_verify(frame: Frame, account: str) -> tuple[str, ...]:
     rank = np.full(frame.n, LEADERS_FIRST, dtype=np.int64)
     leaders = ranked_by_metric(frame, np.flatnonzero(frame.scored))[:LEADERS_FIRST]
     rank[leaders] = np.arange(len(leaders))
-    unsettled = (unsettled_failures(current_verdicts(frame.graph), frame.n) > 0) & (frame.status == "unverified")
+    unsettled = (unsettled_failures(verdicts_of(frame.graph), frame.n) > 0) & (frame.status == "unverified")
     contested = ((frame.status == "contested") | unsettled).astype(np.int64)
     order = np.lexsort(
         (frame.timestamp[nodes], -frame.score[nodes], -frame.follow_ons[nodes], -contested[nodes], rank[nodes])

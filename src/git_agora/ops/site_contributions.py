@@ -41,7 +41,7 @@ def descriptions(table, index_table):
 
 @dataclass
 class Verdicts:
-    """The usable verdicts (`evidence.current_verdicts`), one entry each; `by_target` gives a target row's
+    """The usable verdicts (`evidence.verdicts_of`), one entry each; `by_target` gives a target row's
     verdicts newest first (CSR offsets into `order`), `by_verification` a verification row's verdict."""
 
     row: Any  # numpy int64: the verification's row
@@ -69,12 +69,12 @@ class Verdicts:
     def collect(cls, data: SiteData) -> Verdicts:
         import numpy as np
 
-        from ..frontier.evidence import current_verdicts
+        from ..frontier.evidence import verdicts_of
         from ..frontier.verdict_rows import unsettled
 
         frame = data.analysis.frame
         rows = data.rows
-        found = current_verdicts(frame.graph)
+        found = verdicts_of(frame.graph)
         row = data.row_of_node[np.asarray(found.node, dtype=np.int64)]
         target = data.row_of_node[np.asarray(found.target, dtype=np.int64)]
         metric = data.info.metric
