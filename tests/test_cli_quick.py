@@ -19,6 +19,7 @@ CANONICAL = [
     ["post", "-m", "x", "--tag", "insight", "--json"],
     ["post", "--message=x", "--parent", "abc", "--parent", "def", "--metric", "bpb=1.2", "--meta", "k=v"],
     ["post", "-mx", "--target", "abc", "--verdict", "partial", "--predict", "1..2", "--ref", "u#s"],
+    ["post", "-m", "x", "--new-tag", "ablaton", "--tag", "insight", "--metric", "bcp=2", "--new-metric=bcp"],
     ["--account", "bob", "-C", ".", "post", "-m", "x", "--account", "carol", "--json", "-"],
 ]
 

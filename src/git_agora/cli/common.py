@@ -80,6 +80,24 @@ def ref_option(f: Callable) -> Callable:
     )(f)
 
 
+def new_names_options(f: Callable) -> Callable:
+    """--new-tag and --new-metric: a name meant, though it is close to a known one (else refused as a typo)."""
+    f = click.option(
+        "--new-metric",
+        "new_metrics",
+        multiple=True,
+        metavar="NAME",
+        help="A metric name meant, though close to the project's metric or an output field (repeatable).",
+    )(f)
+    return click.option(
+        "--new-tag",
+        "new_tags",
+        multiple=True,
+        metavar="TAG",
+        help="A new tag, meant though close to a known one: added to the tags (repeatable).",
+    )(f)
+
+
 def band_option(f: Callable) -> Callable:
     return click.option(
         "--predict",

@@ -19,7 +19,8 @@ def command(ctx, accounts, tags, limit, rejected, as_json):
     """List contributions, newest first."""
     from ..ops.history import log
 
-    entries = log(open_project(ctx, as_json=as_json), accounts, tags, limit, rejected)
+    project = open_project(ctx, as_json=as_json)
+    entries = log(project, accounts, tags, limit, rejected)
     if as_json:
         emit_json([e.to_dict() for e in entries])
         return 0
@@ -29,7 +30,7 @@ def command(ctx, accounts, tags, limit, rejected, as_json):
         for report in tampering(open_project(ctx)):
             click.secho(f"tampering  {report.describe()}", fg="red")
     if not entries:
-        click.echo("no rejected commits" if rejected else "no contributions match")
+        click.echo("no rejected commits" if rejected else "no contributions match" + _did_you_mean(project, tags))
     for e in entries:
         metrics = " ".join(f"{k}={v:g}" for k, v in e.metrics.items())
         verdict = f" {e.verdict}→{(e.target or '')[:8]}" if e.verdict else ""
@@ -39,3 +40,11 @@ def command(ctx, accounts, tags, limit, rejected, as_json):
         for reason in e.reasons if rejected else ():
             click.echo(f"           rejected: {visible(reason)}")
     return 0
+
+
+def _did_you_mean(project, tags) -> str:
+    """`; did you mean --tag NAME?` when a --tag that matched nothing is close to a known tag."""
+    from ..ops.names import suggest_tag
+
+    near = suggest_tag(project, list(tags)) if tags else None
+    return f"; did you mean --tag {near}?" if near and near not in tags else ""

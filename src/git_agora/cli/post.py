@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 
 from ..contribution import Verdict
-from .common import account_option, band_option, ref_option
+from .common import account_option, band_option, new_names_options, ref_option
 from .quick import PostCall, run_post
 
 
@@ -17,6 +17,7 @@ from .quick import PostCall, run_post
 @click.option("--target", "targets", multiple=True, metavar="SHA", help="The contribution a verification checks.")
 @click.option("--verdict", type=click.Choice([v.value for v in Verdict]), help="The verification verdict.")
 @click.option("--metric", "metrics", multiple=True, metavar="NAME=VALUE", help="A metric (repeatable).")
+@new_names_options
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Structured metadata (VALUE may be JSON).")
 @band_option
 @click.option(

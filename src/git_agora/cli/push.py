@@ -8,6 +8,7 @@ from .common import (
     account_option,
     band_option,
     json_option,
+    new_names_options,
     open_project,
     parse_meta,
     parse_metrics,
@@ -28,6 +29,7 @@ from .common import (
     "--parent", "parents", multiple=True, metavar="SHA", help="A further contribution this builds on (repeatable)."
 )
 @click.option("--metric", "metrics", multiple=True, metavar="NAME=VALUE", help="A measured metric (repeatable).")
+@new_names_options
 @click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Structured metadata (VALUE may be JSON).")
 @band_option
 @click.option(
@@ -39,25 +41,13 @@ from .common import (
 @account_option
 @json_option
 @click.pass_context
-def command(
-    ctx, description, tags, parents, metrics, meta, prediction, check, rerun, sandbox, cross_refs, account, as_json
-):
+def command(ctx, metrics, meta, check, account, as_json, **params):
     """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
     contribution, then move HEAD to it when HEAD was detached there."""
     from ..ops.publish import publish_worktree
 
     project = open_project(ctx, account, as_json=as_json)
     published = publish_worktree(
-        project,
-        description,
-        tags,
-        parents,
-        parse_metrics(metrics),
-        parse_meta(meta),
-        check_claim=check,
-        cross_refs=cross_refs,
-        rerun=rerun,
-        prediction=prediction,
-        sandbox=sandbox,
+        project, metrics=parse_metrics(metrics), meta=parse_meta(meta), check_claim=check, **params
     )
     return report_published(published, as_json, "published")

@@ -19,6 +19,7 @@ SINGLE = {"-m": "description", "--message": "description", "--verdict": "verdict
 SINGLE["--account"] = "account"
 MULTIPLE = {"--tag": "tags", "--parent": "parents", "--target": "targets", "--metric": "metrics", "--meta": "meta"}
 MULTIPLE["--ref"] = "cross_refs"
+MULTIPLE.update({"--new-tag": "new_tags", "--new-metric": "new_metrics"})
 RECORD = "--json"  # a flag, or a value when the next word does not look like an option (click's rule)
 
 
@@ -31,6 +32,8 @@ class PostCall(NamedTuple):
     targets: tuple[str, ...] = ()
     verdict: str | None = None
     metrics: tuple[str, ...] = ()
+    new_tags: tuple[str, ...] = ()
+    new_metrics: tuple[str, ...] = ()
     meta: tuple[str, ...] = ()
     prediction: str | None = None
     record: str | None = None
@@ -122,6 +125,8 @@ def run_post(call: PostCall) -> int:
         {**fields_.get("meta", {}), **parse_meta(call.meta)},
         call.cross_refs,
         call.prediction,
+        new_tags=call.new_tags,
+        new_metrics=call.new_metrics,
     )
     return report_published(published, record is not None, "published")
 

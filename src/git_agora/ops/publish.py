@@ -140,6 +140,8 @@ def publish_worktree(
     rerun: bool = False,
     prediction: str | Sequence[float] | None = None,
     sandbox: bool | None = None,
+    new_tags: Iterable[str] = (),
+    new_metrics: Iterable[str] = (),
 ) -> Published:
     """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
     contribution and `parents`. With `check_claim`, evaluate a clean export first and record the
@@ -151,13 +153,14 @@ def publish_worktree(
     too, when HEAD follows).
     `prediction`, the band the metric was expected in (`LOW..HIGH` or a pair), is recorded in
     Agora-Meta (`with_prediction`). The check runs in the sandbox unless `sandbox` is False (None:
-    `ops.evaluate.sandbox_choice`)."""
+    `ops.evaluate.sandbox_choice`). `new_tags` and `new_metrics` are names meant though close to known
+    ones (`_refuse_typos`); a new tag is added to `tags`."""
     from ..workspace import advance_head, check_size, snapshot, with_files_of, write_files
 
     _ = project.account  # who publishes is the first thing to know
     base = project.base
     parent_shas = resolve_parents(project, [base, *parents])
-    tags = tuple(dict.fromkeys(tags))
+    tags = tuple(dict.fromkeys((*tags, *new_tags)))
     measured, metadata = dict(metrics or {}), with_prediction(meta, prediction)
     draft = Contribution(
         account=project.account,
@@ -169,6 +172,7 @@ def publish_worktree(
         cross_refs=_cross_refs(cross_refs),
     )
     _validate(project, draft)  # the protocol's rules, before any work
+    _refuse_typos(project, base, tags, measured, new_tags, new_metrics, notice_missing=not check_claim)
     with snapshot(project.repo) as snap:
         check_size(project.repo, snap.tree, project.config.max_file_bytes)
         _check_rerun(project, parent_shas[0], snap.tree, tags, rerun)
@@ -285,12 +289,14 @@ def post(
     cross_refs: Iterable[str] = (),
     prediction: str | Sequence[float] | None = None,
     timestamp: int | None = None,
+    new_tags: Iterable[str] = (),
+    new_metrics: Iterable[str] = (),
 ) -> Published:
     """Publish a light contribution (the first parent's tree) on top of `parents` (default: the
     checked-out contribution), dated `timestamp` (default now). A target or verdict makes it a
-    verification of that target; `prediction` as in `publish_worktree`."""
+    verification of that target; `prediction`, `new_tags` and `new_metrics` as in `publish_worktree`."""
     metadata = with_prediction(meta, prediction)
-    tag_list = list(dict.fromkeys(tags))
+    tag_list = list(dict.fromkeys((*tags, *new_tags)))
     target_shas = tuple(project.contribution_sha(rev) for rev in targets)
     if (target_shas or verdict) and "verification" not in tag_list:
         tag_list.insert(0, "verification")
@@ -311,9 +317,38 @@ def post(
         )
     except ValueError as exc:
         raise AgoraError(str(exc)) from None
+    _refuse_typos(project, parent_shas[0], contribution.tags, contribution.metrics, new_tags, new_metrics)
     first = project.repo.commit_info(parent_shas[0])
     assert first is not None
     return publish(project, contribution, first.tree, timestamp)
+
+
+def _refuse_typos(
+    project: Project,
+    parent: str,
+    tags: Iterable[str],
+    metrics: Mapping[str, float],
+    new_tags: Iterable[str],
+    new_metrics: Iterable[str],
+    notice_missing: bool = True,
+) -> None:
+    """Refuse a tag or metric name that looks like a typo of a known one (`ops.names`), unless meant;
+    a result without the project's metric gets a notice. The policy in force for `parent` (its
+    agora.toml) is read only for a tag that is not reserved, or when there are metrics or a result."""
+    from .names import RESERVED_TAGS, refuse_mistyped_metrics, refuse_mistyped_tags
+
+    tags = tuple(tags)
+    if set(tags) <= RESERVED_TAGS and not metrics and "result" not in tags:
+        return  # a plain post: nothing to read
+    config = project.policy(parent).config
+    refuse_mistyped_tags(project, tags, set(new_tags), config.tag_weights)
+    fields = config.evaluation.declared_output
+    refuse_mistyped_metrics(metrics, set(new_metrics), config.metric, fields)
+    if notice_missing and "result" in tags and config.metric and config.metric not in metrics:
+        project.feedback.notice(
+            f"this result carries no {config.metric} (the project's metric): readers cannot rank it; "
+            f"measure it with push --check, or give --metric {config.metric}=VALUE"
+        )
 
 
 def with_prediction(meta: Mapping[str, Any] | None, prediction: str | Sequence[float] | None) -> dict[str, Any]:
