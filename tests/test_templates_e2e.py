@@ -69,16 +69,48 @@ def test_autoresearch_publishes_a_setup_that_scores_train_py_with_the_fixed_prep
     assert spec["build"] == "python3 train.py {artifact}" and spec["score"] == "python3 prepare.py score {artifact}"
     assert spec["files"] == ["prepare.py"] and spec["scorer"] == ["numpy"]
 
+    amended = shrink_the_budget(a, 60)  # to keep the test short
     b = agent(tmp_path, remote)
-    edit(b / "train.py", r"^MAX_STEPS = \d+", "MAX_STEPS = 60")  # the budget, shrunk to keep the test short
+    agora(b, "checkout", amended)
     edit(b / "train.py", r"^HIDDEN = .*", "HIDDEN = (64,)")
-    result = published_result(b, "a narrower hidden layer, 60 steps")
+    result = published_result(b, "a narrower hidden layer")
     assert result["account"] == "bob" and 2.0 < result["metrics"]["val_bpb"] < 8.0, result
     check = result["metadata"]["check"]
     assert check["sandbox"] is True and set(check["evaluator"]["files"]) == {"prepare.py"}
 
     edit(b / "prepare.py", r"^VAL_BYTES = .*", "VAL_BYTES = 100  # an easier validation set")
     refused(b, "push", "--check", "-m", "score less text", "--tag", "result", says="prepare.py")
+
+
+def shrink_the_budget(clone: Path, steps: int) -> str:
+    """The setup's account amends the policy: prepare.py's STEPS (the budget, fixed by the setup)."""
+    edit(clone / "prepare.py", r"^STEPS = \d+", f"STEPS = {steps}")
+    return agora(clone, "push", "-m", f"a budget of {steps} steps", "--tag", "policy", "--json").json()["sha"]
+
+
+def failed_after_its_notes(clone: Path, *args: str, says: str) -> None:
+    """Exit 1, and after the evaluation's notes one error line: `says`."""
+    r = agora(clone, *args, check=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and lines[-1] == f"git agora: error: {says}", r
+    assert all(line.startswith("git agora: note: ") for line in lines[:-1]), r
+
+
+@pytest.mark.slow
+def test_autoresearch_does_not_score_a_run_that_stops_short_of_the_setups_budget(tmp_path, remote):
+    a, _ = founded(tmp_path, remote, "autoresearch")
+    amended = shrink_the_budget(a, 40)
+    b = agent(tmp_path, remote)
+    agora(b, "checkout", amended)
+    edit(b / "train.py", r"^MAX_STEPS = .*", "MAX_STEPS = 20  # stops at half the budget")
+    said = "the run is incomplete (the evaluator found the run short of its budget: 20 of 40 steps)"
+    failed_after_its_notes(b, "run", says=f"evaluation failed: {said}")
+    before = agora(b, "log", "--json").json()
+    push = ("push", "--check", "-m", "half the steps", "--tag", "result")
+    failed_after_its_notes(b, *push, says=f"push --check: {said}; nothing published")
+    assert agora(b, "log", "--json").json() == before  # nothing published
+    quick = agora(b, "run", "--quick").stdout  # a debugging run scores it, never comparable
+    assert "val_bpb = " in quick and "not comparable" in quick, quick
 
 
 @pytest.mark.slow

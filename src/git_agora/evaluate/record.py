@@ -43,6 +43,7 @@ class Reason(str, Enum):
     UNSAFE_OUTPUT = "an output field is neither a number nor a plain word"
     UNEXPORTABLE_TREE = "the tree cannot be exported"
     SECRET_OUTPUT = "an output field looks like a secret"
+    INCOMPLETE = "the run is incomplete"  # the scorer says the build stopped short of the budget
 
     def __str__(self) -> str:
         return self.value

@@ -150,6 +150,9 @@ def _scored(outcome: _Outcome, metric: str | None, spec: EvalSpec) -> EvalRun:
     duration = outcome.step.duration_s
     if payload is None:
         return EvalRun(False, {}, duration, Reason.NO_METRIC, "the evaluator printed no JSON object", None, 0)
+    if _incomplete(payload):  # the scorer's word: the build stopped short of the setup's budget
+        detail = "the evaluator found the run short of its budget"
+        return EvalRun(False, {}, duration, Reason.INCOMPLETE, detail + _budget_detail(payload), payload, 0)
     metrics = finite_numbers(payload)
     if metric and metric not in metrics:
         detail = f"its JSON has no finite {metric!r}"
@@ -159,6 +162,20 @@ def _scored(outcome: _Outcome, metric: str | None, spec: EvalSpec) -> EvalRun:
         detail = f"one of {', '.join(spec.declared_output)}: {problem.value}"
         return EvalRun(False, metrics, duration, problem, detail, payload, 0)
     return EvalRun(True, metrics, duration, None, None, payload, 0)
+
+
+INCOMPLETE_KEY = "incomplete"  # an evaluator's JSON object holding it (not false or null) scores nothing
+
+
+def _incomplete(payload: Mapping[str, Any]) -> bool:
+    return payload.get(INCOMPLETE_KEY) not in (None, False)
+
+
+def _budget_detail(payload: Mapping[str, Any]) -> str:
+    """`: STEPS of BUDGET` when the evaluator printed both as numbers (shown locally, never published)."""
+    done, budget = payload.get("steps"), payload.get("budget")
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (done, budget))
+    return f": {done} of {budget} steps" if numbers else ""
 
 
 def _last_json_object(text: str) -> dict | None:

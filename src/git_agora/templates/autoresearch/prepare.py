@@ -19,7 +19,13 @@ The scorer evaluates one family of models, a multilayer perceptron over the last
     python3 prepare.py                          the data: sizes and digest
     python3 prepare.py score ARTIFACT           prints {"val_bpb": ..., "val_bytes": ..., "params": ...,
                                                 "data_sha256": ...}: the last line, one JSON object
-    python3 prepare.py score ARTIFACT --quick   scores the first QUICK_BYTES held-out bytes (not comparable)
+    python3 prepare.py score ARTIFACT --quick   scores the first QUICK_BYTES held-out bytes, after any number
+                                                of steps (not comparable: `git agora run --quick`)
+
+The budget is STEPS training steps, fixed here (the build cannot change it): model.npz records the
+steps the build took (`save_model`), and a model trained for fewer is not scored; the scorer prints
+{"incomplete": ...} instead, which git-agora records as "the run is incomplete" (a failure, never a
+score). The wall clock never changes a score: it can only stop a run (the setup's timeout).
 """
 
 from __future__ import annotations
@@ -33,7 +39,12 @@ import zipfile
 from pydoc_data.topics import topics
 from typing import Any
 
-import numpy as np
+# one BLAS thread, set before numpy loads: the same sums in the same order on every machine, and no
+# threads spinning against each other on a busy one (two threads on two shared cores ran 7x slower)
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"
+
+import numpy as np  # noqa: E402
 
 VOCAB = 256  # the tokens are bytes
 VAL_EVERY = 8  # every 8th topic is held out
@@ -42,6 +53,7 @@ QUICK_BYTES = 4_000
 MAX_CONTEXT = 64
 MAX_PARAMS = 4_000_000  # the scorer's budget: larger models are refused
 ACTIVATIONS = ("tanh", "relu", "gelu")
+STEPS = 2000  # the training budget, in optimiser steps: every result trains exactly this long
 
 
 def split() -> tuple[np.ndarray, np.ndarray]:
@@ -72,11 +84,12 @@ def activate(name: str, z: np.ndarray) -> np.ndarray:
     return 0.5 * z * (1 + np.tanh(0.7978845608028654 * (z + 0.044715 * z**3)))  # gelu, tanh form
 
 
-def save_model(folder: str, params: dict[str, np.ndarray], act: str) -> None:
-    """Write the model (the arrays named above) to FOLDER/model.npz, in the format `load_model` reads."""
+def save_model(folder: str, params: dict[str, np.ndarray], act: str, steps: int) -> None:
+    """Write the model (the arrays named above) to FOLDER/model.npz, in the format `load_model` reads,
+    with the number of training steps it took (`STEPS` for a complete run)."""
     os.makedirs(folder, exist_ok=True)
     arrays: dict[str, Any] = {k: np.asarray(v, dtype=np.float32) for k, v in params.items()}
-    np.savez(os.path.join(folder, "model.npz"), **arrays, act=np.array(act))
+    np.savez(os.path.join(folder, "model.npz"), **arrays, act=np.array(act), steps=np.array(steps, dtype=np.int64))
 
 
 def load_model(folder: str) -> dict:
@@ -91,6 +104,9 @@ def load_model(folder: str) -> dict:
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise SystemExit(f"model.npz cannot be read: {exc}") from None
     act = arrays.pop("act", None)
+    steps = arrays.pop("steps", None)
+    if steps is not None and (steps.dtype.kind not in "iu" or steps.shape != () or not 0 <= int(steps) <= STEPS):
+        raise SystemExit(f"steps must be an integer from 0 to the budget, {STEPS}")
     if act is None or act.dtype.kind != "U" or act.shape != () or str(act) not in ACTIVATIONS:
         raise SystemExit(f"act must be one of {', '.join(ACTIVATIONS)}")
     layers = 0
@@ -124,7 +140,8 @@ def load_model(folder: str) -> dict:
     count = sum(v.size for v in params.values())
     if count > MAX_PARAMS:
         raise SystemExit(f"the model has {count} parameters; the scorer's budget is {MAX_PARAMS}")
-    return {"params": params, "act": str(act), "layers": layers, "context": context, "count": count}
+    done = 0 if steps is None else int(steps)
+    return {"params": params, "act": str(act), "layers": layers, "context": context, "count": count, "steps": done}
 
 
 def log_probs(model: dict, inputs: np.ndarray) -> np.ndarray:
@@ -159,8 +176,12 @@ def main(argv: list[str]) -> None:
     if argv[0] != "score" or len(argv) < 2:
         raise SystemExit("usage: python3 prepare.py [score ARTIFACT [--quick]]")
     model = load_model(argv[1])
+    quick = "--quick" in argv[2:]
+    if model["steps"] < STEPS and not quick:  # stopped short: no score (the evaluation fails as incomplete)
+        print(json.dumps({"incomplete": "steps", "steps": model["steps"], "budget": STEPS}))
+        return
     _, val = split()
-    if "--quick" in argv[2:]:
+    if quick:  # a debugging score: less text, any number of steps (never comparable)
         val = val[:QUICK_BYTES]
     result = {
         "val_bpb": round(val_bpb(model, val), 6),
