@@ -42,6 +42,7 @@ VERDICT_WEIGHTS: dict[str, float] = {"confirmed": 20.0, "partial": 10.0, "failed
 NON_PROPAGATING_TAGS = frozenset({"wip", "endorsed", "witness"})
 POLICY_TAG = "policy"  # a policy amendment, when the setup's account publishes it
 WITNESS_TAG = "witness"  # a CI account's record of the log tips it saw, and when (`witness_tips`)
+RESERVED_TAGS = frozenset({*DEFAULT_TAG_WEIGHTS, "verification", POLICY_TAG, WITNESS_TAG})  # never typos
 
 ACCOUNT_VALUE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 TAG_VALUE = r"[a-z0-9][a-z0-9._:+-]{0,63}"

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
-from ..contribution import DEFAULT_TAG_WEIGHTS, POLICY_TAG, WITNESS_TAG
+from ..contribution import RESERVED_TAGS
 from ..errors import AgoraError
 from ..index.state import index_dir, is_current, read_state
 from ..project import Project
 
-RESERVED_TAGS = frozenset({*DEFAULT_TAG_WEIGHTS, "verification", POLICY_TAG, WITNESS_TAG})
 USED_TAGS_FILE = "used-tags.json"  # in .git/agora: the index's tags, with the manifest digest they match
 
 
@@ -56,14 +55,18 @@ def nearest(name: str, known: Iterable[str]) -> str | None:
 
 
 def refuse_mistyped_tags(
-    project: Project, tags: Iterable[str], meant: Collection[str], declared: Iterable[str]
+    project: Project, tags: Iterable[str], meant: Collection[str], declared: Callable[[], Iterable[str]]
 ) -> None:
     """Refuse (one line) a tag that is neither reserved, declared, used nor `meant`, and is close to
-    one that is. Reserved tags cost nothing: the declared and used ones are read only for another tag."""
+    one that is. Reserved tags cost nothing; a tag the kept list of used tags holds costs one small
+    file (tags are never unused again); another reads `declared()` (agora.toml), and one that is not
+    declared either, new or mistyped, reads the index."""
     unknown = [t for t in tags if t not in RESERVED_TAGS and t not in meant]
     if not unknown:
         return
-    known = RESERVED_TAGS | set(declared)
+    stored = _read_used(_used_path(project))
+    unknown = [t for t in unknown if stored is None or t not in stored[1]]
+    known = RESERVED_TAGS | set(declared()) if unknown else RESERVED_TAGS
     unknown = [t for t in unknown if t not in known]
     if not unknown:
         return
@@ -72,6 +75,15 @@ def refuse_mistyped_tags(
         near = nearest(tag, known)
         if near is not None:
             raise AgoraError(f"unknown tag {tag}: did you mean {near}? --new-tag {tag} to mean it; nothing published")
+
+
+def remember_tags(project: Project, tags: Iterable[str]) -> None:
+    """Add the tags a contribution just published to the kept list of used tags (its digest stays:
+    the list holds at least the tags of the index it names)."""
+    new = set(tags) - RESERVED_TAGS
+    stored = _read_used(_used_path(project)) if new else None
+    if stored is not None and not new <= stored[1]:
+        _write_used(_used_path(project), stored[0], stored[1] | new)
 
 
 def refuse_mistyped_metrics(
@@ -96,7 +108,7 @@ def used_tags(project: Project) -> frozenset[str]:
     """Every tag the index holds. Kept in .git/agora/used-tags.json with the digest of the index's
     manifest it was read under: while the index is current and that digest unchanged, the file
     answers (no pyarrow); else the index is brought up to date and its tags column read once."""
-    path = os.path.join(project.repo.agora_path, USED_TAGS_FILE)
+    path = _used_path(project)
     state = read_state(index_dir(project.repo))
     digest = state.get("tips_digest") if state else None
     stored = _read_used(path)
@@ -120,6 +132,10 @@ def suggest_tag(project: Project, tags: Iterable[str]) -> str | None:
         if near is not None:
             return near
     return None
+
+
+def _used_path(project: Project) -> str:
+    return os.path.join(project.repo.agora_path, USED_TAGS_FILE)
 
 
 def _read_used(path: str) -> tuple[str, frozenset[str]] | None:

@@ -188,6 +188,7 @@ def publish_worktree(
         if check_claim:
             measured, metadata["check"] = _checked_claim(project, policy, snap.tree, measured, sandbox)
         published = publish(project, draft._replace(metrics=measured, metadata=metadata), snap.tree)
+        _remember_tags(project, tags)
         if advance_head(project.repo, base, published.sha, snap) and moved is not None:
             write_files(project.repo, moved[1])
     project.set_base(published.sha)
@@ -320,7 +321,9 @@ def post(
     _refuse_typos(project, parent_shas[0], contribution.tags, contribution.metrics, new_tags, new_metrics)
     first = project.repo.commit_info(parent_shas[0])
     assert first is not None
-    return publish(project, contribution, first.tree, timestamp)
+    published = publish(project, contribution, first.tree, timestamp)
+    _remember_tags(project, contribution.tags)
+    return published
 
 
 def _refuse_typos(
@@ -335,13 +338,17 @@ def _refuse_typos(
     """Refuse a tag or metric name that looks like a typo of a known one (`ops.names`), unless meant;
     a result without the project's metric gets a notice. The policy in force for `parent` (its
     agora.toml) is read only for a tag that is not reserved, or when there are metrics or a result."""
-    from .names import RESERVED_TAGS, refuse_mistyped_metrics, refuse_mistyped_tags
+    from ..contribution import RESERVED_TAGS
 
     tags = tuple(tags)
     if set(tags) <= RESERVED_TAGS and not metrics and "result" not in tags:
-        return  # a plain post: nothing to read
+        return  # a plain post: nothing to read, nothing more to import
+    from .names import refuse_mistyped_metrics, refuse_mistyped_tags
+
+    refuse_mistyped_tags(project, tags, set(new_tags), lambda: project.policy(parent).config.tag_weights)
+    if not metrics and "result" not in tags:
+        return
     config = project.policy(parent).config
-    refuse_mistyped_tags(project, tags, set(new_tags), config.tag_weights)
     fields = config.evaluation.declared_output
     refuse_mistyped_metrics(metrics, set(new_metrics), config.metric, fields)
     if notice_missing and "result" in tags and config.metric and config.metric not in metrics:
@@ -349,6 +356,16 @@ def _refuse_typos(
             f"this result carries no {config.metric} (the project's metric): readers cannot rank it; "
             f"measure it with push --check, or give --metric {config.metric}=VALUE"
         )
+
+
+def _remember_tags(project: Project, tags: Iterable[str]) -> None:
+    """A published tag that is not reserved joins the kept list of used tags (`ops.names`)."""
+    from ..contribution import RESERVED_TAGS
+
+    if not set(tags) <= RESERVED_TAGS:
+        from .names import remember_tags
+
+        remember_tags(project, tags)
 
 
 def with_prediction(meta: Mapping[str, Any] | None, prediction: str | Sequence[float] | None) -> dict[str, Any]:
