@@ -178,22 +178,25 @@ def _try_group(parent: str | None, name: str, version: int, controllers: frozens
     return group
 
 
-def sweep_stale(folder: str, prefix: str, remove, older_than_s: float = 0.0) -> None:
+def sweep_stale(folder: str, prefix: str, remove, older_than_s: float = 0.0) -> list[str]:
     """Remove what a git-agora that was killed (SIGKILL: no cleanup ran) left in `folder`: the entries
     named `<prefix><pid>-...` of processes that are gone and not changed for `older_than_s` (a folder
     shared with another PID namespace may hold a live process's entry; `remove` fails quietly on one in
-    use)."""
+    use). Returns what could not be removed, where `remove` says (a list of lines, as
+    `cleanup.remove_tree` returns)."""
     try:
         names = os.listdir(folder)
     except OSError:
-        return
+        return []
+    problems: list[str] = []
     for name in names:
         pid = name[len(prefix) :].split("-", 1)[0] if name.startswith(prefix) else ""
         if pid.isdigit() and int(pid) != os.getpid() and not os.path.exists(f"/proc/{pid}"):
             with contextlib.suppress(OSError):
                 path = os.path.join(folder, name)
                 if time.time() - os.lstat(path).st_mtime >= older_than_s:
-                    remove(path)
+                    problems += remove(path) or []
+    return problems
 
 
 def _remove(group: _Group) -> None:

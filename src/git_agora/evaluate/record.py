@@ -39,6 +39,7 @@ class Reason(str, Enum):
     ARTIFACT_TOO_LARGE = "the artifact is over its size limit"
     ARTIFACT_SPECIAL = "the artifact holds a link, a special file or a name outside it"
     ARTIFACT_UNREADABLE = "the artifact could not be read"
+    ARTIFACT_TOO_DEEP = "the artifact's paths are too deep or too long"
     NO_METRIC = "no metric in the output"
     UNSAFE_OUTPUT = "an output field is neither a number nor a plain word"
     UNEXPORTABLE_TREE = "the tree cannot be exported"

@@ -16,7 +16,6 @@ import json
 import os
 import secrets
 import shlex
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -32,6 +31,7 @@ from ..identity.keys import KEY_CONFIG
 from ..refs.store import Repository
 from . import sandbox as jail
 from .artifact import ArtifactRefused, receive
+from .cleanup import remove_tree
 from .export import ExportError, export_tree, tree_entries
 from .identity import check_pins, evaluator_identity, evaluator_paths, files_identity, policy_identity
 from .limits import Applied, Enforcement, Limits, MiB, enforced, sweep_stale
@@ -259,18 +259,34 @@ class _Steps:
         self.run_folder = _run_folder(repo)
 
     def __enter__(self) -> _Steps:
-        sweep_stale(tempfile.gettempdir(), "agora-eval-", _remove_tree, older_than_s=86400)  # a day: /tmp is shared
-        self.tmp = self.stack.enter_context(
-            tempfile.TemporaryDirectory(prefix=f"agora-eval-{os.getpid()}-", ignore_cleanup_errors=True)
-        )
-        if self.sandbox:
-            jail.require_bwrap()  # a missing bubblewrap is a one-line error before any work
-            self.env, self.mounts = self._sandbox_env()
-            jail.write_etc(os.path.join(self.tmp, "etc"))
+        # what a killed evaluation left, a day old (/tmp is shared with other PID namespaces)
+        left = sweep_stale(tempfile.gettempdir(), "agora-eval-", remove_tree, older_than_s=86400)
+        self._left_behind("what an earlier evaluation left cannot be removed", left)
+        self.tmp = tempfile.mkdtemp(prefix=f"agora-eval-{os.getpid()}-")
+        self.stack.callback(self._remove_tmp)
+        try:
+            if self.sandbox:
+                jail.require_bwrap()  # a missing bubblewrap is a one-line error before any work
+                self.env, self.mounts = self._sandbox_env()
+                jail.write_etc(os.path.join(self.tmp, "etc"))
+        except BaseException:
+            self.stack.close()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.stack.close()
+
+    def _remove_tmp(self) -> None:
+        """The evaluation's temporary folder, whatever an unsandboxed build made in it (the sandbox's
+        writable folders are tmpfs that die with it; the artifact's copy is checked as it is written)."""
+        self._left_behind("this evaluation's temporary folder cannot be removed", remove_tree(self.tmp))
+
+    def _left_behind(self, what: str, problems: list[str]) -> None:
+        """One line for what stays on disk (an immutable file): the evaluation goes on."""
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            self._say(f"{what}: {problems[0]}{more}; remove it by hand")
 
     def folder(self, name: str) -> str:
         """A new folder under the evaluation's temporary folder (a unique name: nothing that ran
@@ -488,10 +504,6 @@ def _unavailable(step: StepOutcome) -> jail.SandboxUnavailable:
     return jail.SandboxUnavailable(f"the sandbox cannot start: {said}{hint}")
 
 
-def _remove_tree(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
-
-
 def _run_folder(repo: Repository) -> str | None:
     """A new local folder for this evaluation's logs under .git/agora/runs (the newest KEEP_RUNS are
     kept); None where it cannot be made (a read-only clone): the logs are then not kept."""
@@ -503,5 +515,5 @@ def _run_folder(repo: Repository) -> str | None:
     except OSError:
         return None
     for stale in old:
-        shutil.rmtree(os.path.join(runs, stale), ignore_errors=True)
+        remove_tree(os.path.join(runs, stale))
     return os.path.join(runs, name)
