@@ -40,7 +40,8 @@ def nested(top, depth):
 CORPUS = {
     "deep": (NESTED + "os.close(nested(out, 20000))\nos.close(nested('.', 20000))\n", {DEEP}, {DEEP}),
     "wide": (
-        "os.mkdir(out + '/w')\nfor i in range(50000):\n    os.close(os.open(f'{out}/w/{i}', os.O_CREAT | os.O_WRONLY))\n",
+        "os.mkdir(out + '/w')\nfor i in range(50000):\n"
+        "    os.close(os.open(f'{out}/w/{i}', os.O_CREAT | os.O_WRONLY))\n",
         {OK, LARGE},
         {OK, LARGE},
     ),
@@ -277,7 +278,7 @@ def test_every_hostile_artifact_ends_in_a_verdict_and_the_machine_stays_usable(u
             assert left == [], (name, left)  # each run removed its temporary folder, whatever the build made
         else:
             assert len(left) == 1, left  # the unsandboxed run's: said once, left for the sweep
-            stuck = [*left, f"agora-eval-{{gone}}-immutable"]
+            stuck = [*left, "agora-eval-{gone}-immutable"]
     (alice / "build.py").write_text(HONEST + "# honest, claimed\n")
     honest = user.agora(alice, "push", "-m", "honest", "--tag", "result", "--metric", "value=7", "--json").json()
     bob = user.clone("bob", "bob")
