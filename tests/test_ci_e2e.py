@@ -76,15 +76,28 @@ if _found:
 """
 
 
-def founded_with_ci(tmp: Path, remote: Path) -> Path:
-    """alice founds a project on the demo task whose policy names `ci` as its CI account."""
+def ci_secret(tmp: Path) -> tuple[str, str]:
+    """The CI's key (made once, in `tmp/secrets`, outside every work tree): its private text, and the
+    line of its public key."""
+    secrets = tmp / "secrets"
+    if not (secrets / "ci").exists():
+        secrets.mkdir(exist_ok=True)
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@agora", "-f", secrets / "ci"], check=True)
+    return (secrets / "ci").read_text(), (secrets / "ci.pub").read_text().strip()
+
+
+def founded_with_ci(tmp: Path, remote: Path, toml: str | None = None) -> Path:
+    """alice founds a project on the demo task whose policy names `ci` as its CI account, with its key
+    pinned (`toml`: another `[ci]` table)."""
     from git_agora.demo.run import AGORA_TOML, TASK_FILES
+
+    toml = toml if toml is not None else CI_TOML + f'keys = {{ ci = "{ci_secret(tmp)[1]}" }}\n'
 
     alice = make_clone(tmp, "alice", str(remote), "alice")
     for task_file in TASK_FILES:
         shutil.copyfile(files("git_agora") / "demo" / "task" / task_file, alice / task_file)
     (alice / ".gitignore").write_text("__pycache__/\n")
-    (alice / "agora.toml").write_text(AGORA_TOML + CI_TOML)
+    (alice / "agora.toml").write_text(AGORA_TOML + toml)
     agora(alice, "init")
     return alice
 
@@ -124,11 +137,8 @@ def test_the_ci_drill(tmp_path):
     bob = joined(tmp_path, remote, "bob", baseline)  # honest: the best
     set_choice(bob, "METHOD", '"witten_bell"')
     best = agora(bob, "push", "--check", "-m", "witten-bell smoothing", "--tag", "result", "--json").json()["sha"]
-    secrets = tmp_path / "secrets"  # the CI secret: outside every work tree
-    secrets.mkdir()
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@agora", "-f", secrets / "ci"], check=True)
-    secret = (secrets / "ci").read_text()
-    public = (secrets / "ci.pub").read_text().split()[1]
+    secret, public = ci_secret(tmp_path)  # the CI secret: outside every work tree, pinned by the policy
+    public = public.split()[1]
     carol = joined(tmp_path, remote, "carol", baseline)  # honest, and looks for the CI's key as it builds
     (carol / "train.py").write_text(KEY_PROBE.replace("CI_PUBLIC", public) + (carol / "train.py").read_text())
     set_choice(carol, "ORDER", "3")
@@ -230,8 +240,9 @@ def test_the_ci_refuses_without_a_key_or_as_an_account_the_policy_does_not_name(
     for tool in ("git", "ssh-keygen"):
         (tools / tool).symlink_to(shutil.which(tool))
     path = f"{Path(sys.executable).parent}{os.pathsep}{tools}"
+    pinned = tmp_path / "secrets" / "ci"
     unsandboxed = agora(
-        clone, "ci", "--no-site", "--account", "ci", "--key-file", str(key), check=False, env={"PATH": path}
+        clone, "ci", "--no-site", "--account", "ci", "--key-file", str(pinned), check=False, env={"PATH": path}
     )
     # no sandbox is this runner's fault, not the claims': exit 4 (docs/ci.md, "Exit status and summary")
     assert unsandboxed.returncode == 4 and len(unsandboxed.stderr.strip().splitlines()) == 1, unsandboxed
@@ -281,44 +292,58 @@ def test_a_record_whose_tips_are_not_here_yet_is_resolved_again_once_they_are(tm
     assert sorted(witnessed(project, records, frozenset({"ci"})).shas.to_pylist()) == sorted([first, second])
 
 
-def test_a_pinned_ci_key_keeps_an_impostor_of_the_ci_account_out_of_the_trust_root(tmp_path):
-    """`[ci] keys` pins the CI account's key in the policy. mallory, holding another key, cannot run
-    `git agora ci` as `ci`; when she publishes as `ci` anyway (its identity then announces her key), a
-    reader drops `ci` from the trust root: her run-backed failure of alice's result weighs nothing, where
-    a CI account's would fail it. The CI holding the pinned key passes the pin, and is told the name is
-    taken (the founder then names another CI account)."""
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    keys = {}
-    for name in ("ci", "mallory"):
-        keys[name] = tmp_path / f"{name}_ed25519"
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", keys[name]], check=True)
-    pinned = keys["ci"].with_suffix(".pub").read_text().strip()
-    global CI_TOML
-    plain, CI_TOML = CI_TOML, CI_TOML + f'keys = {{ ci = "{pinned}" }}\n'
-    try:
-        alice = founded_with_ci(tmp_path, remote)
-    finally:
-        CI_TOML = plain
+SQUAT = ["--meta", 'reproduced={"bpc": 1.5}', "--meta", 'evaluator={"sha256": "' + "ab" * 32 + '"}']
+SQUAT += ["--meta", "sandbox=true", "--meta", "duration_s=0.6"]  # a forged rerun record
+
+
+def squatted(tmp: Path, toml: str | None = None) -> tuple[Path, Path, str, str, str, Path]:
+    """alice founds (`toml`: her `[ci]` table, else `ci` with its key pinned) and reruns a baseline;
+    mallory claims a fake result (bpc 1.5, never measured) and, before the real CI ever ran, confirms
+    it as `ci` with her own key and a forged rerun record. Returns the remote, alice's clone, the
+    baseline, the fake, mallory's verdict and mallory's clone."""
+    remote = tmp / "remote.git"
+    git(tmp, "init", "-q", "--bare", str(remote))
+    alice = founded_with_ci(tmp, remote, toml)
     baseline = agora(alice, "push", "--check", "--rerun", "-m", "baseline", "--tag", "result", "--json").json()["sha"]
+    mallory = joined(tmp, remote, "mallory", baseline)
+    set_choice(mallory, "ORDER", "4")
+    fake = agora(mallory, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=1.5", "--json").json()["sha"]
+    squatter_key = tmp / "mallory_ci_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", squatter_key], check=True)
+    git(mallory, "config", "agora.signingkey", str(squatter_key))
+    confirm = ["post", "--account", "ci", "--target", fake, "--verdict", "confirmed", "-m", "reran it: 1.5"]
+    verdict = agora(mallory, *confirm, *SQUAT, "--json").json()["sha"]
+    return remote, alice, baseline, fake, verdict, mallory
 
-    mallory = joined(tmp_path, remote, "mallory", baseline)
-    refused = agora(mallory, "ci", "--no-site", "--account", "ci", "--key-file", str(keys["mallory"]), check=False)
-    assert refused.returncode != 0, refused
-    assert "this key is not the one the project's policy pins for ci ([ci] keys)" in refused.stderr
-    git(mallory, "config", "agora.signingkey", str(keys["mallory"]))
-    record = ["--meta", 'reproduced={"bpc": 3.9}', "--meta", 'evaluator={"sha256": "' + "ab" * 32 + '"}']
-    record += ["--meta", "sandbox=true", "--meta", "duration_s=0.6"]
-    failure = ["post", "--account", "ci", "--target", baseline, "--verdict", "failed", "-m", "reran it: 3.9"]
-    verdict = agora(mallory, *failure, *record, "--json").json()["sha"]
 
+def statuses(clone: Path) -> dict:
+    out = agora(clone, "analyze", "--json").json()
+    return {row["sha"]: row["status"] for row in out["views"]["recent"]["rows"]}, out["summary"]["best"]
+
+
+def test_a_squatter_of_the_pinned_ci_account_weighs_nothing_and_the_real_ci_counts(tmp_path):
+    """`[ci] keys` pins the CI's key. mallory publishes as `ci` first (its identity on the remote then
+    announces her key) and "confirms" her fake with a forged rerun record. Her verdict weighs nothing
+    for every reader, whatever identity for `ci` they saw; the real CI, holding the pinned key, reruns
+    the fake too (it is not "already verified" by the squatter's post), publishes, and exits 0; its
+    verdicts count: the fake fails, the baseline is confirmed and leads."""
+    remote, alice, baseline, fake, verdict, mallory = squatted(tmp_path)
     bob = joined(tmp_path, remote, "bob", baseline)
-    out = agora(bob, "analyze", "--json").json()
-    assert out["summary"]["best"]["sha"] == baseline and out["summary"]["best"]["status"] == "unverified", out
-    notes = agora(bob, "show", verdict, "--json").json()["run_notes"]
-    assert any("this verdict weighs nothing: from an account with no confirmed work" in n for n in notes), notes
+    status, best = statuses(bob)
+    assert status[fake] == "unverified" and best["status"] == "unverified", (status, best)  # not "confirmed"
 
-    # the pinned key passes the pin, but the name is taken: the real CI says so and publishes nothing
-    taken = agora(alice, "ci", "--no-site", "--account", "ci", "--key-file", str(keys["ci"]), check=False)
-    assert taken.returncode != 0 and "pins for ci" not in taken.stderr, taken
-    assert "the identity of ci here announces another key" in taken.stderr, taken
+    secret, _ = ci_secret(tmp_path)
+    ci = make_clone(tmp_path, "ci", str(remote), "ci")
+    run = run_ci(ci, secret, "--no-site", "--json", check=False)
+    assert run.returncode == 0, run
+    verdicts = {c["target"]: c["verdict"] for c in run.json()["checked"]}
+    assert verdicts == {baseline: "confirmed", fake: "failed"}, run
+    for reader in (bob, mallory, alice):  # mallory's clone pinned her own identity for ci first
+        agora(reader, "fetch")
+        status, best = statuses(reader)
+        assert status[fake] == "failed" and status[baseline] == "confirmed", (reader, status)
+        assert best["sha"] == baseline and best["status"] == "confirmed", best
+    rejected = agora(bob, "log", "--rejected", "--json").json()
+    assert any(row["sha"] == verdict for row in rejected), rejected
+
+

@@ -28,9 +28,15 @@ ONE_COMMAND = '[metric]\nname = "m"\ndirection = "min"\n[eval]\ncommand = "pytho
 
 def ci_key(tmp: Path) -> str:
     secrets = tmp / "secrets"  # outside every work tree
-    secrets.mkdir()
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", secrets / "ci"], check=True)
+    if not (secrets / "ci").exists():
+        secrets.mkdir()
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", secrets / "ci"], check=True)
     return (secrets / "ci").read_text()
+
+
+def ci_public(tmp: Path) -> str:
+    ci_key(tmp)
+    return (tmp / "secrets" / "ci.pub").read_text().strip()
 
 
 def claim(clone: Path, value: str, title: str) -> str:
@@ -51,7 +57,7 @@ def founded(tmp: Path, toml: str, files: dict[str, str]) -> tuple[Path, Path]:
     alice = make_clone(tmp, "alice", str(remote), "alice")
     for name, text in files.items():
         (alice / name).write_text(text)
-    (alice / "agora.toml").write_text(toml + CI)
+    (alice / "agora.toml").write_text(toml + CI + f'keys = {{ ci = "{ci_public(tmp)}" }}\n')
     agora(alice, "init")
     return remote, alice
 

@@ -14,6 +14,7 @@ from .formats import section_format
 CONFIG_FILE = "agora.toml"
 BRIEF_FILE = "program.md"
 DEFAULT_MAX_FILE_BYTES = 50 * 1024 * 1024
+CI_FORMAT = 2  # the newest [ci] format this git-agora reads (`ProjectConfig.ci_format`)
 
 
 UCB_COMMENT = [
@@ -297,6 +298,7 @@ class ProjectConfig:
         accounts = ci.get("accounts", []) if isinstance(ci, Mapping) else None
         if not isinstance(accounts, list) or not all(isinstance(a, str) and valid_account(a) for a in accounts):
             raise ConfigError("[ci] accounts must be a list of account names")
+        section_format("ci", ci, CI_FORMAT, ConfigError)
         keys = ci.get("keys", {})
         if not isinstance(keys, Mapping) or not all(
             name in accounts and isinstance(key, str) and key.startswith("ssh-") and len(key.split()) >= 2
@@ -323,9 +325,38 @@ class ProjectConfig:
         return dict(self.sections.get("ci", {}).get("keys", {}))
 
     @property
+    def ci_format(self) -> int:
+        """`[ci] format`: 1 (no key, older policies): a CI account without a `[ci] keys` pin is trusted on
+        first use, with a warning; 2 (what `git agora init` writes): such an account is no CI."""
+        return int(self.sections.get("ci", {}).get("format", 1))
+
+    @property
+    def unpinned_ci_accounts(self) -> tuple[str, ...]:
+        """The `[ci] accounts` whose key `[ci] keys` does not pin."""
+        return tuple(a for a in self.ci_accounts if a not in self.ci_keys)
+
+    @property
+    def counted_ci_accounts(self) -> tuple[str, ...]:
+        """The CI accounts readers count as CI: the pinned ones; under `[ci] format = 2` only those."""
+        unpinned = self.unpinned_ci_accounts if self.ci_format >= 2 else ()
+        return tuple(a for a in self.ci_accounts if a not in unpinned)
+
+    @property
     def trusted_accounts(self) -> frozenset[str]:
-        """Whose verdicts count from the start besides the setup's account: the members and the CI accounts."""
-        return frozenset(self.members) | frozenset(self.ci_accounts)
+        """Whose verdicts count from the start besides the setup's account: the members and the CI
+        accounts readers count (`counted_ci_accounts`)."""
+        return frozenset(self.members) | frozenset(self.counted_ci_accounts)
+
+    def unpinned_ci_problem(self) -> str | None:
+        """What writers refuse (`init`, a policy amendment): a CI account named without its key."""
+        unpinned = self.unpinned_ci_accounts
+        if not unpinned:
+            return None
+        names = ", ".join(unpinned)
+        return (
+            f"[ci] accounts names {names} without a key: pin each CI account's public key in [ci] keys "
+            f'(keys = {{ {unpinned[0]} = "ssh-ed25519 AAAA..." }}, the line of its .pub file; docs/ci.md)'
+        )
 
     @classmethod
     def parse(cls, text: str) -> ProjectConfig:

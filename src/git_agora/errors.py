@@ -11,6 +11,7 @@ class ExitCode(IntEnum):
     USAGE = 2  # click's usage errors
     QUEUED = 3  # published locally, not yet on the remote: `git agora sync` sends it later
     UNVERIFIED = 4  # `git agora ci`: claims left unverified because of this machine, not of the claims
+    UNCOUNTED = 5  # `git agora ci`: readers would not count this CI's verdicts (not a pinned CI account, or key)
 
 
 class AgoraError(Exception):

@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -123,11 +123,20 @@ def acknowledge(repo: Repository, ids: list[str]) -> list[TamperReport]:
     return marked
 
 
-def trusted_keys(repo: Repository, refs: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
-    """The keys this clone trusts for every account with an identity among `refs` (ref -> tip): the
-    valid chain that starts with the key pinned here (trust on first use: the first identity seen is
-    pinned now). Chains are cached by tip (commits never change); the file is written only on change."""
+def trusted_keys(
+    repo: Repository, refs: Mapping[str, str], decided: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """The keys this clone trusts for every account with an identity among `refs` (ref -> tip).
 
+    - An account the policy speaks for (`decided`: account -> the keys policies pin for it, `[ci] keys`):
+      those keys and what the valid chains holding one announce after it, whatever this clone saw first
+      (the same for every reader of the same history; no pin is written).
+    - Any other account: the valid chain that starts with the key pinned here (trust on first use: the
+      first identity seen is pinned now).
+
+    Chains are cached by tip (commits never change); the file is written only on change."""
+
+    decided = decided or {}
     tips: dict[str, list[str]] = {}
     for ref, tip in refs.items():
         account = identity_account(ref)
@@ -137,11 +146,15 @@ def trusted_keys(repo: Repository, refs: Mapping[str, str]) -> dict[str, tuple[s
     before = json.dumps(data, sort_keys=True)
     cache, pins = data.setdefault("chains", {}), data.setdefault("keys", {})
     trusted = {}
-    for account, account_tips in sorted(tips.items()):
+    for account in sorted(set(tips) | set(decided)):
+        account_tips = list(dict.fromkeys(tips.get(account, [])))
         for tip in account_tips:
             if tip not in cache:
                 cache[tip] = chain_keys(repo, tip)
         chains = [cache[tip] for tip in account_tips if cache[tip]]
+        if account in decided:
+            trusted[account] = _from_pins(decided[account], chains)
+            continue
         pinned = pins.get(account) or (chains[0][0] if chains else None)
         if pinned is None:
             continue
@@ -149,10 +162,41 @@ def trusted_keys(repo: Repository, refs: Mapping[str, str]) -> dict[str, tuple[s
         matching = [keys for keys in chains if _same_key(keys[0], pinned)]
         trusted[account] = tuple(max(matching, key=lambda keys: len(list(keys)))) if matching else (pinned,)
     for account, pinned in pins.items():  # an identity gone from the remote: the pinned key still holds
-        trusted.setdefault(account, (pinned,))
+        if account not in decided:
+            trusted.setdefault(account, (pinned,))
     if json.dumps(data, sort_keys=True) != before:
         _save(repo, data, best_effort=True)
     return trusted
+
+
+def _from_pins(keys: Sequence[str], chains: list[list[str]]) -> tuple[str, ...]:
+    """The pinned keys, then every key a valid chain announces after one of them (a rotation the pinned
+    key signed), in a fixed order: neither which chain arrived first nor from where changes it."""
+    pinned = [" ".join(k.split()[:2]) for k in keys]
+    later: set[str] = set()
+    for chain in chains:
+        at = next((i for i, key in enumerate(chain) if any(_same_key(key, p) for p in pinned)), None)
+        if at is not None:
+            later.update(" ".join(k.split()[:2]) for k in chain[at + 1 :])
+    return tuple(dict.fromkeys([*sorted(set(pinned)), *sorted(later - set(pinned))]))
+
+
+def competing_identities(repo: Repository, account: str, refs: Mapping[str, str]) -> bool:
+    """Whether this clone holds identities for `account` that start with different keys (from different
+    remotes): then which one a first use pinned depends on where a reader fetched first."""
+    roots = set()
+    cache = _load(repo).get("chains", {})
+    for ref, tip in refs.items():
+        if identity_account(ref) == account:
+            keys = cache.get(tip) or chain_keys(repo, tip)
+            if keys:
+                roots.add(" ".join(keys[0].split()[:2]))
+    return len(roots) > 1
+
+
+def pinned_on_first_use(repo: Repository, account: str) -> bool:
+    """Whether this clone pinned `account`'s key on first use."""
+    return account in _load(repo).get("keys", {})
 
 
 def _same_key(a: str, b: str) -> bool:

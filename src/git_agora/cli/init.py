@@ -29,6 +29,14 @@ from .common import account_option, json_option, open_project, report_published
 )
 @click.option("--brief", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="The brief (program.md).")
 @click.option("--remote", help="Git remote to publish to (default: origin if it exists).")
+@click.option("--ci-account", "ci_accounts", multiple=True, metavar="NAME", help="The CI account (repeatable).")
+@click.option(
+    "--ci-key",
+    "ci_keys",
+    multiple=True,
+    metavar="PUB",
+    help="Its public key: a .pub file or its line; one for each --ci-account, in order ([ci] keys).",
+)
 @account_option
 @json_option
 @click.pass_context
@@ -48,6 +56,8 @@ def command(
     template,
     brief,
     remote,
+    ci_accounts,
+    ci_keys,
     account,
     as_json,
 ):
@@ -55,10 +65,14 @@ def command(
     is one command (--eval: results are self-scored) or two phases (--build writes {artifact}, --score
     reads it with the evaluator files alone). --template NAME starts from a ready project (its files,
     agora.toml and program.md; the options above override its agora.toml). Each file it fixes is said;
-    the account is remembered."""
-    from ..ops.init import Evaluation, init_project
+    the account is remembered. --ci-account NAME --ci-key PUB names the project's CI account with its
+    key ([ci] accounts and keys); a CI account without its key is refused."""
+    from ..ops.init import Evaluation, ci_pairs, init_project
 
+    ci = ci_pairs(tuple(ci_accounts), tuple(ci_keys))
     wanted = Evaluation(None, build, score, tuple(eval_files), quick, tuple(output), tuple(scorer))
     project = open_project(ctx, account, remote, as_json=as_json)
-    published = init_project(project, name, metric, direction, eval_command, tolerance, brief, remote, wanted, template)
+    published = init_project(
+        project, name, metric, direction, eval_command, tolerance, brief, remote, wanted, template, ci
+    )
     return report_published(published, as_json, "setup")

@@ -103,6 +103,23 @@ def ensure_identity(repo: Repository, account: str, key: SigningKey) -> str:
     )
 
 
+def ensure_pinned_identity(repo: Repository, account: str, key: SigningKey) -> None:
+    """For an account whose key the policy pins (`[ci] keys`) and `key` is that key: a local identity
+    announcing it, made when the local one does not, whatever identity another copy (a squatter's, on
+    the remote) announces. Readers verify such an account with the policy's key, not with the identity
+    they saw first, so the chain need not win the remote's ref."""
+    local = IDENTITY_PREFIX + account
+    tip = repo.ref(local)
+    if tip is not None and any(same_key(k, key.public) for k in chain_keys(repo, tip)):
+        return
+    signer, repo.signer = repo.signer, key.sign  # the root of a chain signs itself
+    try:
+        sha = repo.write_commit(repo.empty_tree, [], identity_message(account, key.public), account)
+    finally:
+        repo.signer = signer
+    repo.compare_and_swap(local, tip, sha)
+
+
 VERIFIED_FILE = "identity-verified"  # under .git/agora (`memo`): chain tip -> its newest key
 
 

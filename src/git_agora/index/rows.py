@@ -35,10 +35,15 @@ class IndexRules:
     root: str | None = None
     keys: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # trusted public keys per account
     signatures_required: bool = False
+    pinned: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # keys the policies pin ([ci] keys)
 
     def recorded(self) -> dict:
         """The rules a stored index was built under (a change means a rebuild)."""
-        return {"metric": self.primary_metric, "root": self.root, "signatures_required": self.signatures_required}
+        recorded: dict = {"metric": self.primary_metric, "root": self.root}
+        recorded["signatures_required"] = self.signatures_required
+        if self.pinned:  # the keys of these accounts come from the policy, not from this clone's first use
+            recorded["pinned"] = {account: list(keys) for account, keys in sorted(self.pinned.items())}
+        return recorded
 
 
 def _parse_walk(

@@ -154,17 +154,7 @@ def run_ci(
     account = project.account
     contributions = load(project, FRAME_COLUMNS).contributions
     root, config = root_and_config(project, contributions)
-    pinned = config.ci_keys.get(account)
-    if pinned is not None and not same_key(pinned, project.signing_key.public):
-        raise AgoraError(
-            f"this key is not the one the project's policy pins for {account} ([ci] keys): sign with that key"
-        )
-    if account not in root.witnesses and pinned is None:
-        named = ", ".join(sorted(root.witnesses)) or "none"
-        raise AgoraError(
-            f"{account} is not a CI account of this project ([ci] accounts: {named}); the setup's account "
-            "names it in agora.toml with a policy amendment (git agora push --tag policy)"
-        )
+    _check_counted(project, config, account)
     try:
         require_bwrap()
         checked, left = _verify_within(project, _pending(project, contributions, root), budget)
@@ -180,6 +170,57 @@ def run_ci(
 
         site = str(build_site(project, site_dir).directory)
     return CiReport(account, fetched.remote, fetched.new_contributions, checked, left, records, logs, site, notes)
+
+
+def _check_counted(project: Project, config, account: str) -> None:
+    """Before rerunning anything: exit 5 (`ExitCode.UNCOUNTED`) when readers would not count this run's
+    verdicts as the CI's: the account is no CI account of the current policy, its key is not the one the
+    policy pins, or (no pin) it is unpinned under `[ci] format = 2`, or the identity this clone trusts
+    for it announces another key. An unpinned account of an older policy is warned about."""
+    from ..identity.chain import ensure_pinned_identity
+    from .standing import amendment_command
+
+    key = project.signing_key.public
+    line = " ".join(key.split()[:2])
+    pinned = config.ci_keys.get(account)
+    uncounted = "readers would not count this CI's verdicts: "
+    if account not in config.ci_accounts:
+        named = ", ".join(config.ci_accounts) or "none"
+        raise AgoraError(
+            f"{uncounted}{account} is not a CI account of this project ([ci] accounts: {named}); the setup's "
+            f"account names it with its key in a policy amendment: {amendment_command(account, line)}",
+            ExitCode.UNCOUNTED,
+        )
+    if pinned is not None and not same_key(pinned, key):
+        raise AgoraError(
+            f"{uncounted}this key is not the one the project's policy pins for {account} ([ci] keys): "
+            "sign with that key",
+            ExitCode.UNCOUNTED,
+        )
+    if pinned is not None:
+        ensure_pinned_identity(project.repo, account, project.signing_key)
+        return
+    if config.ci_format >= 2:
+        raise AgoraError(
+            f"{uncounted}{account} has no key in [ci] keys, and under [ci] format 2 an unpinned CI account "
+            f"is no CI: {amendment_command(account, line)}",
+            ExitCode.UNCOUNTED,
+        )
+    from ..refs.names import ROOT
+    from ..trust import trusted_keys
+    from .standing import pinned_keys
+
+    held = trusted_keys(project.repo, project.repo.refs_under(ROOT), pinned_keys(project)).get(account, ())
+    if held and not any(same_key(k, key) for k in held):
+        raise AgoraError(
+            f"{uncounted}the identity of {account} here announces another key (someone published as "
+            f"{account} first): pin the CI's key: {amendment_command(account, line)}",
+            ExitCode.UNCOUNTED,
+        )
+    project.feedback.notice(
+        f"warning: {account} has no pinned key: readers trust whichever identity for {account} they saw "
+        f"first, and the next policy generation counts it as no CI: {amendment_command(account, line)}"
+    )
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,28 @@ def refresh(project: Project, rebuild: bool = False) -> UpdateReport:
     for warning in report.warnings:
         project.feedback.notice(warning)
     confirm_setup(project)
-    return report
+    return _with_the_policies_pins(project, rules, report, refs)
+
+
+def _with_the_policies_pins(project: Project, rules, report: UpdateReport, refs: dict[str, str]) -> UpdateReport:
+    """The index judged signatures with the keys the policies pinned as far as this clone knew them
+    (`ops.standing.policy_pins`); when the policies in force now pin others (an amendment arrived), it is
+    rebuilt under those, so that a rebuild and an incremental update agree."""
+    from ..index.store import UpdateReport, load_index
+    from ..index.store import update_index as update
+    from .standing import policy_pins, remember_pins
+
+    if not (report.new_rows or report.rebuilt):
+        return report
+    table = load_index(project.repo, rules, update=False, columns=("valid", "policy", "account", "tags")).contributions
+    pins = policy_pins(project, table)
+    if pins == dict(rules.pinned):
+        return report
+    remember_pins(project, pins)
+    seen = read_state(index_dir(project.repo))
+    with on_demand(project.feedback, "indexing commits") as advance:
+        again = update(project.repo, _rules(project, refs), rebuild=True, progress=advance, tips=refs, seen=seen)
+    return UpdateReport(max(report.new_rows, again.new_rows), True, (*report.warnings, *again.warnings))
 
 
 def _current(state: dict | None, refs: dict[str, str]) -> bool:
@@ -226,13 +247,17 @@ def export_index(index, directory: Path) -> tuple[Path, ...]:
 
 def _rules(project: Project, refs: dict[str, str] | None = None):
     from ..index.store import IndexRules
+    from .standing import pinned_keys
 
-    keys = _trusted_keys(project, refs)
-    return IndexRules(project.config.metric, project.setup, keys, project.signatures_required)
+    pinned = pinned_keys(project)
+    keys = _trusted_keys(project, refs, pinned)
+    return IndexRules(project.config.metric, project.setup, keys, project.signatures_required, pinned)
 
 
-def _trusted_keys(project: Project, refs: dict[str, str] | None = None) -> dict[str, tuple[str, ...]]:
-    """The keys trusted for every account with an identity here (pinned on first sight); `refs`: the
-    refs under refs/agora/ when the caller has just read them."""
+def _trusted_keys(
+    project: Project, refs: dict[str, str] | None = None, pinned: dict[str, tuple[str, ...]] | None = None
+) -> dict[str, tuple[str, ...]]:
+    """The keys trusted for every account with an identity here: those the policies pin (`pinned`), else
+    pinned on first sight; `refs`: the refs under refs/agora/ when the caller has just read them."""
 
-    return trusted_keys(project.repo, refs if refs is not None else project.repo.refs_under(ROOT))
+    return trusted_keys(project.repo, refs if refs is not None else project.repo.refs_under(ROOT), pinned)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
 
-from ..config import BRIEF_FILE, CONFIG_FILE, ConfigError, ProjectConfig
+from ..config import BRIEF_FILE, CI_FORMAT, CONFIG_FILE, ConfigError, ProjectConfig
 from ..contribution import Contribution
 from ..errors import AgoraError
 from ..project import Project
@@ -42,14 +42,17 @@ def init_project(
     remote: str | None = None,
     evaluation: Evaluation | None = None,
     template: str | None = None,
+    ci: tuple[tuple[str, str], ...] = (),
 ) -> Published:
     """Write agora.toml (from the one in the work tree, if any, with these overrides) and program.md,
     then publish the work tree as the project's setup. `evaluation` (or `eval_command`, one command)
     sets `[eval]`. A one-command evaluation fixes no file unless told to (its results are self-scored);
     a two-phase one fixes the files its score command names. Each fixed file is said, with how to
-    change it later. `template` first copies one of `ops.templates.template_names()` into the work
-    tree (refused, writing nothing, when one of its files is already there); a failure before the
-    setup is published takes the copy back."""
+    change it later. `ci`: (account, public key line) pairs, written to `[ci] accounts` and `[ci] keys`;
+    a CI account without its key is refused (`ProjectConfig.unpinned_ci_problem`), and a new setup's
+    `[ci] format` is 2 (an unpinned CI account is no CI). `template` first copies one of
+    `ops.templates.template_names()` into the work tree (refused, writing nothing, when one of its
+    files is already there); a failure before the setup is published takes the copy back."""
     from ..policy import protected_entries
     from ..workspace import adopt_if_unborn, check_size, snapshot
 
@@ -69,7 +72,7 @@ def init_project(
     copied = copy_template(template, worktree) if template else None
     with _taken_back_on_failure(copied):
         config = _write_config(
-            worktree, evaluation, brief, name=name, metric=metric, direction=direction, tolerance=tolerance
+            worktree, evaluation, brief, ci, name=name, metric=metric, direction=direction, tolerance=tolerance
         )
     if copied:
         project.feedback.notice(
@@ -110,9 +113,11 @@ def _taken_back_on_failure(copied: Copied | None) -> Iterator[None]:
         raise
 
 
-def _write_config(root: Path, wanted: Evaluation | None, brief: Path | None, **overrides) -> ProjectConfig:
-    """The config (`_config`), checked (`_check_programs`), written to agora.toml; and the brief."""
-    config = _config(root, wanted, **overrides)
+def _write_config(
+    root: Path, wanted: Evaluation | None, brief: Path | None, ci: tuple[tuple[str, str], ...], **overrides
+) -> ProjectConfig:
+    """The config (`_config`, `with_ci`), checked (`_check_programs`), written to agora.toml; and the brief."""
+    config = with_ci(_config(root, wanted, **overrides), ci)
     _check_programs(config, root)
     (root / CONFIG_FILE).write_text(config.dump())
     brief_path = root / BRIEF_FILE
@@ -151,6 +156,51 @@ def _config(root: Path, wanted: Evaluation | None, **overrides) -> ProjectConfig
     except ValueError as exc:
         raise AgoraError(f"{CONFIG_FILE} {exc}") from None
     return replace(config, sections=sections)
+
+
+def with_ci(config: ProjectConfig, pairs: tuple[tuple[str, str], ...]) -> ProjectConfig:
+    """`config` with these CI accounts and their keys added to `[ci]`, in `[ci] format` 2; refused when a
+    CI account has no key (`ProjectConfig.unpinned_ci_problem`)."""
+    ci = dict(config.sections.get("ci", {}))
+    accounts = list(ci.get("accounts", []))
+    keys = dict(ci.get("keys", {}))
+    for account, key in pairs:
+        accounts += [] if account in accounts else [account]
+        keys[account] = key
+    ci = {"format": ci.get("format", CI_FORMAT), **ci} | ({"accounts": accounts, "keys": keys} if pairs else {})
+    try:
+        config = replace(config, sections={**config.sections, "ci": ci})
+    except ConfigError as exc:
+        raise AgoraError(str(exc)) from None
+    problem = config.unpinned_ci_problem()
+    if problem:
+        raise AgoraError(problem)
+    return config
+
+
+def ci_pairs(accounts: tuple[str, ...], keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """`--ci-account` / `--ci-key` as (account, public key line) pairs, in order; a key is the text of a
+    `.pub` file or the path of one. Refused unless they pair up."""
+    if len(accounts) != len(keys):
+        raise AgoraError(
+            f"--ci-account and --ci-key go in pairs, one key for each CI account ({len(accounts)} accounts, "
+            f"{len(keys)} keys)"
+        )
+    pairs = []
+    for account, key in zip(accounts, keys):
+        text = key if key.startswith("ssh-") else _read_public(key)
+        parts = text.split()
+        if len(parts) < 2 or not parts[0].startswith("ssh-"):
+            raise AgoraError(f"--ci-key {key}: not an OpenSSH public key (the line of a .pub file)")
+        pairs.append((account, " ".join(parts[:3])))
+    return tuple(pairs)
+
+
+def _read_public(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace").strip()
+    except OSError as exc:
+        raise AgoraError(f"--ci-key {path}: {exc.strerror or exc}") from None
 
 
 _SHELL_WORDS = {"cd", "export", "exec", "source", ".", "set", "eval", "test", "[", "if", "for", "while", "(", "{"}

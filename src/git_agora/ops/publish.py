@@ -228,9 +228,13 @@ def _policy_for_new_tree(project: Project, base: str, tree: str, tags: tuple[str
         if project.account != setup_account:
             raise AgoraError(f"only the setup's account ({setup_account}) may publish a policy amendment")
         try:
-            return load_policy_of_tree(project.repo, tree)
+            amended = load_policy_of_tree(project.repo, tree)
         except ConfigError as exc:
             raise AgoraError(f"the amended policy: {exc}") from None
+        problem = amended.config.unpinned_ci_problem()
+        if problem:
+            raise AgoraError(f"the amended policy: {problem}")
+        return amended
     if changed:
         raise AgoraError(
             f"this tree changes {', '.join(changed)}, which the project's policy fixes: restore "

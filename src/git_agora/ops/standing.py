@@ -3,9 +3,12 @@
 - The *current policy* is the setup account's newest valid amendment in its own log order (never by
   timestamps), else the setup.
 - Trusted from the start: the setup's account (the frontier reads it from the table), and the current
-  policy's `[identity] members` and `[ci] accounts`; the latter's witness records date what they saw
-  (`ops.witness`). A CI account whose key the policy pins (`[ci] keys`) counts only while the identity
-  this clone trusts for it holds that key.
+  policy's `[identity] members` and the CI accounts it counts (`ProjectConfig.counted_ci_accounts`);
+  the latter's witness records date what they saw (`ops.witness`).
+- Keys come from the history, not from the order a reader saw it: an account some policy in force pins
+  (`[ci] keys`, `policy_pins`) is verified with those keys (and the rotations they signed), whatever
+  identity this clone pinned first; `[identity] members` are verified with the key of the policy in
+  force for each contribution (`index.signatures`). First-use pins hold only for the other accounts.
 - The *current epoch*: every policy in force somewhere whose evaluator (`Policy.evaluator_key`) is the
   current policy's. None when every policy in force scores alike (no amendment, or none that changed
   the evaluator).
@@ -13,21 +16,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..config import ProjectConfig
+from ..config import ConfigError, ProjectConfig
 from ..contribution import POLICY_TAG
 from ..frontier.graph import tag_mask
 from ..frontier.root import Root
-from ..identity.keys import same_key
 from ..lookalike import look_alikes
 from ..policy import load_policy
 from ..project import Project
-from ..refs.names import ROOT
 from .witness import witnessed
 
 # what `reader_root` reads of the contributions table
@@ -43,9 +44,8 @@ def root_and_config(project: Project, contributions: pa.Table) -> tuple[Root, Pr
     """`reader_root`, and the current policy's configuration it was read from."""
     valid = contributions.filter(pc.fill_null(contributions["valid"], False))
     config, epoch = _current_config_and_epoch(project, valid)
-    impostors = ci_accounts_without_their_pinned_key(project, config.ci_keys)
-    witnesses = frozenset(config.ci_accounts) - impostors
-    root = Root(config.trusted_accounts - impostors, epoch, witnesses, witnessed(project, valid, witnesses))
+    witnesses = frozenset(config.counted_ci_accounts)
+    root = Root(config.trusted_accounts, epoch, witnesses, witnessed(project, valid, witnesses))
     return root, config
 
 
@@ -60,16 +60,75 @@ def _current_config_and_epoch(project: Project, valid: pa.Table) -> tuple[Projec
     return policies[current].config, None if len(set(keys.values())) == 1 else same
 
 
-def ci_accounts_without_their_pinned_key(project: Project, pinned: Mapping[str, str]) -> frozenset[str]:
-    """The CI accounts whose key the current policy pins (`[ci] keys`) but whose identity, as this clone
-    trusts it, does not hold that key: someone else claimed the name first. They count as no CI."""
-    if not pinned:
-        return frozenset()
-    from ..trust import trusted_keys
+PINS_FILE = "policy-pins.json"  # under .git/agora: the keys the policies in force pin, as last indexed
 
-    held = trusted_keys(project.repo, project.repo.refs_under(ROOT))
-    return frozenset(
-        account for account, key in pinned.items() if not any(same_key(key, k) for k in held.get(account, ()))
+
+def policy_pins(project: Project, contributions: pa.Table) -> dict[str, tuple[str, ...]]:
+    """The keys the policies in force pin for CI accounts (`[ci] keys` of the setup and of every valid
+    amendment any valid contribution is judged by), per account, in a fixed order: a function of the
+    history alone. The setup's account is never pinned here (its amendments decide the policies)."""
+    valid = contributions.filter(pc.fill_null(contributions["valid"], False))
+    in_force = set(pc.unique(valid["policy"]).drop_null().to_pylist()) | {project.setup}
+    founder = project.repo.contribution(project.setup)
+    pins: dict[str, set[str]] = {}
+    for sha in sorted(in_force):
+        try:
+            config = project.config if sha == project.setup else load_policy(project.repo, sha).config
+        except (ConfigError, AssertionError):
+            continue
+        for account, key in config.ci_keys.items():
+            if founder is None or account != founder.account:
+                pins.setdefault(account, set()).add(" ".join(key.split()[:2]))
+    return {account: tuple(sorted(keys)) for account, keys in sorted(pins.items())}
+
+
+def pinned_keys(project: Project) -> dict[str, tuple[str, ...]]:
+    """`policy_pins` as the index last found them (`remember_pins`), else those of the setup."""
+    import json
+
+    path = Path(project.repo.agora_path, PINS_FILE)
+    try:
+        data = json.loads(path.read_text())
+        if data.get("setup") == project.setup:
+            return {str(a): tuple(str(k) for k in keys) for a, keys in data["pins"].items()}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        pass
+    founder = project.repo.contribution(project.setup)
+    keys = {a: k for a, k in project.config.ci_keys.items() if founder is None or a != founder.account}
+    return {a: (" ".join(k.split()[:2]),) for a, k in sorted(keys.items())}
+
+
+def remember_pins(project: Project, pins: dict[str, tuple[str, ...]]) -> None:
+    import contextlib
+    import json
+
+    path = Path(project.repo.agora_path, PINS_FILE)
+    with contextlib.suppress(OSError):  # a read-only .git/agora: found again by the next update
+        path.write_text(json.dumps({"setup": project.setup, "pins": pins}, indent=1, sort_keys=True) + "\n")
+
+
+def amendment_command(account: str, key: str = "ssh-ed25519 AAAA...") -> str:
+    """The amendment that pins a CI account's key, as one line to paste."""
+    return (
+        f'under [ci] in agora.toml add keys = {{ {account} = "{key}" }} and format = 2, then '
+        f'git agora push --tag policy -m "pin the CI key of {account}"'
+    )
+
+
+def ci_pin_notes(config: ProjectConfig) -> tuple[str, ...]:
+    """What a reader says of the policy's unpinned CI accounts: under `[ci] format` 1 (older policies)
+    a warning with the amendment that pins the key; under format 2 why the account is no CI."""
+    if config.ci_format >= 2:
+        return tuple(
+            f"{account} is named in [ci] accounts without a key in [ci] keys: under [ci] format 2 it counts "
+            "as an ordinary account, not as the project's CI"
+            for account in config.unpinned_ci_accounts
+        )
+    return tuple(
+        f"the CI account {account} has no pinned key: readers trust whichever identity for {account} they "
+        f"saw first, so whoever published as {account} first may hold its standing; the next policy "
+        f"generation counts it as no CI: {amendment_command(account)}"
+        for account in config.unpinned_ci_accounts
     )
 
 
