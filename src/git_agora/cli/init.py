@@ -30,37 +30,11 @@ from .common import account_option, json_option, open_project, report_published
 @click.option("--brief", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="The brief (program.md).")
 @click.option("--remote", help="Git remote to publish to (default: origin if it exists).")
 @click.option("--ci-account", "ci_accounts", multiple=True, metavar="NAME", help="The CI account (repeatable).")
-@click.option(
-    "--ci-key",
-    "ci_keys",
-    multiple=True,
-    metavar="PUB",
-    help="Its public key: a .pub file or its line; one for each --ci-account, in order ([ci] keys).",
-)
+@click.option("--ci-key", "ci_keys", multiple=True, metavar="PUB", help="Its public key (.pub file), in order.")
 @account_option
 @json_option
 @click.pass_context
-def command(
-    ctx,
-    name,
-    metric,
-    direction,
-    tolerance,
-    eval_command,
-    build,
-    score,
-    eval_files,
-    quick,
-    output,
-    scorer,
-    template,
-    brief,
-    remote,
-    ci_accounts,
-    ci_keys,
-    account,
-    as_json,
-):
+def command(ctx, account, as_json, **o):
     """Create the setup contribution: the current files plus agora.toml and program.md. The evaluation
     is one command (--eval: results are self-scored) or two phases (--build writes {artifact}, --score
     reads it with the evaluator files alone). --template NAME starts from a ready project (its files,
@@ -69,10 +43,9 @@ def command(
     key ([ci] accounts and keys); a CI account without its key is refused."""
     from ..ops.init import Evaluation, ci_pairs, init_project
 
-    ci = ci_pairs(tuple(ci_accounts), tuple(ci_keys))
-    wanted = Evaluation(None, build, score, tuple(eval_files), quick, tuple(output), tuple(scorer))
-    project = open_project(ctx, account, remote, as_json=as_json)
-    published = init_project(
-        project, name, metric, direction, eval_command, tolerance, brief, remote, wanted, template, ci
-    )
+    ci = ci_pairs(o["ci_accounts"], o["ci_keys"])
+    wanted = Evaluation(None, o["build"], o["score"], o["eval_files"], o["quick"], o["output"], o["scorer"])
+    project = open_project(ctx, account, o["remote"], as_json=as_json)
+    names = ("name", "metric", "direction", "eval_command", "tolerance", "brief", "remote")
+    published = init_project(project, **{k: o[k] for k in names}, evaluation=wanted, template=o["template"], ci=ci)
     return report_published(published, as_json, "setup")

@@ -31,4 +31,6 @@ def command(ctx, ack, account, as_json):
         click.secho(f"tampering {report.describe()}", fg="red")
     if not done.tamper:
         click.echo("tampering none seen (or all acknowledged)")
+    for note in done.notes:
+        click.secho(f"warning  {note}", fg="yellow")
     return 0

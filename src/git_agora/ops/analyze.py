@@ -67,14 +67,15 @@ def analyze(
     result = compute(
         index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs, frame=frame
     )
-    return _with_look_alike_notes(index.contributions, _with_tamper_notes(project, result))
+    return _with_look_alike_notes(project, index.contributions, _with_tamper_notes(project, result))
 
 
-def _with_look_alike_notes(contributions, result):
-    """Accounts whose names look like earlier ones are named in the summary notes."""
-    from .standing import look_alike_notes
+def _with_look_alike_notes(project: Project, contributions, result):
+    """Accounts whose names look like earlier ones are named in the summary notes, and so are the
+    current policy's CI accounts without a pinned key (`standing.ci_pin_notes`)."""
+    from .standing import ci_pin_notes, look_alike_notes, root_and_config
 
-    notes = look_alike_notes(contributions)
+    notes = look_alike_notes(contributions) + ci_pin_notes(root_and_config(project, contributions)[1])
     if not notes:
         return result
     return replace(result, summary=replace(result.summary, notes=result.summary.notes + notes))

@@ -34,10 +34,11 @@ import pyarrow.compute as pc
 from ..contribution import WITNESS_TAG, Contribution
 from ..errors import AgoraError, ClaimError, ExitCode
 from ..evaluate.sandbox import SandboxUnavailable
+from ..identity.chain import ensure_pinned_identity
 from ..identity.keys import SigningKey, held_key, same_key
 from ..leaks import redact, secret_in
 from ..project import Project
-from ..refs.names import REMOTES_PREFIX
+from ..refs.names import REMOTES_PREFIX, ROOT
 from .ci_summary import CiOutcome, CiSummary, NotRerun, summarise
 from .publish import Published, publish
 
@@ -177,7 +178,6 @@ def _check_counted(project: Project, config, account: str) -> None:
     verdicts as the CI's: the account is no CI account of the current policy, its key is not the one the
     policy pins, or (no pin) it is unpinned under `[ci] format = 2`, or the identity this clone trusts
     for it announces another key. An unpinned account of an older policy is warned about."""
-    from ..identity.chain import ensure_pinned_identity
     from .standing import amendment_command
 
     key = project.signing_key.public
@@ -206,7 +206,6 @@ def _check_counted(project: Project, config, account: str) -> None:
             f"is no CI: {amendment_command(account, line)}",
             ExitCode.UNCOUNTED,
         )
-    from ..refs.names import ROOT
     from ..trust import trusted_keys
     from .standing import pinned_keys
 

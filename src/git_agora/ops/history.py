@@ -91,11 +91,11 @@ def show(project: Project, rev: str) -> Shown:
     from ..frontier.graph import build_graph
     from ..frontier.verdict_rows import unsettled_note
     from .indexing import FRAME_COLUMNS, load
-    from .standing import reader_root
+    from .standing import account_key_notes, root_and_config
 
     c = project.contribution(rev)
     contributions = load(project, FRAME_COLUMNS).contributions
-    root = reader_root(project, contributions)
+    root, policy = root_and_config(project, contributions)
     graph = build_graph(contributions, root)
     verdicts = current_verdicts(graph)
     columns = evidence_columns(graph, project.config.tag_weights, cached_counter(project.repo), verdicts)
@@ -106,7 +106,7 @@ def show(project: Project, rev: str) -> Shown:
     cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
     best, incomparable = _against_best(project, c, contributions, table, root) if score else (None, ())
     notes = _run_notes(project, c) + _weight_notes(graph, verdicts, c) + _look_alike_notes(contributions, c)
-    notes += _identity_notes(project, c)
+    notes += _identity_notes(project, c) + account_key_notes(project, policy, c.account)
     witnessed = _witness_time(graph, c)
     notes += _witness_notes(root, witnessed) + _secret_notes(c)
     received, unsettled = _verdicts_on(graph, verdicts, c)

@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,7 @@ from ..frontier.root import Root
 from ..lookalike import look_alikes
 from ..policy import load_policy
 from ..project import Project
+from ..refs.names import ROOT
 from .witness import witnessed
 
 # what `reader_root` reads of the contributions table
@@ -84,8 +87,6 @@ def policy_pins(project: Project, contributions: pa.Table) -> dict[str, tuple[st
 
 def pinned_keys(project: Project) -> dict[str, tuple[str, ...]]:
     """`policy_pins` as the index last found them (`remember_pins`), else those of the setup."""
-    import json
-
     path = Path(project.repo.agora_path, PINS_FILE)
     try:
         data = json.loads(path.read_text())
@@ -99,9 +100,6 @@ def pinned_keys(project: Project) -> dict[str, tuple[str, ...]]:
 
 
 def remember_pins(project: Project, pins: dict[str, tuple[str, ...]]) -> None:
-    import contextlib
-    import json
-
     path = Path(project.repo.agora_path, PINS_FILE)
     with contextlib.suppress(OSError):  # a read-only .git/agora: found again by the next update
         path.write_text(json.dumps({"setup": project.setup, "pins": pins}, indent=1, sort_keys=True) + "\n")
@@ -169,3 +167,36 @@ def current_policy(setup: str, valid: pa.Table) -> str:
         return setup
     seqs = np.asarray(pc.fill_null(valid["log_seq"], -1).to_numpy(zero_copy_only=False))[amendments]
     return valid["sha"][int(amendments[np.argmax(seqs)])].as_py()
+
+
+def account_key_notes(project: Project, config: ProjectConfig, account: str | None) -> tuple[str, ...]:
+    """What `show` says of an account's key, where it is not the history's alone: a CI account of a
+    `[ci] format` 2 policy without a pin (an ordinary account), or an account whose key this clone
+    pinned on first use while it holds identities for it that start with other keys (a reader that
+    fetched elsewhere first pinned another: the statuses may differ between clones)."""
+    from ..trust import competing_identities, pinned_on_first_use
+
+    if account is None:
+        return ()
+    notes = [n for n in ci_pin_notes(config) if n.startswith((f"{account} ", f"the CI account {account} "))]
+    policy_speaks = account in pinned_keys(project) or account in config.members
+    refs = project.repo.refs_under(ROOT)
+    if (
+        not policy_speaks
+        and pinned_on_first_use(project.repo, account)
+        and competing_identities(project.repo, account, refs)
+    ):
+        notes.append(
+            f"key of {account} pinned on first use by this clone: another identity for {account} is here too, "
+            "so readers who fetched elsewhere first may disagree (a members list or [ci] keys in the policy "
+            "settles it)"
+        )
+    return tuple(notes)
+
+
+def policy_notes(project: Project) -> tuple[str, ...]:
+    """`ci_pin_notes` of the current policy, for `status` (reads the index)."""
+    from .indexing import load
+
+    contributions = load(project, ROOT_COLUMNS).contributions
+    return ci_pin_notes(root_and_config(project, contributions)[1])

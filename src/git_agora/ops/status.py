@@ -36,13 +36,20 @@ class Status:
 
     identity: Identity
     tamper: tuple[TamperReport, ...]
+    notes: tuple[str, ...] = ()  # the current policy's CI accounts without a pinned key (`standing`)
 
     def to_dict(self) -> dict:
-        return {**self.identity.to_dict(), "tamper": [r.to_dict() for r in self.tamper]}
+        return {**self.identity.to_dict(), "tamper": [r.to_dict() for r in self.tamper], "notes": list(self.notes)}
 
 
 def status(project: Project) -> Status:
-    return Status(whoami(project), tuple(tampering(project)))
+    identity = whoami(project)
+    notes: tuple[str, ...] = ()
+    if identity.setup is not None:
+        from .standing import policy_notes
+
+        notes = policy_notes(project)
+    return Status(identity, tuple(tampering(project)), notes)
 
 
 def tampering(project: Project) -> list[TamperReport]:
