@@ -82,7 +82,9 @@ def ci_secret(tmp: Path) -> tuple[str, str]:
     secrets = tmp / "secrets"
     if not (secrets / "ci").exists():
         secrets.mkdir(exist_ok=True)
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@agora", "-f", secrets / "ci"], check=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@agora", "-f", secrets / "ci"], check=True
+        )
     return (secrets / "ci").read_text(), (secrets / "ci.pub").read_text().strip()
 
 
@@ -345,5 +347,3 @@ def test_a_squatter_of_the_pinned_ci_account_weighs_nothing_and_the_real_ci_coun
         assert best["sha"] == baseline and best["status"] == "confirmed", best
     rejected = agora(bob, "log", "--rejected", "--json").json()
     assert any(row["sha"] == verdict for row in rejected), rejected
-
-

@@ -34,9 +34,11 @@ def bare(tmp: Path, name: str = "remote.git") -> Path:
 
 
 def founded(tmp: Path, remote: Path, ci_pub: Path) -> Path:
+    """alice founds with `ci` and its key pinned (as docs/ci.md said before `init --ci-key`)."""
     alice = make_clone(tmp, "alice", str(remote), "alice")
-    (alice / "agora.toml").write_text(BASE)
-    agora(alice, "init", "--ci-account", "ci", "--ci-key", str(ci_pub))
+    pinned = f'[ci]\naccounts = ["ci"]\nkeys = {{ ci = "{ci_pub.read_text().strip()}" }}\n'
+    (alice / "agora.toml").write_text(BASE + pinned)
+    agora(alice, "init")
     return alice
 
 
@@ -74,12 +76,19 @@ def verdict(clone: Path, target: str, outcome: str, value: float, account: str =
     return agora(clone, *post, "--meta", f'reproduced={{"m": {value}}}', *RECORD, "--json").json()["sha"]
 
 
-def standing(clone: Path) -> dict:
-    """What readers must agree on: each contribution's status and evidence, and the best."""
+def standing(clone: Path, leaving: frozenset[str] = frozenset()) -> dict:
+    """What readers must agree on, as `analyze --json` says it: the recent and leaders views (each row's
+    status, metric, verdict...) and the best, without the contributions in `leaving`."""
     out = agora(clone, "analyze", "--json", "--model", "hashing").json()
-    rows = {row["sha"]: (row["status"], row.get("score")) for row in out["views"]["recent"]["rows"]}
-    best = out["summary"]["best"]
-    return {"rows": rows, "best": best and {k: best[k] for k in ("sha", "status")}}
+    views = {
+        name: {row["sha"]: row for row in out["views"][name]["rows"] if row["sha"] not in leaving}
+        for name in ("recent", "leaders")
+    }
+    return {
+        "rows": {sha: (row["status"],) for sha, row in views["recent"].items()},
+        **views,
+        "best": out["summary"]["best"],
+    }
 
 
 def test_init_pins_the_ci_key_and_writers_refuse_a_ci_account_without_one(tmp_path):
@@ -138,7 +147,7 @@ def test_two_fetch_orders_and_a_rebuild_give_every_reader_the_same_standing(tmp_
 
     mallory = joined(tmp_path, fork, "mallory", squatter_key)
     squat = verdict(mallory, bad, "confirmed", 1.0)  # as ci, on the fork: its identity there is hers
-    assert f"refs/agora/identity/ci" in git(fork, "for-each-ref")
+    assert "refs/agora/identity/ci" in git(fork, "for-each-ref")
     ci = joined(tmp_path, remote, "ci", ci_key)
     verdict(ci, good, "confirmed", 2.0)
     verdict(ci, bad, "failed", 3.0)
@@ -158,7 +167,8 @@ def test_two_fetch_orders_and_a_rebuild_give_every_reader_the_same_standing(tmp_
     assert seen["fork-first"] == seen["project-first"] == rebuilt["fork-first"] == rebuilt["project-first"], seen
     rows = seen["fork-first"]["rows"]
     assert rows[good][0] == "confirmed" and rows[bad][0] == "failed" and squat not in rows, rows
-    assert seen["fork-first"]["best"] == {"sha": good, "status": "confirmed"}
+    best = seen["fork-first"]["best"]
+    assert best["sha"] == good and best["status"] == "confirmed", best
 
 
 def test_an_older_policys_unpinned_ci_is_warned_about_and_format_2_counts_it_as_ordinary(tmp_path):
