@@ -177,9 +177,10 @@ def write_recipe(
 
 def _common_notes(branch: str, account: str) -> tuple[str, ...]:
     return (
-        f'The policy must name the CI account: `[ci] accounts = ["{account}"]` in agora.toml (at `git agora '
-        "init`, or a policy amendment by the setup's account); in a closed project also list it in "
-        "`[identity] members` with its public key.",
+        f'The policy must name the CI account with its key: `[ci] accounts = ["{account}"]` and `keys = {{ '
+        f'{account} = "<the line of ci_ed25519.pub>" }}` in agora.toml (`git agora init --ci-account {account} '
+        "--ci-key ci_ed25519.pub`, or a policy amendment by the setup's account): readers count no unpinned CI "
+        "account; in a closed project also list it in `[identity] members` with its public key.",
         f'Make its key once: `ssh-keygen -t ed25519 -N "" -C {account}@agora -f ci_ed25519`. The private key '
         "goes into the forge's secret (below), never into the repository; delete the local copy once stored.",
         f"Commit the file on the default branch, `{branch}` (`--branch` names another): the schedule runs "
