@@ -102,9 +102,6 @@ timeout = 60
 [eval.limits]
 disk = "64M"
 artifact = "16M"
-
-[ci]
-accounts = ["ci"]
 """
 
 
@@ -255,7 +252,10 @@ def test_every_hostile_artifact_ends_in_a_verdict_and_the_machine_stays_usable(u
     if user.uid is not None:
         for path in alice.rglob("*"):
             os.chown(path, user.uid, user.uid)
-    assert user.agora(alice, "init").returncode == 0
+    keys = user.base / "keys"
+    user.run(user.base, ["mkdir", str(keys)])
+    user.run(keys, ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@agora", "-f", str(keys / "ci")])
+    assert user.agora(alice, "init", "--ci-account", "ci", "--ci-key", str(keys / "ci.pub")).returncode == 0
     seen: dict[str, dict[str, str]] = {}
     claims: dict[str, str] = {}
     for name, (build, sandboxed, unsandboxed) in corpus.items():
@@ -292,9 +292,6 @@ def test_every_hostile_artifact_ends_in_a_verdict_and_the_machine_stays_usable(u
     pending = user.agora(carol, "verify", "--pending", "--max-evaluations", "50", "--json")
     assert pending.returncode == 0, pending
     by_target = {c["target"]: c for c in pending.json()["checked"]}
-    keys = user.base / "keys"
-    user.run(user.base, ["mkdir", str(keys)])
-    user.run(keys, ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@agora", "-f", str(keys / "ci")])
     ci_clone = user.clone("ci", "ci")
     env = {"AGORA_CI_KEY": (keys / "ci").read_text(), "AGORA_ACCOUNT": "ci"}
     ci = user.agora(ci_clone, "ci", "--no-site", "--max-evaluations", "50", "--json", extra=env)

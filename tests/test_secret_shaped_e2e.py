@@ -18,7 +18,11 @@ from agora_testing import agora, demo_task_clone, git, make_clone, worktree_tree
 
 SECRET = "sk-" + "A1b2C3d4" * 5  # an API key's shape: `post` would refuse it
 TITLE = f"much better smoothing {SECRET}"
-CI_TOML = '\n[ci]\naccounts = ["ci"]\n'
+
+
+def ci_policy(public_key: str) -> str:
+    """The `[ci]` table of a policy naming the CI account `ci` with its key pinned."""
+    return f'\n[ci]\nformat = 2\naccounts = ["ci"]\nkeys = {{ ci = "{public_key}" }}\n'
 
 
 def forged_fake_best(tmp: Path, founder: Path) -> tuple[str, str]:
@@ -93,13 +97,14 @@ def test_a_secret_shaped_title_is_verified_redacted_and_loses_the_best(tmp_path,
 def test_the_ci_publishes_its_verdict_on_a_secret_shaped_target(tmp_path, remote):
     from git_agora.demo.run import AGORA_TOML
 
-    alice = demo_task_clone(tmp_path, remote)
-    (alice / "agora.toml").write_text(AGORA_TOML + CI_TOML)
-    agora(alice, "push", "--tag", "policy", "-m", "the CI account: ci")
-    baseline, fake = forged_fake_best(tmp_path, alice)
     keys = tmp_path / "keys"
     keys.mkdir()
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "ci@agora", "-f", keys / "ci"], check=True)
+    alice = demo_task_clone(tmp_path, remote)
+    public_key = (keys / "ci.pub").read_text().strip()
+    (alice / "agora.toml").write_text(AGORA_TOML + ci_policy(public_key))
+    agora(alice, "push", "--tag", "policy", "-m", "the CI account: ci")
+    baseline, fake = forged_fake_best(tmp_path, alice)
     ci = make_clone(tmp_path, "ci", str(remote), "ci")
     env = {"AGORA_CI_KEY": (keys / "ci").read_text(), "AGORA_ACCOUNT": "ci"}
     run = agora(ci, "ci", "--json", env=env, timeout=600)
