@@ -5,7 +5,8 @@
 - Over an account's scored results (``scored.scored_mask``) with a prediction: *inside* when the
   measured value lies in the band (within the reproduction tolerance of an end counts as inside);
   the *error* is the measured value minus the band's midpoint (metric units, so its sign reads with
-  the direction: with lower-is-better, a positive error is worse than predicted).
+  the direction: with lower-is-better, a positive error is worse than predicted). The mean error
+  is computed without overflow for any finite floats, and is null when it lies beyond their range.
 - A miss is *short* when the result is worse than the band's worse end and *beat* when it is better
   than its better end. A band meant as a central interval misses on both sides alike, so an account
   is *over-optimistic* when it falls short more often than it beats the band and a one-sided sign test
@@ -75,7 +76,7 @@ class Grouped:
     inside: np.ndarray
     short: np.ndarray
     beat: np.ndarray
-    error_sum: np.ndarray
+    error_mean: np.ndarray  # nan where nothing was predicted or the mean is beyond the float range
 
     def calibration(self, group: int, account: str | None, alpha: float = ALPHA) -> Calibration:
         n, short, beat = int(self.predicted[group]), int(self.short[group]), int(self.beat[group])
@@ -88,7 +89,7 @@ class Grouped:
             short=short,
             beat=beat,
             inside_share=int(self.inside[group]) / n if n else None,
-            mean_error=float(self.error_sum[group]) / n if n else None,
+            mean_error=float(self.error_mean[group]) if n and math.isfinite(self.error_mean[group]) else None,
             p_value=p,
             over_optimistic=p is not None and short > beat and p <= alpha,
         )
@@ -109,18 +110,23 @@ def grouped(
     above = has & (measured > np.where(has, high, 0) + tolerance)
     below = has & (measured < np.where(has, low, 0) - tolerance)
     short, beat = (above, below) if direction == "min" else (below, above)
-    error = np.where(has, measured - (low + high) / 2, 0.0)
+    predicted = np.bincount(group[has], minlength=groups)
+    # measured - midpoint, averaged in halves over each group: finite for any finite floats (a whole
+    # error may overflow: -1.7e308 measured against a band at 1.7e308)
+    half_error = np.where(has, measured / 2 - np.where(has, low, 0) / 4 - np.where(has, high, 0) / 4, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        error_mean = 2 * np.bincount(group, weights=half_error / np.maximum(predicted[group], 1), minlength=groups)
 
     def count(mask: np.ndarray) -> np.ndarray:
         return np.bincount(group[mask], minlength=groups)
 
     return Grouped(
         results=np.bincount(group, minlength=groups),
-        predicted=count(has),
+        predicted=predicted,
         inside=count(has & ~above & ~below),
         short=count(short),
         beat=count(beat),
-        error_sum=np.bincount(group, weights=error, minlength=groups),
+        error_mean=np.where(predicted > 0, error_mean, np.nan),
     )
 
 

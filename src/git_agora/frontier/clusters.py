@@ -156,13 +156,16 @@ class ConvergenceWarning:
 
 @dataclass(frozen=True)
 class Histogram:
-    """Counts of scored results per metric bin: ``edges`` has one more entry than ``counts``."""
+    """Counts of scored results per metric bin: ``edges`` has one more entry than ``counts``;
+    ``below`` and ``above``: the outliers left out of the bins (``metric_histogram``)."""
 
     edges: tuple[float, ...]
     counts: tuple[int, ...]
+    below: int = 0
+    above: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"edges": list(self.edges), "counts": list(self.counts)}
+        return {"edges": list(self.edges), "counts": list(self.counts), "below": self.below, "above": self.above}
 
 
 @dataclass(frozen=True, eq=False)
@@ -263,12 +266,42 @@ def newest_first(frame: Frame, nodes: np.ndarray) -> np.ndarray:
 
 
 def metric_histogram(frame: Frame, bins: int = 10) -> Histogram | None:
-    """Histogram of the scored values (null when nothing is scored)."""
+    """Histogram of the scored values (null when nothing is scored), robust to any float.
+
+    The bins span the values inside Tukey's outer fences, [Q1 - 3 IQR, Q3 + 3 IQR] (quartiles taken
+    as values of the data, never interpolated); the values outside are counted apart as ``below`` and
+    ``above``, so one result at -1.7e308 neither hides the others in one bin nor breaks the bins. The
+    ``bins`` equal bins run from the smallest to the largest value inside (edges interpolated without
+    overflow; edges that round to the same float merge); all values equal: one bin of zero width.
+    ``sum(counts) + below + above`` is the number of scored results."""
     values = frame.metric[frame.scored]
+    values = np.sort(values[~np.isnan(values)])
     if len(values) == 0:
         return None
-    counts, edges = np.histogram(values, bins=bins)
-    return Histogram(tuple(float(e) for e in edges), tuple(int(c) for c in counts))
+    with np.errstate(over="ignore", invalid="ignore"):
+        q1 = float(np.percentile(values, 25, method="lower"))
+        q3 = float(np.percentile(values, 75, method="higher"))
+        iqr = q3 - q1  # inf when it overflows: then no value is an outlier
+        low, high = q1 - 3 * iqr, q3 + 3 * iqr
+    inside = values[(values >= low) & (values <= high) & np.isfinite(values)]
+    below, above = int((values < low).sum()), int((values > high).sum())
+    if len(inside) == 0:  # only infinities (a scored value never is one): nothing to bin
+        return Histogram((), (), below, above)
+    edges = bin_edges(float(inside[0]), float(inside[-1]), bins)
+    positions = np.searchsorted(edges, inside, side="right") - 1
+    counts = np.bincount(np.minimum(positions, len(edges) - 2), minlength=len(edges) - 1)
+    return Histogram(tuple(float(e) for e in edges), tuple(int(c) for c in counts), below, above)
+
+
+def bin_edges(lo: float, hi: float, bins: int) -> np.ndarray:
+    """``bins`` equal bins from ``lo`` to ``hi`` (finite): ``lo (1 - t) + hi t``, which never
+    overflows (``hi - lo`` may); edges that round to one float merge; ``lo == hi``: one bin."""
+    if lo == hi:
+        return np.array([lo, hi])
+    t = np.linspace(0.0, 1.0, bins + 1)
+    edges = np.unique(lo * (1 - t) + hi * t)
+    edges[0], edges[-1] = lo, hi
+    return edges
 
 
 def diversity(

@@ -151,12 +151,13 @@ def bunching(frame: Frame, params: UcbParams) -> float:
     loss = frame.loss()[frame.scored]
     if len(loss) < 2:
         return 0.0
-    if frame.tolerance > 0:
-        width = params.bunch_tolerances * frame.tolerance
-    else:
-        q1, q3 = np.percentile(loss, [25, 75])
-        width = params.bunch_iqr_fraction * (q3 - q1)
-    near = int((loss <= loss.min() + width).sum()) - 1
+    with np.errstate(over="ignore", invalid="ignore"):  # any finite floats: a difference may overflow to inf
+        if frame.tolerance > 0:
+            width = params.bunch_tolerances * frame.tolerance
+        else:
+            q1, q3 = 2 * np.percentile(loss / 2, [25, 75])  # halved: interpolating never overflows
+            width = params.bunch_iqr_fraction * q3 - params.bunch_iqr_fraction * q1
+        near = int((loss - loss.min() <= width).sum()) - 1
     return near / (len(loss) - 1)
 
 

@@ -139,7 +139,8 @@ class Best:
 def within_tolerance_of(frame: Frame, node: int) -> np.ndarray:
     """Boolean per node: a scored result within the tolerance of ``node``'s value (``node`` included)."""
     loss = frame.loss()
-    return frame.scored & (np.abs(loss - loss[node]) <= frame.tolerance)
+    with np.errstate(over="ignore"):  # far apart finite values differ by inf: not within any tolerance
+        return frame.scored & (np.abs(loss - loss[node]) <= frame.tolerance)
 
 
 def best_group(frame: Frame) -> np.ndarray:

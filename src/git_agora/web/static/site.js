@@ -31,35 +31,42 @@
     return root + "c/" + sha.slice(0, 2) + "/" + sha + ".html";
   }
 
+  /* d1 - d0 overflows to Infinity for metrics as far apart as -1.7e308 and 1.7e308: scales and ticks
+     then work in halves of the values (d1 / 2 - d0 / 2 never overflows); every end stays finite. */
+  var MAX = Number.MAX_VALUE;
+
   function scale(d0, d1, r0, r1) {
-    var span = d1 - d0;
+    var k = isFinite(d1 - d0) ? 1 : 0.5;
+    var span = d1 * k - d0 * k;
     if (!(span > 0)) {
       return function () { return (r0 + r1) / 2; };
     }
-    return function (v) { return r0 + (v - d0) / span * (r1 - r0); };
+    return function (v) { return r0 + (v * k - d0 * k) / span * (r1 - r0); };
   }
 
   function extent(values) {
     var lo = Infinity, hi = -Infinity;
     for (var i = 0; i < values.length; i++) {
       var v = values[i];
-      if (v === null || v === undefined) continue;
+      if (v === null || v === undefined || !isFinite(v)) continue;
       if (v < lo) lo = v;
       if (v > hi) hi = v;
     }
     if (lo === Infinity) return [0, 1];
-    if (lo === hi) return [lo - 1, hi + 1];
-    var pad = (hi - lo) * 0.04;
-    return [lo - pad, hi + pad];
+    if (lo === hi) return [Math.max(lo - 1, -MAX), Math.min(hi + 1, MAX)];
+    var pad = (hi / 2 - lo / 2) * 0.08;
+    return [Math.max(lo - pad, -MAX), Math.min(hi + pad, MAX)];
   }
 
   function niceTicks(lo, hi, count) {
-    var raw = (hi - lo) / count;
+    var raw = isFinite(hi - lo) ? (hi - lo) / count : (hi / 2 - lo / 2) / count * 2;
     var step = Math.pow(10, Math.floor(Math.log(raw) / Math.LN10));
     var err = raw / step;
     if (err >= 7.5) step *= 10; else if (err >= 3.5) step *= 5; else if (err >= 1.5) step *= 2;
+    if (!(step > 0) || !isFinite(step)) step = raw;
+    if (!(step > 0) || !isFinite(step)) return [lo, hi]; /* a range too narrow (subnormal) for steps */
     var out = [];
-    for (var v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(v);
+    for (var v = Math.ceil(lo / step) * step; isFinite(v) && v - hi <= step * 1e-9 && out.length <= 2 * count + 2; v += step) out.push(v);
     return out;
   }
 
