@@ -33,7 +33,7 @@ def visible(text: str, keep_newlines: bool = False) -> str:
 def cut(text: str, width: int) -> str:
     """`visible(text)` cut to at most `width` characters, never inside an escape (an ellipsis ends a
     cut line)."""
-    shown = visible(text)
+    shown = visible(text[: width + 1])  # a character shows as one or more: the rest is cut anyway
     if len(shown) <= width:
         return shown
     out, used = [], 0

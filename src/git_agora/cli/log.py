@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ..visible import visible
+from ..visible import cut, visible
 from .common import emit_json, json_option, open_project
+
+TITLE_CHARS = 200  # a title is cut here (its description may reach the protocol's 64 KiB in one line)
 
 
 @click.command("log")
@@ -35,7 +37,8 @@ def command(ctx, accounts, tags, limit, rejected, as_json):
         metrics = " ".join(f"{k}={v:g}" for k, v in e.metrics.items())
         verdict = f" {e.verdict}→{(e.target or '')[:8]}" if e.verdict else ""
         account = f"{e.account} (looks like {e.looks_like})" if e.looks_like else str(e.account or "?")
-        line = f"{e.sha[:10]} {account:<12} {','.join(e.tags):<18} {metrics}{verdict}  {e.title}"
+        title = cut(e.title or "", TITLE_CHARS)
+        line = f"{e.sha[:10]} {account:<12} {','.join(e.tags):<18} {metrics}{verdict}  {title}"
         click.echo(visible(line))
         for reason in e.reasons if rejected else ():
             click.echo(f"           rejected: {visible(reason)}")

@@ -97,12 +97,13 @@ def cut(text: str, width: int) -> str:
     """`text` in at most `width` cells, its control characters shown (`visible`), cut at a word boundary
     with an ellipsis when too long, never inside an escape."""
     text = visible(text)
-    if _cells(text) <= width:
+    probe = text[: 4 * width + 16]  # holds the first `width` cells unless most characters take none
+    if len(probe) < len(text) and _cells(probe) <= width:
+        probe = text  # zero-width characters: measure it all, once
+    if len(probe) == len(text) and _cells(text) <= width:
         return text
     room = max(width - 1, 0)
-    head = text
-    while _cells(head) > room:
-        head = head[:-1]
+    head = probe[: _fitting(probe, room)]
     head = _PARTIAL_ESCAPE.sub("", head)
     at_word = head.rsplit(" ", 1)[0] if " " in head else ""
     if text[len(head) : len(head) + 1] != " " and len(at_word) >= len(head) // 2:
@@ -111,6 +112,19 @@ def cut(text: str, width: int) -> str:
 
 
 _PARTIAL_ESCAPE = re.compile(r"\\(?:x[0-9a-f]?|u[0-9a-f]{0,3})?$")  # an escape `visible` wrote, cut short
+
+
+def _fitting(text: str, room: int) -> int:
+    """The length of the longest prefix of `text` in at most `room` cells (cells never shrink as a
+    prefix grows): a binary search, O(len log len), where trimming a character at a time was quadratic."""
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _cells(text[:mid]) <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _cells(text: str) -> int:
@@ -239,9 +253,10 @@ def _table(columns: list[tuple[str, str]], cells: list[list[str]], width: int) -
     """Header and rows, two spaces between columns; the title column takes the remaining width (its
     cells cut at a word boundary); columns before it are dropped from the right until it has MIN_TITLE."""
     names = [name for name, _ in columns]
-    widths = [max([_cells(name)] + [_cells(row[i]) for row in cells]) for i, name in enumerate(names)]
-    keep = list(range(len(names)))
     flexible = names.index("title") if "title" in names else None
+    measured = [[] if i == flexible else [_cells(row[i]) for row in cells] for i in range(len(names))]
+    widths = [max([_cells(name), *sizes]) for name, sizes in zip(names, measured, strict=True)]  # a title: what is left
+    keep = list(range(len(names)))
 
     def fixed() -> int:
         return sum(widths[i] + 2 for i in keep if i != flexible)

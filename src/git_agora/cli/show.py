@@ -6,9 +6,12 @@ from datetime import UTC, datetime
 
 import click
 
-from ..visible import visible
+from ..visible import cut, visible
 from .common import emit_json, json_option, open_project
 from .render import verdict_line
+
+TITLE_CHARS = 200  # a parent's or a cited title is cut here; the description itself is shown whole
+NOT_ONE, NOT_FETCHED = "(not a contribution)", "(not fetched: git agora fetch --refs)"
 
 
 @click.command("show")
@@ -40,11 +43,11 @@ def command(ctx, sha, as_json):
     if c.target and c.verdict:
         lines.append(f"verifies     {c.target} ({c.verdict.value})")
     lines += [
-        f"parent       {p.sha[:12]} {p.account + ': ' + (p.title or '') if p.account else '(not a contribution)'}"
+        f"parent       {p.sha[:12]} {p.account + ': ' + cut(p.title or '', TITLE_CHARS) if p.account else NOT_ONE}"
         for p in shown.parents
     ]
     lines += [
-        f"cites        {r.url}#{r.sha[:12]} {r.title or '(not fetched: git agora fetch --refs)'}"
+        f"cites        {r.url}#{r.sha[:12]} {cut(r.title, TITLE_CHARS) if r.title else NOT_FETCHED}"
         for r in shown.cross_refs
     ]
     if ev:
