@@ -402,9 +402,10 @@ def calibration_note(calibrated: calibration.FrameCalibration, direction: str) -
     if not c.predicted:
         return "no scored result carries a prediction (push --predict LOW..HIGH)" if c.results else None
     worse = "positive" if direction == "min" else "negative"
+    error = "beyond the float range" if c.mean_error is None else f"{c.mean_error:+.4g}"
     text = (
         f"all accounts: {c.predicted} of {c.results} scored results predicted, {c.inside_share:.0%} inside the band, "
-        f"{c.short} short of it, {c.beat} beyond it; mean error {c.mean_error:+.4g} (measured - band midpoint; "
+        f"{c.short} short of it, {c.beat} beyond it; mean error {error} (measured - band midpoint; "
         f"{worse} is worse than predicted)"
     )
     flagged = calibrated.over_optimistic
