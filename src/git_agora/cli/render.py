@@ -96,17 +96,17 @@ def flow(fields: Sequence[str], width: int, indent: int = 0, first: str = "") ->
 def cut(text: str, width: int) -> str:
     """`text` in at most `width` cells, its control characters shown (`visible`), cut at a word boundary
     with an ellipsis when too long, never inside an escape."""
-    text = visible(text)
-    probe = text[: 4 * width + 16]  # holds the first `width` cells unless most characters take none
-    if len(probe) < len(text) and _cells(probe) <= width:
-        probe = text  # zero-width characters: measure it all, once
-    if len(probe) == len(text) and _cells(text) <= width:
-        return text
+    limit = 4 * width + 16  # characters that hold the first `width` cells unless most take none
+    probe, whole = visible(text[:limit]), len(text) <= limit  # `visible` escapes character by character
+    if not whole and _cells(probe) <= width:
+        probe, whole = visible(text), True  # zero-width characters: measure it all, once
+    if whole and _cells(probe) <= width:
+        return probe
     room = max(width - 1, 0)
     head = probe[: _fitting(probe, room)]
     head = _PARTIAL_ESCAPE.sub("", head)
     at_word = head.rsplit(" ", 1)[0] if " " in head else ""
-    if text[len(head) : len(head) + 1] != " " and len(at_word) >= len(head) // 2:
+    if probe[len(head) : len(head) + 1] != " " and len(at_word) >= len(head) // 2:
         head = at_word  # prefer a whole word unless that throws away more than half
     return head.rstrip(" ,;:-") + ELLIPSIS
 

@@ -8,10 +8,8 @@ import click
 
 from ..visible import cut, visible
 from .common import emit_json, json_option, open_project
+from .log import TITLE_CHARS  # a parent's or a cited title is cut there; the description is shown whole
 from .render import verdict_line
-
-TITLE_CHARS = 200  # a parent's or a cited title is cut here; the description itself is shown whole
-NOT_ONE, NOT_FETCHED = "(not a contribution)", "(not fetched: git agora fetch --refs)"
 
 
 @click.command("show")
@@ -42,14 +40,11 @@ def command(ctx, sha, as_json):
     lines += [f"metric       {name} = {value:g}" for name, value in c.metrics.items()]
     if c.target and c.verdict:
         lines.append(f"verifies     {c.target} ({c.verdict.value})")
-    lines += [
-        f"parent       {p.sha[:12]} {p.account + ': ' + cut(p.title or '', TITLE_CHARS) if p.account else NOT_ONE}"
-        for p in shown.parents
-    ]
-    lines += [
-        f"cites        {r.url}#{r.sha[:12]} {cut(r.title, TITLE_CHARS) if r.title else NOT_FETCHED}"
-        for r in shown.cross_refs
-    ]
+    none, unfetched = "(not a contribution)", "(not fetched: git agora fetch --refs)"
+    lines += [f"parent       {p.sha[:12]} {p.account}: {cut(p.title or '', TITLE_CHARS)}" if p.account else
+              f"parent       {p.sha[:12]} {none}" for p in shown.parents]  # fmt: skip
+    lines += [f"cites        {r.url}#{r.sha[:12]} {cut(r.title, TITLE_CHARS) if r.title else unfetched}"
+              for r in shown.cross_refs]  # fmt: skip
     if ev:
         lines.append(
             f"evidence     score {ev['score']:g}, {ev['children']} children, {ev['descendants']} descendants, "

@@ -32,7 +32,8 @@
   ``views.VIEW_NAMES``; rows carry sha, title, account, timestamp, tags, metric + view fields).
 - ``diversity``: ``available``, ``note``, ``model``, ``coverage``, ``window``, ``threshold``,
   ``count``, ``sizes``, ``top_share``, ``effective_count``, ``evenness``, ``clusters`` (id, size,
-  share, label, central_sha, best_sha, best_metric), ``histogram`` ({edges, counts} of the metric),
+  share, label, central_sha, best_sha, best_metric), ``histogram`` ({edges, counts, below, above}
+  of the metric: ``clusters.metric_histogram``),
   ``promising_small`` (rows with cluster, cluster_size, quality), ``warning`` ({cluster, label, size,
   share, window, message, alternatives} or null).
 
