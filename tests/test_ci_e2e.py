@@ -347,3 +347,51 @@ def test_a_squatter_of_the_pinned_ci_account_weighs_nothing_and_the_real_ci_coun
         assert best["sha"] == baseline and best["status"] == "confirmed", best
     rejected = agora(bob, "log", "--rejected", "--json").json()
     assert any(row["sha"] == verdict for row in rejected), rejected
+
+
+def test_on_a_hooked_server_a_squatter_cannot_take_the_pinned_ci_account(tmp_path):
+    """With the pre-receive hook installed, mallory's identity for `ci` (another key than the pinned one)
+    and her verdict as `ci` are refused by the server itself; the real CI, whose identity and entries
+    carry the pinned key, publishes there and exits 0. On a server that already holds a squatter's
+    identity for `ci` (pushed before the hook was installed), the real CI's entries still pass: the
+    server verifies a pinned account with the policy's key, not with the identity it holds."""
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    assert "installed" in agora(tmp_path, "hook", "install", str(remote)).stdout
+    alice = founded_with_ci(tmp_path, remote)
+    baseline = agora(alice, "push", "--check", "--rerun", "-m", "baseline", "--tag", "result", "--json").json()["sha"]
+    mallory = joined(tmp_path, remote, "mallory", baseline)
+    squatter_key = tmp_path / "mallory_ci_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", squatter_key], check=True)
+    git(mallory, "config", "agora.signingkey", str(squatter_key))
+    confirm = ["post", "--account", "ci", "--target", baseline, "--verdict", "confirmed", "-m", "reran it"]
+    refused = agora(mallory, *confirm, *SQUAT, "--json", check=False)
+    assert git(remote, "for-each-ref", "--format=%(refname)", "refs/agora/identity/ci").strip() == "", refused
+    assert git(remote, "for-each-ref", "--format=%(refname)", "refs/agora/log/ci").strip() == "", refused
+
+    secret, _ = ci_secret(tmp_path)
+    ci = make_clone(tmp_path, "ci", str(remote), "ci")
+    run = run_ci(ci, secret, "--no-site", "--json", check=False)
+    assert run.returncode == 0, run
+    assert {c["target"]: c["verdict"] for c in run.json()["checked"]} == {baseline: "confirmed"}, run
+    assert git(remote, "rev-parse", "refs/agora/log/ci").strip() == git(ci, "rev-parse", "refs/agora/log/ci").strip()
+
+    # a server that took a squatter's identity for ci before its hook was installed
+    second = tmp_path / "second.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(remote), str(second))
+    git(second, "update-ref", "-d", "refs/agora/identity/ci")
+    git(second, "update-ref", "-d", "refs/agora/log/ci")
+    git(mallory, "remote", "add", "second", str(second))
+    pushed = subprocess.run(
+        ["git", "push", "second", "refs/agora/identity/ci:refs/agora/identity/ci"],
+        cwd=mallory,
+        capture_output=True,
+        text=True,
+    )
+    assert pushed.returncode == 0, pushed.stderr  # mallory's own identity for ci, kept in her clone
+    assert "installed" in agora(tmp_path, "hook", "install", str(second)).stdout
+    git(ci, "remote", "add", "second", str(second))
+    landed = subprocess.run(
+        ["git", "push", "second", "refs/agora/log/ci:refs/agora/log/ci"], cwd=ci, capture_output=True, text=True
+    )
+    assert landed.returncode == 0, landed.stderr

@@ -9,7 +9,9 @@ Refuses, with one line the pusher sees (`remote: git-agora: ...`):
   committer is not `ACCOUNT <ACCOUNT@agora>`, or that declares an older format than its setup;
 - an unsigned contribution where the project's setup requires signatures, and one whose signature
   does not verify with a key the account's identity (on the server, or pushed with it) announces;
-- an identity commit that the key before it did not sign.
+- an identity commit that the key before it did not sign, and an identity for an account whose key the
+  policy pins (`[ci] keys` of the setup or of its account's amendments) that starts with another key;
+  such an account's entries are verified with the pinned key, whatever identity the server holds.
 Readers check everything again: the hook only keeps junk off the server.
 """
 
@@ -32,6 +34,7 @@ from .contribution import (
     time_problems,
 )
 from .identity.chain import chain_keys_in
+from .identity.keys import same_key
 from .identity.signatures import verify_many
 from .index.signatures import BAD, precheck, raw_commits
 from .refs.git import Git
@@ -52,27 +55,111 @@ def problems_of_update(old: str, new: str, ref: str, pushed: Mapping[str, str] |
         return [f"{ref}: deleting an account's log is refused (logs are append-only)"]
     if old != ZERO and _git("merge-base", "--is-ancestor", old, new).returncode != 0:
         return [f"{ref}: a forced update is refused (logs only move forward)"]
+    pushed = pushed or {}
+    logs = {**_refs("refs/agora/log/"), **{r: t for r, t in pushed.items() if r.startswith("refs/agora/log/")}}
     if ref.startswith(IDENTITY_PREFIX):
-        return _identity_problems(ref, new)
+        account = ref[len(IDENTITY_PREFIX) :]
+        return _identity_problems(ref, new, pinned_keys(_roots(_tip_entries(logs)), logs).get(account, ()))
     account = ref[len("refs/agora/log/") :]
-    identity = (pushed or {}).get(IDENTITY_PREFIX + account) or _ref(IDENTITY_PREFIX + account)
-    return _entry_problems(account, old, new, identity)
+    identity = pushed.get(IDENTITY_PREFIX + account) or _ref(IDENTITY_PREFIX + account)
+    return _entry_problems(account, old, new, identity, logs)
 
 
-def _identity_problems(ref: str, new: str) -> list[str]:
+def _identity_problems(ref: str, new: str, pinned: tuple[str, ...] = ()) -> list[str]:
     length = len(_git("rev-list", "--first-parent", new).stdout.split())
-    if len(chain_keys_in(GIT, new)) < length:
+    keys = chain_keys_in(GIT, new)
+    if len(keys) < length:
         return [f"{ref}: an identity commit that its previous key did not sign (or that names no key) is refused"]
+    if pinned and not any(same_key(keys[0], key) for key in pinned):
+        return [f"{ref}: the project's policy pins another key for this account ([ci] keys): refused"]
     return []
 
 
-def _entry_problems(account: str, old: str, new: str, identity: str | None) -> list[str]:
+def account_keys(identity: str | None, pinned: tuple[str, ...]) -> tuple[str, ...]:
+    """The keys an account's entries may be signed with: its identity's chain; for an account the policy
+    pins, the pinned keys and a chain that starts with one of them (whatever else the server holds)."""
+    chain = tuple(chain_keys_in(GIT, identity)) if identity else ()
+    if not pinned:
+        return chain
+    return pinned + (chain if chain and any(same_key(chain[0], key) for key in pinned) else ())
+
+
+def pinned_keys(roots: list[str], logs: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """The keys the project's policies pin per account: `[ci] keys` of each setup in `roots` and of its
+    account's policy amendments in `logs` (this push's included), as readers take them
+    (`ops.standing.policy_pins`), so a squatter's identity on the server never locks a pinned account out."""
+    pins: dict[str, set[str]] = {}
+    for root in sorted(set(roots)):
+        founder = _account_of(root)
+        policies = [root, *_amendments(logs.get(f"refs/agora/log/{founder}"), founder)] if founder else [root]
+        for sha in policies:
+            for account, key in _ci_keys(sha).items():
+                if account != founder:
+                    pins.setdefault(account, set()).add(" ".join(key.split()[:2]))
+    return {account: tuple(sorted(keys)) for account, keys in pins.items()}
+
+
+def _roots(entries: list[str]) -> list[str]:
+    """The setups at the root of these contributions' first-parent lines."""
+    return _git("rev-list", "--first-parent", "--max-parents=0", *entries).stdout.split() if entries else []
+
+
+def _tip_entries(logs: Mapping[str, str]) -> list[str]:
+    """The newest contribution each log lists."""
+    if not logs:
+        return []
+    args = ["log", "--no-walk=unsorted", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", *logs.values()]
+    return [line for line in _git(*args).stdout.split() if len(line) == 40]
+
+
+def _amendments(log: str | None, founder: str) -> list[str]:
+    """The policy amendments in the founder's log (readers judge which is in force; any may pin)."""
+    if log is None:
+        return []
+    out = _git("log", "--first-parent", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", log).stdout
+    entries = [line for line in out.split() if len(line) == 40]
+    return [sha for sha, (_, _, _, message) in _read(entries).items() if _is_policy_of(message, founder)]
+
+
+def _is_policy_of(message: str, founder: str) -> bool:
+    try:
+        c = Contribution.from_message(message)
+    except ContributionError:
+        return False
+    return c.account == founder and "policy" in c.tags
+
+
+@cache
+def _account_of(sha: str) -> str | None:
+    try:
+        return Contribution.from_message(_git("log", "-1", "--format=%B", sha).stdout).account
+    except ContributionError:
+        return None
+
+
+@cache
+def _ci_keys(sha: str) -> Mapping[str, str]:
+    try:
+        keys = ProjectConfig.parse(_git("cat-file", "-p", f"{sha}:agora.toml").stdout).ci_keys
+    except (ConfigError, ValueError, TypeError, AttributeError):
+        return {}
+    return {str(a): str(k) for a, k in keys.items()} if isinstance(keys, Mapping) else {}
+
+
+def _refs(prefix: str) -> dict[str, str]:
+    out = _git("for-each-ref", "--format=%(refname) %(objectname)", prefix).stdout
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
+def _entry_problems(
+    account: str, old: str, new: str, identity: str | None, logs: Mapping[str, str] | None = None
+) -> list[str]:
     """The contributions this update appends to `account`'s log: each must be readable, valid, and
-    signed as the project asks, by a key the account's identity announces."""
+    signed as the project asks, by a key the account's identity announces (`account_keys`)."""
     span = [new] if old == ZERO else [new, f"^{old}"]
     out = _git("log", "--first-parent", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", *span).stdout
     entries = list(dict.fromkeys(line for line in out.split() if len(line) == 40))[:MAX_NEW_COMMITS]
-    keys = tuple(chain_keys_in(GIT, identity)) if identity else ()
+    keys = account_keys(identity, pinned_keys(_roots(entries), logs or {}).get(account, ()))
     raws = raw_commits(Path("."), entries)
     problems, now, checks = [], int(time.time()), {}
     required = _signatures_required(entries)
