@@ -276,7 +276,7 @@ HOSTILE = {
         {"build failed"},
     ),
     "leaves its process group": (
-        "import os, subprocess, sys\nos.setsid()\nsubprocess.Popen(['sleep', '600'], start_new_session=True)\n"
+        "import os, subprocess, sys\nos.setsid()\nsubprocess.Popen(['sleep', '600.25'], start_new_session=True)\n"
         "open(sys.argv[2] + '/value.txt', 'w').write('1')\n",
         {"confirmed"},
     ),
@@ -318,7 +318,8 @@ def test_every_hostile_build_ends_in_a_verdict(two_phase, name):
     assert "Traceback" not in r.stderr
     assert (out["reason"] if out["verdict"] == "failed" else out["verdict"]) in reasons, out
     assert time.monotonic() - started < 60
-    assert not [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[:2] == ["sleep", "600"]]
+    orphan = ["sleep", "600.25"]  # no other test sleeps 600.25 s (test_launch_e2e's agents sleep 600)
+    assert not [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[:2] == orphan]
     published = git(b, "cat-file", "commit", out["sha"])
     assert "yyyy" not in published and "BEGIN PRIVATE" not in published  # free text never published
 

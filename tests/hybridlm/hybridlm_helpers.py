@@ -40,7 +40,7 @@ def cli_command(*args) -> list[str]:
     return [sys.executable, "-m", "hybridlm", *map(str, args)]
 
 
-def run_cli(*args, timeout=120, cwd=None, env=None):
+def run_cli(*args, timeout=600, cwd=None, env=None):  # a bound on a hang: a loaded machine needs minutes
     """Run the real CLI (`python -m hybridlm`) in a subprocess, one thread, tiny model unless told."""
     return subprocess.run(
         cli_command(*args), capture_output=True, text=True, timeout=timeout, cwd=cwd, env=cli_env(**(env or {}))
