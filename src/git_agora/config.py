@@ -41,6 +41,26 @@ class ConfigError(ValueError):
     pass
 
 
+VERDICTS_FORMAT = 2  # the newest [verdicts] format this git-agora reads; what `git agora init` writes
+VERDICTS_COMMENT = [
+    "# Whose verdicts count and what may lead (docs/protocol.md section 6). format = 2: the trust root (the",
+    "#   setup's account, members, CI accounts) outranks accounts whose standing one of its confirmations",
+    "#   minted, only the root mints standing, and a contested result is not the best; 1 (or no table): the",
+    "#   older rules.",
+]
+
+
+def verdicts_format(sections: Mapping[str, Any]) -> int:
+    """`[verdicts] format`: 1 (the default: a table without it, or no table) or 2 (ranked standing)."""
+    values = sections.get("verdicts", {})
+    if not isinstance(values, Mapping):
+        raise ConfigError("[verdicts] must be a table")
+    unknown = sorted(set(values) - {"format"})
+    if unknown:
+        raise ConfigError(f"[verdicts]: unknown key(s) {', '.join(unknown)} (a typo, or a newer git-agora's)")
+    return section_format("verdicts", values, VERDICTS_FORMAT, ConfigError)
+
+
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 _UNITS = {"": 1, "b": 1, "k": KiB, "kb": KiB, "kib": KiB, "m": MiB, "mb": MiB, "mib": MiB, "g": GiB, "gb": GiB}
 _UNITS["gib"] = GiB
@@ -305,6 +325,12 @@ class ProjectConfig:
             for name, key in keys.items()
         ):
             raise ConfigError('[ci] keys must map [ci] accounts to public keys ({ ci = "ssh-ed25519 AAAA..." })')
+        verdicts_format(self.sections)
+
+    @property
+    def verdicts_format(self) -> int:
+        """`[verdicts] format` (``verdicts_format``): 2 ranks standing (``frontier.root.Root.ranks``)."""
+        return verdicts_format(self.sections)
 
     @property
     def members(self) -> tuple[str, ...]:
@@ -395,7 +421,8 @@ class ProjectConfig:
         lines += ["[tags]  # evidence weight of a child from another account, per tag"]
         lines += [f"{tag} = {_toml(weight)}" for tag, weight in self.tag_weights.items()]
         for section, values in self.sections.items():
-            lines += [""] + (UCB_COMMENT if section == "ucb" else []) + [f"[{section}]"]
+            comment = {"ucb": UCB_COMMENT, "verdicts": VERDICTS_COMMENT}.get(section, [])
+            lines += [""] + comment + [f"[{section}]"]
             lines += [f"{k} = {_toml(v)}" for k, v in values.items()]
         return "\n".join(lines) + "\n"
 

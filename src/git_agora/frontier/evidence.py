@@ -26,6 +26,14 @@ Rules (design.md section 5; weights from `git_agora.contribution`):
 - Status, from the counting verdicts (one per verifier): `unverified` (none), `confirmed` / `partial` /
   `failed` when they all agree, `contested` when they disagree. One failure disputes a result confirmed
   by another account (contested: it stays scored, marked); it does not delete it.
+- Ranks (``Root.ranks``, `[verdicts] format = 2`, docs/protocol.md "Whose verdicts count"): standing has
+  two ranks. The trust root (the setup's account and ``graph.root.accounts``) outranks the accounts it
+  minted: an account is *derived* when the trust root's current run-backed verdicts on a contribution of
+  its own (not a verification) all say confirmed; one round, never through another derived account.
+  Where a counting verdict of the trust root is on a target, a derived verdict of another kind than the
+  root's is *outranked* (``OUTRANKED``): it weighs nothing, so the status is the root verdicts' status;
+  derived verdicts of the root's kinds still count. Without a root verdict, derived accounts contest
+  each other. Without ranks (format 1) standing is the least fixed point of ``established``.
 
 Only rows with valid == true take part; the output has one row per valid contribution, in table order.
 """
@@ -68,6 +76,7 @@ _TAG_SEPARATOR = "\x1f"
 REPLACED = "superseded by a newer verdict of the same account"
 OPINION = "an opinion: no rerun behind it"
 NEWCOMER = "from an account with no confirmed work yet"
+OUTRANKED = "outranked by the trust root's verdict on this result"
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,7 +86,9 @@ class Verdicts:
     Usable: a known verdict on a valid contribution of another account. `current` marks the newest
     verdict of each (verifier, target) pair; the others are replaced. `counts` marks the current ones
     that record their rerun (`run_backed`) and come from a trusted or established account (`standing`,
-    per account code): only those weigh in status, evidence and follow-on counts.
+    per account code), unless the trust root's verdict outranks them (`outranked`, with ranks only):
+    only those weigh in status, evidence and follow-on counts. `trusted`: per account code, the trust
+    root; `ranked`: whether the ranks apply (``Root.ranks``).
     """
 
     node: np.ndarray  # int64 node of the verification commit
@@ -87,10 +98,20 @@ class Verdicts:
     verifier: np.ndarray  # int64 account code of the verifier
     run_backed: np.ndarray  # bool: records its rerun (`contribution.carries_run`)
     standing: np.ndarray  # bool per account code: trusted from the start or established
+    outranked: np.ndarray | None = None  # bool per verdict: a derived verdict the root's overrules (ranks)
+    trusted: np.ndarray | None = None  # bool per account code: the trust root (default: ``standing``)
+    ranked: bool = False
+
+    def __post_init__(self) -> None:
+        if self.outranked is None:
+            object.__setattr__(self, "outranked", np.zeros(len(self.node), dtype=bool))
+        if self.trusted is None:
+            object.__setattr__(self, "trusted", self.standing)
 
     @property
     def counts(self) -> np.ndarray:
-        return self.current & self.run_backed & self.standing[self.verifier]
+        assert self.outranked is not None
+        return self.current & self.run_backed & self.standing[self.verifier] & ~self.outranked
 
     def current_counts(self, verdict: str, n: int) -> np.ndarray:
         """Per node: how many counting verdicts of this kind it has received."""
@@ -100,14 +121,19 @@ class Verdicts:
     def weightless(self, at: np.ndarray | None = None) -> list[str | None]:
         """Per verdict (or per verdict number in ``at``): why it weighs nothing (superseded, an opinion,
         from a newcomer), None when it counts."""
+        assert self.outranked is not None
         pick = slice(None) if at is None else np.asarray(at, dtype=np.int64)
         why: list[str | None] = []
-        for current, run, standing in zip(
-            self.current[pick].tolist(), self.run_backed[pick].tolist(), self.standing[self.verifier[pick]].tolist()
+        for current, run, standing, outranked in zip(
+            self.current[pick].tolist(),
+            self.run_backed[pick].tolist(),
+            self.standing[self.verifier[pick]].tolist(),
+            self.outranked[pick].tolist(),
         ):
             parts = [] if current else [REPLACED]
             parts += [] if run else [OPINION]
             parts += [] if standing else [NEWCOMER]
+            parts += [OUTRANKED] if outranked else []
             why.append("; ".join(parts) or None)
         return why
 
@@ -204,8 +230,15 @@ def current_verdicts(graph: Graph) -> Verdicts:
     )
     current = np.ones(len(node), dtype=bool)
     current[:-1] = (verifier[1:] != verifier[:-1]) | (target[1:] != target[:-1])
-    standing = established(graph, target, verdict, verifier, current & run_backed)
-    return Verdicts(node, target, verdict, current, verifier, run_backed, standing)
+    if not graph.root.ranks:
+        standing = established(graph, target, verdict, verifier, current & run_backed)
+        return Verdicts(node, target, verdict, current, verifier, run_backed, standing)
+    trusted = trusted_from_the_start(graph)
+    root_kinds = kinds_by_target(target, verdict, current & run_backed & trusted[verifier], graph.n)
+    standing = minted(graph, root_kinds, trusted)
+    outranked = outranked_by_root(target, verdict, current & run_backed & standing[verifier], root_kinds)
+    outranked &= ~trusted[verifier]
+    return Verdicts(node, target, verdict, current, verifier, run_backed, standing, outranked, trusted, True)
 
 
 def trusted_from_the_start(graph: Graph) -> np.ndarray:
@@ -225,16 +258,52 @@ def established(
     verification) is confirmed by a current, run-backed verdict of an account already trusted or
     established. The least fixed point, one vectorised round per link of the longest chain."""
     standing = trusted_from_the_start(graph)
-    own_work = ~(
-        pc.is_valid(graph.table["verdict"]).to_numpy(zero_copy_only=False) | tag_mask(graph.table, "verification")
-    )
-    confirms = backed & (verdict == "confirmed") & own_work[target]
+    confirms = backed & (verdict == "confirmed") & own_work(graph)[target]
     while True:
         reached = graph.account[target[confirms & standing[verifier]]]
         new = np.unique(reached[~standing[reached]])
         if not len(new):
             return standing
         standing[new] = True
+
+
+VERDICT_KINDS = ("confirmed", "partial", "failed")
+
+
+def kinds_by_target(target: np.ndarray, verdict: np.ndarray, chosen: np.ndarray, n: int) -> np.ndarray:
+    """Per node and verdict kind (``VERDICT_KINDS``): whether one of the ``chosen`` verdicts on it says so."""
+    kinds = np.zeros((n, len(VERDICT_KINDS)), dtype=bool)
+    for column, kind in enumerate(VERDICT_KINDS):
+        kinds[target[chosen & (verdict == kind)], column] = True
+    return kinds
+
+
+def own_work(graph: Graph) -> np.ndarray:
+    """Per node: a contribution of its author's own, not a verification (what a confirmation can establish)."""
+    return ~(pc.is_valid(graph.table["verdict"]).to_numpy(zero_copy_only=False) | tag_mask(graph.table, "verification"))
+
+
+def minted(graph: Graph, root_kinds: np.ndarray, trusted: np.ndarray) -> np.ndarray:
+    """With ranks, per account code: the trust root, or derived: the trust root's counting verdicts on a
+    contribution of its own all say confirmed (``root_kinds``: ``kinds_by_target`` of the root's current,
+    run-backed verdicts). One round from the root: a derived account's confirmation mints nothing."""
+    standing = trusted.copy()
+    confirmed_only = root_kinds[:, 0] & ~root_kinds[:, 1] & ~root_kinds[:, 2]
+    standing[graph.account[np.flatnonzero(confirmed_only & own_work(graph))]] = True
+    return standing
+
+
+def outranked_by_root(
+    target: np.ndarray, verdict: np.ndarray, counted: np.ndarray, root_kinds: np.ndarray
+) -> np.ndarray:
+    """Per verdict: one of ``counted`` on a target the trust root gave a counting verdict, whose kind none of
+    the root's verdicts on it has (the caller keeps the root's own verdicts out)."""
+    if not len(target):
+        return np.zeros(0, dtype=bool)
+    column = np.array([VERDICT_KINDS.index(v) for v in verdict.tolist()], dtype=np.int64)
+    has_root = root_kinds[target].any(axis=1)
+    same_kind = root_kinds[target, column]
+    return counted & has_root & ~same_kind
 
 
 def discarded_verifications(graph: Graph, verdicts: Verdicts) -> np.ndarray:

@@ -8,6 +8,10 @@ policies score under the current evaluator. Pure data; the project computes it (
   ``ops.witness``), None when there are none.
 - ``epoch``: the setup and amendment shas whose evaluator is the current one (evaluator files, build and
   score commands, scorer and pins); None when every policy has the same evaluator (nothing to set apart).
+- ``ranks``: the current policy's `[verdicts] format` is 2 or more (docs/protocol.md, "Whose verdicts
+  count"): the trust root outranks the accounts whose standing its confirmation minted, only the root
+  mints standing, and a contested result does not lead (``evidence``, ``scored.may_lead``). False: the
+  rules of format 1, which older projects keep until an amendment adds the key.
 """
 
 from __future__ import annotations
@@ -34,3 +38,4 @@ class Root:
     epoch: frozenset[str] | None = None
     witnesses: frozenset[str] = frozenset()
     witnessed: Witnessed | None = None
+    ranks: bool = False

@@ -15,6 +15,10 @@
   with the project's tolerance gains within the noise do not (*noise-aware* new bests).
 - *The best result*: the latest noise-aware new best. A later result within the tolerance of it does
   not replace it.
+- *May lead* (``may_lead``): with ranks (``root.Root.ranks``, `[verdicts] format = 2`), a contested
+  result stays scored (ranked among the leaders, marked) but is neither a new best nor the best, so no
+  summary, `clone` or slot points at it as the result to build on until a rerun settles it; without
+  ranks every scored result may lead. A failed result never leads (it is not scored).
 """
 
 from __future__ import annotations
@@ -54,6 +58,20 @@ def in_epoch(table: pa.Table, epoch: frozenset[str] | None) -> np.ndarray:
         return np.ones(table.num_rows, dtype=bool)
     found = pc.is_in(table["policy"], value_set=pa.array(sorted(epoch), pa.string()))
     return np.asarray(pc.fill_null(found, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def may_lead(scored: np.ndarray, status: Sequence[str] | np.ndarray, ranks: bool) -> np.ndarray:
+    """Per row: a scored result that may be a new best or the best (module docstring): with ``ranks``,
+    not contested."""
+    if not ranks:
+        return np.asarray(scored, dtype=bool)
+    return np.asarray(scored, dtype=bool) & (np.asarray(status, dtype=object) != "contested")
+
+
+def leading_nodes(graph: Graph) -> np.ndarray:
+    """Per node of ``graph``: a scored result (``scored_nodes``) that may lead (``may_lead``)."""
+    status = verification_status(current_verdicts(graph), graph.n)[0]
+    return may_lead(scored_mask(graph.table, status, graph.root.epoch), status, graph.root.ranks)
 
 
 def scored_nodes(graph: Graph) -> np.ndarray:

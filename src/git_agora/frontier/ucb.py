@@ -29,6 +29,11 @@ Slots (parents are never invalid, wip, endorsements, verifications or failed-ver
 A node appears in at most one slot (exploit, then explore known, then explore novel). Explore slots
 only look at the clustered window (the most recent work) when clusters exist.
 
+Contested results (``Root.ranks``, `[verdicts] format = 2`): they stay in the exploit slot's pool, but
+their suggestion says ``action: verify`` (rerun it with `git agora verify`, not build on it), and the
+explore slots leave them out: a contested result is never offered as a parent. Without ranks the
+suggestion says to settle it with a rerun before building on it, ``action: build``.
+
 Explore settings (``[ucb] format = 2``; off by default, the paper's behaviour):
 
 - ``explore_quality = "lineage"``: the explore slots judge each node by the better of its own Q and its
@@ -92,7 +97,7 @@ class Suggestion:
     duplicates: int | None
     reason: str
     claimed_by: tuple[dict[str, Any], ...] = ()  # active claims on it: {account, until, sha, title}
-    action: str = "build"  # or "replicate": rerun it under another seed first (module docstring)
+    action: str = "build"  # or "replicate": rerun it under another seed first; "verify": contested (ranks)
     replicates: int | None = None  # its replicates, when the project counts them
 
     def to_dict(self) -> dict[str, Any]:
@@ -271,6 +276,8 @@ def plan_slots(
     exploit, taken = _exploit(ctx, frame.candidates())
     allowed = frame.candidates().copy()
     allowed[taken] = False
+    if frame.graph.root.ranks:  # a contested result is offered to verify (exploit), never to build on
+        allowed &= frame.status != "contested"
     explore = ctx.for_explore()
     scored_only = frame.scored if params.explore_scored else np.ones(frame.n, dtype=bool)
     known_ctx, known_allowed = (explore, allowed & scored_only) if params.explore_slots == "both" else (ctx, allowed)
@@ -405,7 +412,13 @@ def _suggestion(ctx: _Context, name: str, node: int, ucb: float, rho: int) -> Su
             parts.append("within the noise of the best: replicate it under another seed before building on it")
     if duplicates is not None:
         parts.append(f"{duplicates} near-duplicate(s)")
-    if f.status[node] == "contested":
+    if f.status[node] == "contested" and f.graph.root.ranks:
+        action = "verify"
+        parts.append(
+            f"verification: contested: verify it (git agora verify {row['sha'][:12]}) instead of building on it: "
+            "it does not lead until the trust root's rerun or more reruns settle it"
+        )
+    elif f.status[node] == "contested":
         parts.append("verification: contested: settle it with a rerun (git agora verify) before building on it")
     elif f.status[node] != "unverified":
         parts.append(f"verification: {f.status[node]}")

@@ -9,7 +9,9 @@ site, so that a verdict that weighs nothing is still seen where it matters, on w
   rerun record `git agora verify` writes) and from accounts without standing. Only current verdicts
   are counted, one per account and target, so the number counts accounts, never posts. A signal to
   settle with a rerun that counts; it changes no status, and ends once a counting verdict fails it.
-- ``standing_of``: whether an account's verdicts count, why, and what would make them count.
+- ``standing_of``: whether an account's verdicts count, why, and what would make them count (with ranks,
+  ``Root.ranks``: only the trust root's confirmation gives standing, and a derived account's verdict
+  that the root's outranks shows ``evidence.OUTRANKED`` as its why).
 """
 
 from __future__ import annotations
@@ -115,9 +117,22 @@ def standing_of(graph: Graph, verdicts: Verdicts, account: str) -> Standing:
     if account in graph.root.accounts:
         return Standing(account, True, f"{account} is a member (the policy's [identity] members or [ci] accounts)")
     if code >= 0 and code < len(verdicts.standing) and verdicts.standing[code]:
+        if verdicts.ranked:
+            return Standing(
+                account,
+                True,
+                f"{account} has work the trust root confirmed by a rerun (its verdicts rank below the root's: "
+                "they do not count against a verdict of the founder, a member or a CI account)",
+            )
         return Standing(account, True, f"{account} has confirmed work (its own result confirmed by a counting rerun)")
-    remedy = (
-        f"it counts once an account with standing (the founder, a member, or an established account) "
-        f"confirms one of {account}'s results with a rerun (git agora verify)"
-    )
+    if verdicts.ranked:
+        remedy = (
+            f"it counts once the trust root (the founder, a member or a CI account) confirms one of {account}'s "
+            "results with a rerun (git agora verify); an established account's confirmation gives no standing"
+        )
+    else:
+        remedy = (
+            f"it counts once an account with standing (the founder, a member, or an established account) "
+            f"confirms one of {account}'s results with a rerun (git agora verify)"
+        )
     return Standing(account, False, f"{account} has no confirmed work yet", remedy)

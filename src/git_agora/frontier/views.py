@@ -29,7 +29,7 @@ from . import calibration
 from .evidence import verdicts_of
 from .frame import Frame, build_frame, inherit_quality, int_column, quality
 from .graph import combined
-from .scored import best_node, new_best_nodes
+from .scored import best_node, may_lead, new_best_nodes
 from .verdict_rows import unsettled_failures
 
 __all__ = [  # build_frame, Frame and the quality functions live in ``frame``; re-exported for old imports
@@ -143,22 +143,29 @@ def within_tolerance_of(frame: Frame, node: int) -> np.ndarray:
         return frame.scored & (np.abs(loss - loss[node]) <= frame.tolerance)
 
 
+def leading(frame: Frame) -> np.ndarray:
+    """Boolean per node: a scored result that may be a new best or the best (``scored.may_lead``: with
+    ranks, not contested)."""
+    return may_lead(frame.scored, frame.status, frame.graph.root.ranks)
+
+
 def best_group(frame: Frame) -> np.ndarray:
     """Boolean per node: the best result and its ties (``best``), the results a reported best rests on."""
-    node = best_node(frame.table, frame.scored, frame.direction, frame.tolerance, frame.metric)
+    node = best_node(frame.table, leading(frame), frame.direction, frame.tolerance, frame.metric)
     return within_tolerance_of(frame, node) if node >= 0 else np.zeros(frame.n, dtype=bool)
 
 
 def new_bests(frame: Frame) -> np.ndarray:
     """Boolean per node: a scored result that set a new best (noise-aware) when it was published."""
     mask = np.zeros(frame.n, dtype=bool)
-    mask[new_best_nodes(frame.table, frame.scored, frame.direction, frame.tolerance, frame.metric)] = True
+    mask[new_best_nodes(frame.table, leading(frame), frame.direction, frame.tolerance, frame.metric)] = True
     return mask
 
 
 def best(frame: Frame) -> Best | None:
-    """The best result (``scored.best_node``: the latest noise-aware new best), or None when nothing is scored."""
-    node = best_node(frame.table, frame.scored, frame.direction, frame.tolerance, frame.metric)
+    """The best result (``scored.best_node``: the latest noise-aware new best among the results that may
+    lead, ``leading``), or None when none is scored."""
+    node = best_node(frame.table, leading(frame), frame.direction, frame.tolerance, frame.metric)
     if node < 0:
         return None
     close = within_tolerance_of(frame, node)

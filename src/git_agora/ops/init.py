@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from importlib.resources import files
 from pathlib import Path
 
-from ..config import BRIEF_FILE, CI_FORMAT, CONFIG_FILE, ConfigError, ProjectConfig
+from ..config import BRIEF_FILE, CI_FORMAT, CONFIG_FILE, VERDICTS_FORMAT, ConfigError, ProjectConfig
 from ..contribution import Contribution
 from ..errors import AgoraError
 from ..project import Project
@@ -151,6 +151,7 @@ def _config(root: Path, wanted: Evaluation | None, **overrides) -> ProjectConfig
 
     sections = {"identity": {"signatures": "required"}, **config.sections}  # new projects: signed work only
     sections.setdefault("ucb", NEW_SETUPS.to_dict())
+    sections.setdefault("verdicts", {"format": VERDICTS_FORMAT})  # new projects: ranked standing (section 6)
     try:  # a setup whose [ucb] no reader accepts would leave the project without analyze
         UcbParams.from_mapping(sections["ucb"])
     except ValueError as exc:

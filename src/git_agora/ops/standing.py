@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,7 @@ def root_and_config(project: Project, contributions: pa.Table) -> tuple[Root, Pr
     config, epoch = _current_config_and_epoch(project, valid)
     witnesses = frozenset(config.counted_ci_accounts)
     root = Root(config.trusted_accounts, epoch, witnesses, witnessed(project, valid, witnesses))
+    root = replace(root, ranks=config.verdicts_format >= 2)  # [verdicts] format 2: ranked standing
     return root, config
 
 
