@@ -48,6 +48,7 @@ def found_template(task: Task, directory: Path, ucb: dict | None = None) -> dict
     return {
         "task": task.name,
         "ucb": dict(ucb or {}),
+        "verdicts_format": project.config.verdicts_format,  # 2: ranked standing (docs/protocol.md section 6)
         "remote": str(directory / "remote.git"),
         "baseline_sha": baseline.sha,
         "baseline": measured,

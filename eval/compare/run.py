@@ -97,6 +97,12 @@ def prepare(work: Path) -> None:
     (work / MARKER).write_text("made by eval/compare; safe to delete\n")
 
 
+VERDICT_RULES = {  # which rule decided whose verdicts count (docs/protocol.md section 6, `[verdicts] format`)
+    1: "flat standing: any established account confirms others; a contested best still leads",
+    2: "ranked standing: the founder outranks the workers it confirmed; a contested result does not lead",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     out = args.out.resolve()
@@ -146,9 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - started
     command = "python -m eval.compare " + " ".join(argv if argv is not None else sys.argv[1:])
     settings = ", ".join(f"{k} = {v}" for k, v in ucb.items()) or "as git agora init writes them (no --ucb)"
+    formats = sorted({t["verdicts_format"] for t in templates.values()})
+    verdicts = ", ".join(f"format {f} ({VERDICT_RULES.get(f, 'unknown')})" for f in formats)
     note = (
         f"{args.workers} workers x {args.budget} evaluations per worker, seeds {seeds[0]}..{seeds[-1]}, "
-        f"[ucb] {settings}; "
+        f"[ucb] {settings}; [verdicts] {verdicts}; "
         f"{total:.0f} s in all with --jobs {args.jobs} on {os.cpu_count()} cores.\n"
         f"Command: `{command.strip()}`\n"
     )

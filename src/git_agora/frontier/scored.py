@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .evidence import current_verdicts, verification_status
+from .evidence import verdicts_of, verification_status
 from .graph import Graph, chronological_order, signed, tag_mask, time_column
 
 
@@ -70,14 +70,14 @@ def may_lead(scored: np.ndarray, status: Sequence[str] | np.ndarray, ranks: bool
 
 def leading_nodes(graph: Graph) -> np.ndarray:
     """Per node of ``graph``: a scored result (``scored_nodes``) that may lead (``may_lead``)."""
-    status = verification_status(current_verdicts(graph), graph.n)[0]
+    status = verification_status(verdicts_of(graph), graph.n)[0]
     return may_lead(scored_mask(graph.table, status, graph.root.epoch), status, graph.root.ranks)
 
 
 def scored_nodes(graph: Graph) -> np.ndarray:
     """Per node of ``graph``: a scored result, with the status its counting verdicts give, in the
     current evaluator epoch."""
-    status = verification_status(current_verdicts(graph), graph.n)[0]
+    status = verification_status(verdicts_of(graph), graph.n)[0]
     return scored_mask(graph.table, status, graph.root.epoch)
 
 

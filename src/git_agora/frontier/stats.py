@@ -19,7 +19,8 @@ Progress of the primary metric
   even one below the tolerance; the first scored result included).
 - ``first_value``: the first scored result's value, in time order; null when nothing is scored.
 - ``best_value`` / ``best_sha``: the best result (the latest noise-aware new best: the same as
-  ``analyze``'s summary), null when nothing is scored. ``strict_best_value``: the best value reached
+  ``analyze``'s summary; with ranks a contested result is not it, ``scored.may_lead``), null when
+  nothing is scored. ``strict_best_value``: the best value reached
   by any scored result (the last strict new best); it differs from ``best_value`` only by gains
   within the tolerance.
 - ``improvement_share``: {k: share} for k in IMPROVEMENT_KS up to the number of scored results:
@@ -69,7 +70,7 @@ from .evidence import current_verdicts
 from .graph import Graph, build_graph, pointer_roots, seconds_column, signed
 from .lineage import Lineage, lineage_of
 from .root import Root
-from .scored import best_node, in_time, new_best_mask, primary_metric, scored_nodes
+from .scored import best_node, in_time, leading_nodes, new_best_mask, primary_metric, scored_nodes
 
 IMPROVEMENT_KS = (1, 5, 10, 18, 25, 50, 100)
 STEP_KS = (1, 2, 4, 8, 16, 32, 64)
@@ -148,7 +149,7 @@ def graph_stats(
     values = metric[scored]
     strict = new_best_mask(values, direction)
     noise_aware = new_best_mask(values, direction, tolerance)
-    best = best_node(graph.table, is_scored, direction, tolerance)
+    best = best_node(graph.table, leading_nodes(graph), direction, tolerance)  # a contested result may not lead
     return GraphStats(
         **shape(graph),
         scored_results=len(scored),
