@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import numpy as np
 from frontier_tables import node, sha, table, verify
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.evidence import NEWCOMER, OUTRANKED, current_verdicts, evidence
 from git_agora.frontier.frame import build_frame
 from git_agora.frontier.graph import build_graph
 from git_agora.frontier.root import Root
-from git_agora.frontier.verdict_rows import standing_of, verdict_rows
+from git_agora.frontier.verdict_rows import standing_of, unsettled_failures, verdict_rows
 from git_agora.frontier.views import best
 
 RANKED, FLAT = Root(ranks=True), Root()
@@ -126,6 +128,52 @@ def test_a_newcomers_verdict_stays_a_newcomers_on_a_root_verdicted_result():
     rows = [*BASE, verify("V5", "F", "H", "failed", t=9)]
     assert by_name(rows, RANKED)["H"]["status"] == "confirmed"
     assert why(rows, RANKED)["V5"] == NEWCOMER
+    stranger = [*BASE, verify("V5", "zed", "H", "failed", t=9)]  # no standing under either rule
+    at = [r.name for r in stranger].index("H")
+    for root, signal in ((RANKED, 0), (FLAT, 1)):  # with ranks, the root's confirmation leaves nothing to settle
+        assert unsettled_failures(current_verdicts(build_graph(table(stranger), root)), len(stranger))[at] == signal
     graph = build_graph(table(rows), RANKED)
     remedy = standing_of(graph, current_verdicts(graph), "F").remedy or ""
     assert "the trust root" in remedy and "an established account's confirmation gives no standing" in remedy
+
+
+# --------------------------------------------------------------------------- property
+
+MINTED = ("m1", "m2", "m3")  # accounts the founder confirms (derived); any of them may lie
+
+
+@st.composite
+def ranked_communities(draw):
+    """Results by the founder's minted accounts and by others; the founder confirms one result of each
+    minted account, then verdicts of the founder and of the minted accounts on random results."""
+    rows = [node("S", "founder", t=0, tags=("setup",))]
+    rows += [node(f"own_{a}", a, "S", t=1 + i, metric=5.0) for i, a in enumerate(MINTED)]
+    rows += [verify(f"mint_{a}", "founder", f"own_{a}", "confirmed", t=10 + i) for i, a in enumerate(MINTED)]
+    n = draw(st.integers(1, 8))
+    for i in range(n):
+        who = draw(st.sampled_from(("bob", "carol", *MINTED)))
+        rows.append(node(f"r{i}", who, "S", t=20 + i, metric=draw(st.floats(0.5, 2.0).map(lambda v: round(v, 2)))))
+    root, derived = [], []
+    for k in range(draw(st.integers(0, 10))):
+        target = f"r{draw(st.integers(0, n - 1))}"
+        owner = next(r.account for r in rows if r.name == target)
+        kind = draw(st.sampled_from(["confirmed", "partial", "failed"]))
+        who = draw(st.sampled_from(("founder", *MINTED)))
+        if who != owner:
+            (root if who == "founder" else derived).append(verify(f"v{k}", who, target, kind, t=40 + k))
+    return rows, root, derived
+
+
+@settings(max_examples=150, deadline=None)
+@given(ranked_communities())
+def test_minted_accounts_never_change_the_status_of_what_the_root_verified(community):
+    rows, root, derived = community
+    alone = by_name([*rows, *root], RANKED)
+    both = by_name([*rows, *root, *derived], RANKED)
+    for verdict in root:
+        assert both[verdict.target]["status"] == alone[verdict.target]["status"], verdict.target
+    frame = build_frame(table([*rows, *root, *derived]), root=RANKED)
+    top = best(frame)
+    assert top is None or top.status != "contested"
+    failed_by_root = {v.target for v in root if alone[v.target]["status"] == "failed"}
+    assert top is None or top.title not in failed_by_root  # a row's title is its name (frontier_tables)

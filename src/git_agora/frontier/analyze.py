@@ -60,7 +60,7 @@ from .frame import Frame, build_frame
 from .root import Root
 from .ucb import Replicas, Slots, UcbParams, plan_slots
 from .verdict_rows import VerdictRow, unsettled_failures, unsettled_note, verdict_rows
-from .views import Best, View, ViewParams, best, compute_views, ranked_by_metric
+from .views import Best, View, ViewParams, best, compute_views, held_back, ranked_by_metric
 
 
 @dataclass(frozen=True)
@@ -293,6 +293,11 @@ def _summary(frame: Frame, config: AnalyzeConfig, div: Diversity, replicas: Repl
     notes.extend(_epoch_notes(frame))
     top = best(frame if replicas is None else replicas.frame)  # replicates: by the mean over draws
     notes.extend(_tie_notes(top))
+    if held := held_back(frame if replicas is None else replicas.frame):
+        notes.append(
+            f"a contested result, {held[:10]}, would be the best: it does not lead until the trust root's rerun "
+            f"or more reruns settle it (git agora verify {held[:12]})"
+        )
     verdicts = verdicts_of(frame.graph)
     unsettled = unsettled_failures(verdicts, frame.n)
     top_node = -1 if top is None else int(frame.graph.lookup(pa.array([top.sha], pa.string()))[0])

@@ -8,7 +8,8 @@ site, so that a verdict that weighs nothing is still seen where it matters, on w
 - ``unsettled_failures``: per node, the failed reruns that do not count yet: current, run-backed (the
   rerun record `git agora verify` writes) and from accounts without standing. Only current verdicts
   are counted, one per account and target, so the number counts accounts, never posts. A signal to
-  settle with a rerun that counts; it changes no status, and ends once a counting verdict fails it.
+  settle with a rerun that counts; it changes no status, and ends once a counting verdict fails it (with
+  ranks, once the trust root gives it any counting verdict).
 - ``standing_of``: whether an account's verdicts count, why, and what would make them count (with ranks,
   ``Root.ranks``: only the trust root's confirmation gives standing, and a derived account's verdict
   that the root's outranks shows ``evidence.OUTRANKED`` as its why).
@@ -72,11 +73,15 @@ def verdict_rows(graph: Graph, verdicts: Verdicts, targets: Sequence[int] | np.n
 
 def unsettled(verdicts: Verdicts) -> np.ndarray:
     """Per verdict: a failed rerun that does not count yet (current, run-backed, its account without
-    standing) on a target no counting verdict has failed already (that one settled it)."""
+    standing) on a target no counting verdict has failed already (that one settled it), nor, with ranks,
+    one the trust root gave a counting verdict (the root's verdict decides its status)."""
     no_standing = ~verdicts.standing[verdicts.verifier]
     failed = verdicts.verdict == "failed"
     settled = np.zeros(int(verdicts.target.max()) + 1 if len(verdicts.target) else 0, dtype=bool)
     settled[verdicts.target[verdicts.counts & failed]] = True
+    if verdicts.ranked:  # with ranks a counting verdict of the trust root decides the status: nothing to settle
+        assert verdicts.trusted is not None
+        settled[verdicts.target[verdicts.counts & verdicts.trusted[verdicts.verifier]]] = True
     return verdicts.current & verdicts.run_backed & no_standing & failed & ~settled[verdicts.target]
 
 

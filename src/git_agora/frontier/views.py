@@ -149,6 +149,17 @@ def leading(frame: Frame) -> np.ndarray:
     return may_lead(frame.scored, frame.status, frame.graph.root.ranks)
 
 
+def held_back(frame: Frame) -> str | None:
+    """The sha of the contested result that would be the best if contested results led (``leading``),
+    None when there is none (no ranks, or the best among all scored results may lead)."""
+    if not frame.graph.root.ranks:
+        return None
+    node = best_node(frame.table, frame.scored, frame.direction, frame.tolerance, frame.metric)
+    if node < 0 or frame.status[node] != "contested":
+        return None
+    return str(frame.rows([node])[0]["sha"])
+
+
 def best_group(frame: Frame) -> np.ndarray:
     """Boolean per node: the best result and its ties (``best``), the results a reported best rests on."""
     node = best_node(frame.table, leading(frame), frame.direction, frame.tolerance, frame.metric)
