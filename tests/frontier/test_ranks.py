@@ -5,10 +5,12 @@ ranks (format 1) the same tables keep the older rules."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from frontier_tables import node, sha, table, verify
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from git_agora.config import ConfigError, ProjectConfig
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.evidence import NEWCOMER, OUTRANKED, current_verdicts, evidence
 from git_agora.frontier.frame import build_frame
@@ -177,3 +179,14 @@ def test_minted_accounts_never_change_the_status_of_what_the_root_verified(commu
     assert top is None or top.status != "contested"
     failed_by_root = {v.target for v in root if alone[v.target]["status"] == "failed"}
     assert top is None or top.title not in failed_by_root  # a row's title is its name (frontier_tables)
+
+
+def test_the_key_is_read_from_agora_toml_and_a_newer_format_or_unknown_key_is_refused():
+    base = '[project]\nname = "p"\n'
+    assert ProjectConfig.parse(base).verdicts_format == 1  # a table without the key: the older rules
+    assert ProjectConfig.parse(base + "[verdicts]\nformat = 2\n").verdicts_format == 2
+    with pytest.raises(ConfigError, match="needs a newer git-agora"):
+        ProjectConfig.parse(base + "[verdicts]\nformat = 3\n")
+    with pytest.raises(ConfigError, match="unknown key"):
+        ProjectConfig.parse(base + "[verdicts]\nformat = 2\nranks = true\n")
+    assert "[verdicts]\nformat = 2" in ProjectConfig.parse(base + "[verdicts]\nformat = 2\n").dump()
