@@ -179,7 +179,7 @@ def _render_summary(out: _Out, s: dict) -> None:
                 f"best {s['metric']} = {_metric(best['metric'])}",
                 f"({arrow} is better,",
                 f"tolerance {s['tolerance']:g}),",
-                best["status"] + ("," if best.get("unsettled_failures") else ""),
+                shown_status(best) + ("," if best.get("unsettled_failures") else ""),
                 *_unsettled(best.get("unsettled_failures", 0)),
             ],
             indent=2,
@@ -282,6 +282,13 @@ def _table(columns: list[tuple[str, str]], cells: list[list[str]], width: int) -
     return [render(names)] + [render(row) for row in cells]
 
 
+def shown_status(row: dict) -> str:
+    """A row's status as readers show it: an unverified result without its run record is "unchecked"
+    (`frontier.checked.shown_status`, the one rule)."""
+    status = str(row.get("status"))
+    return "unchecked" if status == "unverified" and row.get("checked") is False else status
+
+
 def _columns(view: str, first: dict) -> list[tuple[str, str]]:
     """The view's columns (`frontier.columns`), right-aligned when a share or a number in the first row."""
     return [(name, "right" if _numeric(name, first.get(name)) else "left") for name in TABLE_COLUMNS[view]]
@@ -295,6 +302,8 @@ def _cell(row: dict, name: str) -> str:
     value = row.get(name)
     if value is None:
         return "-"
+    if name == "status":
+        return shown_status(row)
     kind = KINDS.get(name)
     if kind == "sha":
         return value[:10]

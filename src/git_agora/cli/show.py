@@ -9,7 +9,7 @@ import click
 from ..visible import cut, visible
 from .common import emit_json, json_option, open_project
 from .log import TITLE_CHARS  # a parent's or a cited title is cut there; the description is shown whole
-from .render import verdict_line
+from .render import shown_status, verdict_line
 
 
 @click.command("show")
@@ -48,7 +48,7 @@ def command(ctx, sha, as_json):
     if ev:
         lines.append(
             f"evidence     score {ev['score']:g}, {ev['children']} children, {ev['descendants']} descendants, "
-            f"{ev['status']}"
+            f"{shown_status(ev)}"
         )
     else:
         lines.append("evidence     none: this commit is rejected (see `git agora log --rejected`)")

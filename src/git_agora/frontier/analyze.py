@@ -52,6 +52,7 @@ import pyarrow.compute as pc
 
 from . import comparable
 from .calibration import Calibration, FrameCalibration, frame_calibration
+from .checked import mark_rows, unchecked_shas
 from .claims import Claim, active_claims, claims_on
 from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
@@ -131,12 +132,14 @@ class Summary:
     best_verdicts: tuple[VerdictRow, ...] = ()  # every verdict on the best, newest first, counting or not
     best_unsettled: int = 0  # failed reruns on the best that do not count yet (``verdict_rows``)
     unsettled: int = 0  # contributions with failed reruns that do not count yet
+    best_checked: bool | None = None  # whether the best carries its run record (``checked.run_backed``)
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
-        out.pop("best_verdicts"), out.pop("best_unsettled")
+        out.pop("best_verdicts"), out.pop("best_unsettled"), out.pop("best_checked")
         out["best"] = None if self.best is None else self.best.to_dict()
         if out["best"] is not None:
+            out["best"]["checked"] = self.best_checked
             out["best"]["verdicts"] = [v.to_dict() for v in self.best_verdicts]
             out["best"]["unsettled_failures"] = self.best_unsettled
         out["calibration"] = None if self.calibration is None else self.calibration.to_dict()
@@ -196,8 +199,14 @@ def analyze(
     slots = with_claims(plan_slots(frame, div.clustering, config.ucb, replicas), claims)
     view_params = replace(config.view_params, verify=config.ucb.verify)  # one source: [ucb]
     views = compute_views(frame, config.limit, config.views, view_params)
+    unchecked = unchecked_shas(frame.graph.table, frame.scored)
+    for view in views.values():
+        mark_rows(view.rows, unchecked)
+    summary = _summary(frame, config, div, replicas)
+    if summary.best is not None:
+        summary = replace(summary, best_checked=summary.best.sha not in unchecked)
     references = cited_commits(frame, cross_refs, config.limit)
-    return AnalyzeResult(_summary(frame, config, div, replicas), slots, views, div, frame, references, claims)
+    return AnalyzeResult(summary, slots, views, div, frame, references, claims)
 
 
 def frame_for(contributions: pa.Table, config: AnalyzeConfig, counter: FollowOnCounter | None = None) -> Frame:

@@ -19,7 +19,7 @@ TABLE_COLUMNS: dict[str, tuple[str, ...]] = {  # analyze's table: the title, las
     "built_on": ("sha", "account", "metric", "score", "status", "children", "descendants", "title"),
     "leaves": ("sha", "account", "metric", "status", "quality", "title"),
     "promising": ("sha", "account", "metric", "status", "descendants", "quality", "title"),
-    "unverified": ("sha", "account", "metric", "quality", "title"),
+    "unverified": ("sha", "account", "metric", "checked", "quality", "title"),  # checked: carries its run record
     "contested": ("sha", "account", "metric", "quality", "title"),
     "verdicts": ("sha", "account", "verdict", "metric", "counts", "target"),  # why it does not count follows
     "earlier_epoch": ("sha", "account", "metric", "status", "title"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..project import Project
@@ -13,9 +13,12 @@ class CheckedOut:
     sha: str
     title: str
     path: Path
+    status: str | None = None  # with --best: its status as readers show it ("unchecked", "confirmed", ...)
+    note: str | None = None  # with --best: `checked_best.unchecked_note`
 
     def to_dict(self) -> dict:
-        return {"sha": self.sha, "path": str(self.path)}
+        out = {"sha": self.sha, "path": str(self.path)}
+        return out if self.status is None else {**out, "status": self.status, "note": self.note}
 
 
 def checkout(project: Project, rev: str, worktree: Path | None = None) -> CheckedOut:
@@ -39,3 +42,21 @@ def checkout(project: Project, rev: str, worktree: Path | None = None) -> Checke
         project.restore_base(previous)
         raise
     return CheckedOut(sha, contribution.title, path)
+
+
+def checkout_best(project: Project, checked: bool = False, worktree: Path | None = None) -> CheckedOut:
+    """`checkout --best`: the result `clone` would check out (`clone._best`), said with its status; with
+    `checked`, the best run-backed result when the best is unchecked (`checked_best`)."""
+    from ..errors import AgoraError
+    from .checked_best import best_picks, unchecked_note
+    from .clone import _best
+    from .indexing import FRAME_COLUMNS, load
+
+    contributions = load(project, FRAME_COLUMNS).contributions
+    picks = best_picks(project, contributions, _best(project, contributions)[0])
+    if picks is None:
+        raise AgoraError("nothing is scored yet: no best result to check out")
+    chosen = picks.chosen(checked)
+    done = checkout(project, chosen.sha, worktree)
+    note = unchecked_note(picks, chosen, project.config.metric)
+    return replace(done, status=chosen.status, note=note)

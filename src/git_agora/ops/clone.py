@@ -17,6 +17,7 @@ from ..refs.git import Git
 from ..refs.names import RefNameError, check_account, fetch_refspec
 from ..refs.sync import RemoteError
 from ..refs.sync import fetch as fetch_logs
+from .checked_best import best_picks, unchecked_note
 from .checkout import checkout
 
 REMOTE = "origin"
@@ -35,6 +36,9 @@ class Cloned:
     contributions: int  # valid contributions in the index
     accounts: int
     account: str | None  # remembered in `git config agora.account`
+    status: str | None = None  # the checked-out result's status as readers show it ("unchecked", ...)
+    note: str | None = None  # `checked_best.unchecked_note`: the best is unchecked, and what to do
+    best_result: dict | None = None  # the best result (`checked_best.Pick`) when --checked took another
 
     def to_dict(self) -> dict:
         return {**self.__dict__, "directory": str(self.directory)}
@@ -46,11 +50,13 @@ def clone(
     setup: str | None = None,
     account: str | None = None,
     feedback: Feedback | None = None,
+    checked: bool = False,
 ) -> Cloned:
     """Clone the Agora project at `url` into `directory` (default: named after the URL, as `git clone`
     does). With `setup`, the project must have that setup (a sha or a unique prefix), which is pinned
     whatever else the remote holds; otherwise its setup root is pinned. Checks out the current best
-    result (the setup when nothing is scored) and remembers `account`."""
+    result (the setup when nothing is scored), or with `checked` the best run-backed one when the best
+    is unchecked (`checked_best`), and remembers `account`."""
 
     if account is not None:
         try:
@@ -62,7 +68,7 @@ def clone(
         raise AgoraError(f"{target} already exists and is not an empty directory")
     created = not target.exists()
     try:
-        return _clone(_absolute(url), url, target, setup, account, feedback or Feedback())
+        return _clone(_absolute(url), url, target, setup, account, feedback or Feedback(), checked)
     except BaseException:
         _remove(target, created)
         raise
@@ -83,7 +89,13 @@ def _absolute(url: str) -> str:
 
 
 def _clone(
-    url: str, shown_url: str, target: Path, setup: str | None, account: str | None, feedback: Feedback
+    url: str,
+    shown_url: str,
+    target: Path,
+    setup: str | None,
+    account: str | None,
+    feedback: Feedback,
+    checked: bool = False,
 ) -> Cloned:
     from .indexing import FRAME_COLUMNS, load
 
@@ -104,6 +116,13 @@ def _clone(
     project = Project.open(target, account, REMOTE, feedback)
     index = load(project, FRAME_COLUMNS)
     sha, title, value = _best(project, index.contributions)
+    status, note, best_result = None, None, None
+    picks = best_picks(project, index.contributions, sha)
+    if picks is not None:
+        chosen = picks.chosen(checked)
+        sha, title, value, status = chosen.sha, chosen.title, chosen.metric, chosen.status
+        note = unchecked_note(picks, chosen, project.config.metric)
+        best_result = None if chosen is picks.best else picks.best.to_dict()
     checkout(project, sha or pinned)
     valid = index.contributions.filter(index.contributions["valid"])
     return Cloned(
@@ -118,6 +137,9 @@ def _clone(
         contributions=valid.num_rows,
         accounts=len(set(valid["account"].to_pylist())),
         account=account,
+        status=status,
+        note=note,
+        best_result=best_result,
     )
 
 

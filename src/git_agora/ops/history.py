@@ -87,6 +87,7 @@ def show(project: Project, rev: str) -> Shown:
     import pyarrow.compute as pc
 
     from ..followons_cache import cached_counter
+    from ..frontier.checked import run_backed
     from ..frontier.evidence import EVIDENCE, current_verdicts, evidence_columns
     from ..frontier.graph import build_graph
     from ..frontier.verdict_rows import unsettled_note
@@ -102,10 +103,17 @@ def show(project: Project, rev: str) -> Shown:
     table = pa.table(columns, schema=EVIDENCE)
     rows = table.filter(pc.equal(table["sha"], c.sha)).to_pylist()
     score = {k: v for k, v in rows[0].items() if k != "sha"} if rows else None
+    if score is not None and c.metrics and not c.is_verification:
+        score["checked"] = run_backed(c.metadata)  # `frontier.checked`: a usability signal, not a defence
     parents = tuple(_reference(project, sha) for sha in c.parents)
     cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
     best, incomparable = _against_best(project, c, contributions, table, root) if score else (None, ())
-    notes = _run_notes(project, c) + _weight_notes(graph, verdicts, c) + _look_alike_notes(contributions, c)
+    notes = (
+        _unchecked_notes(score)
+        + _run_notes(project, c)
+        + _weight_notes(graph, verdicts, c)
+        + _look_alike_notes(contributions, c)
+    )
     notes += _identity_notes(project, c) + account_key_notes(project, policy, c.account)
     witnessed = _witness_time(graph, c)
     notes += _witness_notes(root, witnessed) + _secret_notes(c)
@@ -195,6 +203,13 @@ def _weight_notes(graph, verdicts, c: Contribution) -> tuple[str, ...]:
         return ("this verdict weighs nothing: it does not verify a valid contribution of another account",)
     why = verdicts.weightless()[int(at[0])]
     return (f"this verdict weighs nothing: {why}",) if why else ()
+
+
+def _unchecked_notes(score: dict[str, Any] | None) -> tuple[str, ...]:
+    """An unverified result without the run record of `push --check` says so (`frontier.checked`)."""
+    if not score or score.get("checked") is not False or score.get("status") != "unverified":
+        return ()
+    return ("unchecked: no run record (published without `push --check`); nobody has reproduced it",)
 
 
 def _run_notes(project: Project, c: Contribution) -> tuple[str, ...]:

@@ -1,0 +1,73 @@
+"""Run-backed results: a result published with `push --check` carries the run record of that check
+(``check`` in Agora-Meta: the measured values, the evaluator identity, the sandbox flag, the duration,
+as `contribution.carries_run` reads a verdict's). One without it is *unchecked*: a number typed on the
+command line. This is a usability signal, not a defence: anyone can write such a record by hand, and
+only verification by others (``evidence``) says a claim reproduces. Readers mark an unchecked result
+where they would say "unverified", with the one word ``UNCHECKED``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..contribution import carries_run
+from .frame import Frame
+from .views import ranked_by_metric
+
+UNCHECKED = "unchecked"
+UNVERIFIED = "unverified"
+
+
+def run_backed(metadata: str | Mapping[str, Any] | None) -> bool:
+    """Whether a result's Agora-Meta (JSON text or the object) records the run of `push --check`."""
+    if isinstance(metadata, str):
+        try:
+            metadata = json.loads(metadata)
+        except (json.JSONDecodeError, RecursionError):
+            return False
+    if not isinstance(metadata, Mapping):
+        return False
+    check = metadata.get("check")
+    return isinstance(check, Mapping) and carries_run({**check, "reproduced": check.get("measured")})
+
+
+def run_backed_mask(table: pa.Table, nodes: np.ndarray | None = None) -> np.ndarray:
+    """Per row of `table` (or per node of `nodes`): whether it records its check's run (no
+    ``metadata`` column: none does)."""
+    n = table.num_rows if nodes is None else len(nodes)
+    if "metadata" not in table.column_names:
+        return np.zeros(n, dtype=bool)
+    column = table["metadata"] if nodes is None else table["metadata"].take(pa.array(nodes, pa.int64()))
+    return np.fromiter((run_backed(m) for m in column.to_pylist()), dtype=bool, count=n)
+
+
+def shown_status(status: str, checked: bool | None) -> str:
+    """The status a reader shows: an unverified result without its run record is ``unchecked``."""
+    return UNCHECKED if status == UNVERIFIED and checked is False else status
+
+
+def mark_rows(rows: Iterable[dict[str, Any]], unchecked: set[str]) -> None:
+    """Add ``checked`` (False for the shas of `unchecked`, True otherwise) to every row with a metric."""
+    for row in rows:
+        if row.get("metric") is not None and "sha" in row:
+            row["checked"] = row["sha"] not in unchecked
+
+
+def unchecked_shas(table: pa.Table, scored: np.ndarray) -> set[str]:
+    """The shas of the scored results (a node mask over `table`) that carry no run record."""
+    nodes = np.flatnonzero(scored)
+    backed = run_backed_mask(table, nodes)
+    shas = table["sha"].take(pa.array(nodes[~backed], pa.int64())).to_pylist()
+    return set(shas)
+
+
+def best_run_backed(frame: Frame) -> int:
+    """The node of the best scored result that carries its run record (by value, then earliest:
+    ``views.ranked_by_metric``), -1 when none does."""
+    nodes = np.flatnonzero(frame.scored)
+    nodes = nodes[run_backed_mask(frame.graph.table, nodes)]
+    return int(ranked_by_metric(frame, nodes)[0]) if len(nodes) else -1
