@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from agora_testing import agora
 from git_agora.demo.run import DemoPlan, found_project
 

@@ -120,7 +120,7 @@ def test_a_terminal_sees_the_command_before_the_evaluator_ends_and_its_stderr_li
     env = {**os.environ, "COLUMNS": "100"}
     child = pexpect.spawn("git", ["agora", "run"], cwd=str(slow_project), env=env, encoding="utf-8", timeout=60)
     try:
-        child.expect(r"command: `python3 slow\.py` \(in the sandbox, timeout 3600 s\)")
+        child.expect(r"command: `python3 slow\.py` \(in the sandbox, time limit 3600 s\)")
         child.expect("warming up")  # the evaluator's stderr, while it still runs
         evaluator = evaluator_of(child.pid)
         assert child.isalive()

@@ -220,3 +220,19 @@ def test_diffs_load_on_demand_under_serve(hostile, page):
     static = page.visit((hostile["site"] / "c" / sha[:2] / f"{sha}.html").as_uri())
     assert static.locator("a.ondemand").is_hidden()  # no server behind a file: the link would fail
     assert not page.problems, page.problems
+
+
+def test_an_unverified_new_best_is_hollow_as_the_legend_says(tmp_path, home, page):
+    """The ratchet's legend says filled means verified: the new-best mark of the founded project's
+    unverified baseline is drawn hollow (before: filled gold whatever its status)."""
+    from git_agora.demo.run import DemoPlan, found_project
+
+    with isolated_env(home):
+        plan = DemoPlan.create(tmp_path / "project", workers=0, rounds=0, seed=0)
+        built = build(found_project(plan), tmp_path / "site")
+    shown = page.visit((built["site"] / "ratchet.html").as_uri())
+    best = shown.locator("#plot .best")
+    assert best.count() == 1 and "s-u" in (best.get_attribute("class") or "")
+    opacity = best.evaluate("e => parseFloat(getComputedStyle(e).fillOpacity)")
+    assert opacity < 0.5, opacity
+    assert not page.problems, page.problems

@@ -48,6 +48,39 @@ def _ignore(done: int) -> None:
     return None
 
 
+SLOW_AFTER_S = 2.0  # a step that takes longer than this shows that it is running
+
+
+@contextmanager
+def when_slow(feedback: Feedback, what: str, after_s: float = SLOW_AFTER_S) -> Iterator[None]:
+    """Run the body; when it is still running after `after_s` seconds, show `feedback.progress(what)`
+    (an open-ended bar: terminals only, never under --json) until it ends. Quick bodies show nothing."""
+    import threading
+
+    if feedback.on_progress is None:
+        yield
+        return
+    shown = ExitStack()
+    lock = threading.Lock()
+    done = False
+
+    def show() -> None:
+        with lock:
+            if not done:
+                shown.enter_context(feedback.progress(what, None))
+
+    timer = threading.Timer(after_s, show)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            done = True
+            shown.close()
+
+
 _GIT_PROGRESS = re.compile(r"^(?:remote: )?(?P<phase>[A-Z][A-Za-z ]+):\s+\d+% \((?P<done>\d+)/(?P<total>\d+)\)")
 
 

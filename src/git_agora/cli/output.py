@@ -149,11 +149,19 @@ def report_published(published, as_json: bool, what: str) -> int:
         emit_json(published.to_dict())
         return published.exit_code
     lines = [f"{what} {published.sha}", *(f"  on {parent}" for parent in published.parents)]
+    if published.measured:
+        name, value, claimed = published.measured
+        beside = "no claim: the measured value is published" if claimed is None else f"you claimed {claimed:.6g}"
+        lines.insert(0, f"measured {name} = {value:.6g} ({beside})")
     if outcome in (PushOutcome.PUSHED, PushOutcome.UP_TO_DATE):
         lines.append("pushed")
     say("\n".join(lines))
     if outcome is PushOutcome.NO_REMOTE:
-        say(f"no remote configured: kept locally ({published.push.queued} queued)", err=True)
+        say(
+            f"no remote configured: kept locally ({published.push.queued} contribution(s) to send once a remote "
+            "is added: `git remote add origin URL && git agora sync`)",
+            err=True,
+        )
     elif outcome.queued:
         say(
             f"git agora: push failed ({published.push.detail or outcome.value}); "

@@ -167,7 +167,9 @@ def _render_summary(out: _Out, s: dict) -> None:
     out.flow(
         _fields(
             f"{s['contributions']} commits, {s['valid']} valid, {s['rejected']} rejected, {s['accounts']} accounts; "
-            f"{s['results']} scored results, {s['hypotheses']} hypotheses, {s['verifications']} verifications"
+            f"{s['results']} scored {plural(s['results'], 'result')}, {s['hypotheses']} "
+            f"{plural(s['hypotheses'], 'hypothesis', 'hypotheses')}, {s['verifications']} "
+            f"{plural(s['verifications'], 'verification')}"
         ),
         indent=2,
     )
@@ -431,8 +433,8 @@ def print_stats(data: dict) -> None:
         + (f", best {best:.6g}" if best is not None else "")
     )
     click.echo(
-        f"verifications {data['verifications']} of {data['verified_targets']} targets, "
-        f"{data['failed_verifications']} failed"
+        f"verifications {data['verifications']} (on {data['verified_targets']} "
+        f"{plural(data['verified_targets'], 'result')}), {data['failed_verifications']} failed"
     )
     gap = data["equal_score_median_gap"]
     click.echo(
@@ -454,9 +456,19 @@ def print_stats(data: dict) -> None:
         click.echo(
             f"the best's ancestry: {data['best_ancestry_size']} commits by {data['best_ancestry_accounts']} "
             f"accounts, {data['best_ancestry_cross_account_edges']} of {data['best_ancestry_edges']} parent "
-            f"edges across accounts; {data['best_reproduced_scored_ancestors']} of its "
-            f"{data['best_scored_ancestors']} scored ancestors independently reproduced"
+            f"edges across accounts; "
+            + reproduced_ancestors(data["best_reproduced_scored_ancestors"], data["best_scored_ancestors"])
         )
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    return one if n == 1 else many or one + "s"
+
+
+def reproduced_ancestors(reproduced: int, scored: int) -> str:
+    """The one rule `lineage` and `stats` say of a result's ancestry (`Lineage.reproduced_scored_ancestors`):
+    its scored ancestors, itself excluded, with a current confirmed verdict from another account."""
+    return f"{reproduced} of its {scored} scored ancestor{'' if scored == 1 else 's'} independently reproduced"
 
 
 def print_lineage(result, titles: dict[str, str], metric: str | None) -> None:
@@ -464,7 +476,9 @@ def print_lineage(result, titles: dict[str, str], metric: str | None) -> None:
     click.echo(f"lineage of {target[:12]} {visible(repr(titles.get(target, '')))}")
     click.echo(f"  ancestry      {result.size} contributions by {len(result.accounts)} accounts")
     click.echo(f"  parent edges  {result.edges}, {result.cross_account_edges} across accounts")
-    click.echo(f"  reproduced    {len(result.reproduced)} ancestors independently confirmed")
+    itself = target in result.reproduced
+    counted = reproduced_ancestors(len(result.reproduced_scored_ancestors), len(result.scored_ancestors))
+    click.echo(f"  reproduced    {counted}" + ("; the result itself too" if itself else ""))
     click.echo(f"  milestones    {len(result.milestones)} new bests of {metric or 'metric'}:")
     for m in result.milestones:
         click.echo(f"    {m.sha[:10]} {m.value:<10.6g} {visible(m.account):<12} {cut(titles.get(m.sha, ''), 60)}")

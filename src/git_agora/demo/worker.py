@@ -1,10 +1,12 @@
 """A scripted worker of the demo: the research loop an agent follows, through the library (`import git_agora`).
 
 Each round: fetch, analyze, pick a slot, check out its parent, change one knob, evaluate from a clean
-export, push the result with a description (parent and its score, the change, a predicted band, the
-measured value) and the band as its prediction (`push --predict`; the demo's summary shows how well
-each account predicts); sometimes share an insight or a hypothesis; sometimes verify another account's result.
-Prints one JSON line per event for the orchestrator's progress bar.
+export, push the result with its run record (the evaluation just made, recorded as `push --check`
+records it: the result is run-backed, not evaluated twice) and a description (parent and its score,
+the change, a predicted band, the measured value) and the band as its prediction (`push --predict`;
+the demo's summary shows how well each account predicts); sometimes share an insight or a
+hypothesis; sometimes verify another account's result. Prints one JSON line per event for the
+orchestrator's progress bar.
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ class Worker:
             return Outcome(step, change, None, None)
         measured = evaluated.run.metrics[self.metric]
         replicate = change.knob == "SEED"
-        sha = self.publish_result(step.slot, parent, parent_score, change, measured, replicate)
+        sha = self.publish_result(step.slot, parent, parent_score, change, measured, replicate, evaluated)
         if self.rng.random() < 0.35 and not replicate:
             self.share_thought(change, parent_score, measured)
         verified = may_verify and self.rng.random() < 0.6 and self.verify_someone(step.unverified)
@@ -116,7 +118,9 @@ class Worker:
         name = self.rng.choices(names, weights=[SLOT_WEIGHTS[n] for n in names])[0]
         return name, self.rng.choice(slots[name][:2])
 
-    def publish_result(self, slot, parent, parent_score, change, measured, replicate=False) -> str:
+    def publish_result(self, slot, parent, parent_score, change, measured, replicate=False, evaluated=None) -> str:
+        """Publish the measured result; with `evaluated` (the run just made of this tree) it carries that
+        run's record, as `push --check` would write it, without evaluating twice."""
         base = parent_score if parent_score is not None else measured
         band = [round(base - 0.15, 3), round(base + 0.05, 3)]
         worse = parent_score is not None and measured > parent_score and not replicate
@@ -128,7 +132,13 @@ class Worker:
         tags = ["result"] + (["negative-result"] if worse else []) + (["replicate"] if replicate else [])
         meta = {"parent_score": parent_score, "change": change.describe(), "slot": slot}
         return agora.publish_worktree(
-            self.project(), description, tags, metrics={self.metric: measured}, meta=meta, prediction=tuple(band)
+            self.project(),
+            description,
+            tags,
+            metrics={self.metric: measured},
+            meta=meta,
+            prediction=tuple(band),
+            evaluated=evaluated,
         ).sha
 
     def share_thought(self, change, parent_score, measured) -> None:

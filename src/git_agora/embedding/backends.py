@@ -29,13 +29,17 @@ import os
 import re
 import zlib
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..frontier.embeddings import unit_rows
 from . import sklearn_hashing
+
+Exporting = Callable[[str], AbstractContextManager[Any]]  # the context a first-use export runs in
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 HASHING = "hashing"  # the name users give for the lexical fallback
@@ -78,11 +82,12 @@ class EmbeddingBackend:
         return f"{self.name} {self.detail}" if self.detail else self.name
 
 
-def backend_for(model: str | None, threads: int | None = None) -> EmbeddingBackend:
+def backend_for(model: str | None, threads: int | None = None, exporting: Exporting | None = None) -> EmbeddingBackend:
     """The encoder to use: a named model, the lexical fallback (`hashing`), or the default MiniLM.
 
     A model that is missing or broken falls back to hashing, and the backend's notice says why.
-    ``threads``: for the ONNX encoder (None: every usable core; 1 for a query).
+    ``threads``: for the ONNX encoder (None: every usable core; 1 for a query). ``exporting``: the
+    context a first-use ONNX export runs in (`exported.load_onnx`).
     """
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -90,7 +95,7 @@ def backend_for(model: str | None, threads: int | None = None) -> EmbeddingBacke
     if model == HASHING:
         return replace(hashing_backend(reason="chosen"), notice=None)
     try:
-        return load_backend(model, threads=threads)
+        return load_backend(model, threads=threads, exporting=exporting)
     except Exception as exc:  # a model that is missing or broken: say so once, fall back
         return hashing_backend(reason=f"embedding model {model or DEFAULT_MODEL} unavailable ({exc})")
 
@@ -108,6 +113,7 @@ def load_backend(
     device: str | None = "cpu",
     onnx: bool = True,
     threads: int | None = None,
+    exporting: Exporting | None = None,
 ) -> EmbeddingBackend:
     """Load the encoder for ``model`` (default: the packaged all-MiniLM-L6-v2), offline.
 
@@ -121,7 +127,7 @@ def load_backend(
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     why_not_onnx = None
     if onnx and (model or DEFAULT_MODEL) == DEFAULT_MODEL and _packaged_model() is not None:
-        fast, why_not_onnx = _onnx_backend(threads)
+        fast, why_not_onnx = _onnx_backend(threads, exporting)
         if fast is not None:
             return fast
     try:
@@ -141,14 +147,16 @@ def _packaged_model() -> Path | None:
     return Path(_default_model_path())
 
 
-def _onnx_backend(threads: int | None) -> tuple[EmbeddingBackend | None, str | None]:
+def _onnx_backend(
+    threads: int | None, exporting: Exporting | None = None
+) -> tuple[EmbeddingBackend | None, str | None]:
     """The default model on onnxruntime, or None and one line saying why torch runs it instead."""
     from .exported import ExportFailed, OnnxUnavailable, load_onnx
 
     location = _packaged_model()
     assert location is not None
     try:
-        loaded = load_onnx(location, DEFAULT_MODEL, threads=threads)
+        loaded = load_onnx(location, DEFAULT_MODEL, threads=threads, exporting=exporting)
     except OnnxUnavailable as exc:
         return None, f"onnxruntime unavailable ({exc}); running {DEFAULT_MODEL} on torch (slower)"
     except ExportFailed as exc:

@@ -10,14 +10,16 @@ the caller says so in one line. Writers take a lock and replace files atomically
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -72,10 +74,17 @@ def model_location(model_dir: Path, name: str) -> Path:
     return cache_root() / f"{name}-{model_key(model_dir)}"
 
 
-def load_onnx(model_dir: Path, name: str, dim: int = 384, threads: int | None = None) -> LoadedModel:
+def load_onnx(
+    model_dir: Path,
+    name: str,
+    dim: int = 384,
+    threads: int | None = None,
+    exporting: Callable[[str], AbstractContextManager[Any]] | None = None,
+) -> LoadedModel:
     """The ONNX encoder of ``model_dir``, exported on first use. Raises `OnnxUnavailable` without
     onnxruntime or tokenizers, and `ExportFailed` when exporting fails (recorded, so that later calls do
-    not try again until the record is deleted). ``threads``: see `runtime.open_encoder`."""
+    not try again until the record is deleted). ``threads``: see `runtime.open_encoder`. ``exporting``:
+    a context the export runs in, given what it does (say, `feedback.when_slow`'s progress)."""
     try:
         import onnxruntime  # noqa: F401
         import tokenizers  # noqa: F401
@@ -94,8 +103,10 @@ def load_onnx(model_dir: Path, name: str, dim: int = 384, threads: int | None = 
             raise ExportFailed(f"{reason}; delete {directory / FAILED_FILE} to try again")
         from .export import export_model
 
+        shown = exporting(f"embeddings: exporting {name} to ONNX (first use, cached after)") if exporting else None
         try:
-            exported = export_model(model_dir, directory / MODEL_FILE)
+            with shown or contextlib.nullcontext():
+                exported = export_model(model_dir, directory / MODEL_FILE)
         except ImportError as exc:  # torch or transformers missing: cheap to find out again next time
             raise ExportFailed(f"{type(exc).__name__}: {exc}") from exc
         except Exception as exc:  # no torch, an exporter that cannot trace this model, a full disk

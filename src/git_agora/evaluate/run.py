@@ -123,6 +123,8 @@ def evaluate_tree(
         except ExportError as exc:
             failed = EvalRun(False, {}, 0.0, Reason.UNEXPORTABLE_TREE, str(exc))
             return steps.evaluation(failed, policy_identity(repo, policy), quick)
+        kept = f"; the steps' output is kept in {steps.run_folder}" if steps.run_folder else ""
+        steps._say(f"export: tree {tree[:12]} in {source} (removed when the evaluation ends){kept}")
         extra = f" {spec.quick}" if quick else ""
         if not spec.two_phase:
             assert spec.command is not None
@@ -329,7 +331,7 @@ class _Steps:
         limit = self.left()
         shown = command.replace(ARTIFACT, "/agora/artifact" if self.sandbox else (artifact or ARTIFACT))
         how = "in the sandbox" if self.sandbox else "unsandboxed"
-        self._say(f"{name}: `{shown}` ({how}, timeout {limit:.0f} s)")
+        self._say(f"{name}: `{shown}` ({how}, {_time_limit(limit, self.timeout)})")
         log = os.path.join(self.run_folder, name) if self.run_folder else None
         with enforced(self.limits, round(self.timeout, 3), self.sandbox) as enforcement:
             if self.sandbox:
@@ -517,3 +519,10 @@ def _run_folder(repo: Repository) -> str | None:
     for stale in old:
         remove_tree(os.path.join(runs, stale))
     return os.path.join(runs, name)
+
+
+def _time_limit(left: float, limit: float) -> str:
+    """One time limit covers the whole evaluation: a later step gets what the earlier ones left."""
+    if limit - left < 1:
+        return f"time limit {limit:g} s"
+    return f"time limit {limit:g} s, {left:.0f} s of it left: the steps before used {limit - left:.0f} s"

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from ..embedding.backends import DEFAULT_MODEL, HASHING, backend_for, hashing_model_id
 from ..errors import AgoraError
+from ..feedback import when_slow
 from ..frontier.embeddings import Coverage, TextsOf, empty_cache
 from ..project import Project
 
@@ -130,7 +131,7 @@ def _embed(project: Project, contributions, model, needed, budget, described, ev
     plan = plan_embedding(contributions, _cached_shas(cache, wanted), needed, everything)
     if not plan.first and (not plan.later or budget.none):
         return EmbedReport(wanted, 0, 0.0, Coverage(plan.cached, plan.total), cache=cache)
-    backend = backend_for(model)
+    backend = backend_for(model, exporting=lambda what: when_slow(project.feedback, what))
     if backend.notice:
         project.feedback.notice(backend.notice)
     if backend.model != wanted:  # a fallback encoder: its own vectors, its own plan

@@ -21,6 +21,7 @@ class Published(NamedTuple):
     sha: str
     push: PushResult
     parents: tuple[str, ...] = ()
+    measured: tuple[str, float, float | None] | None = None  # push --check: (metric, measured, claimed)
 
     @property
     def shared(self) -> bool:
@@ -39,6 +40,7 @@ class Published(NamedTuple):
             "push": self.push.outcome.value,
             "queued": self.push.queued,
             "detail": self.push.detail,
+            **({"measured": {self.measured[0]: self.measured[1]}} if self.measured else {}),
         }
 
 
@@ -142,6 +144,7 @@ def publish_worktree(
     sandbox: bool | None = None,
     new_tags: Iterable[str] = (),
     new_metrics: Iterable[str] = (),
+    evaluated: Any = None,
 ) -> Published:
     """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
     contribution and `parents`. With `check_claim`, evaluate a clean export first and record the
@@ -154,7 +157,10 @@ def publish_worktree(
     `prediction`, the band the metric was expected in (`LOW..HIGH` or a pair), is recorded in
     Agora-Meta (`with_prediction`). The check runs in the sandbox unless `sandbox` is False (None:
     `ops.evaluate.sandbox_choice`). `new_tags` and `new_metrics` are names meant though close to known
-    ones (`_refuse_typos`); a new tag is added to `tags`."""
+    ones (`_refuse_typos`); a new tag is added to `tags`. `evaluated` (an `ops.evaluate.Evaluated` of
+    this very tree, full and under the policy that judges it) stands for the check's evaluation: a
+    caller that has just run it publishes its run record without evaluating twice. Two publications of
+    one tree on one parent by one account, at the same time, publish one (`_refuse_published_twice`)."""
     from ..workspace import advance_head, check_size, snapshot, with_files_of, write_files
 
     _ = project.account  # who publishes is the first thing to know
@@ -185,14 +191,58 @@ def publish_worktree(
         policy = _policy_for_new_tree(project, parent_shas[0], snap.tree, tags)
         if rerun:
             metadata["rerun"] = True
-        if check_claim:
-            measured, metadata["check"] = _checked_claim(project, policy, snap.tree, measured, sandbox)
-        published = publish(project, draft._replace(metrics=measured, metadata=metadata), snap.tree)
+        once = "result" in tags and not rerun  # a result of one tree on one parent is published once
+        if once:
+            _refuse_published_twice(project, parent_shas[0], snap.tree)  # before the work, then under the lock
+        claimed = measured.get(policy.config.metric) if policy.config.metric else None
+        if check_claim or evaluated is not None:
+            checked = _checked_claim(project, policy, snap.tree, measured, sandbox, evaluated)
+            measured, metadata["check"] = checked
+        with _publish_lock(project):
+            if once:
+                _refuse_published_twice(project, parent_shas[0], snap.tree)
+            published = publish(project, draft._replace(metrics=measured, metadata=metadata), snap.tree)
+        if "check" in metadata and policy.config.metric in measured:
+            published = published._replace(measured=(policy.config.metric, measured[policy.config.metric], claimed))
         _remember_tags(project, tags)
         if advance_head(project.repo, base, published.sha, snap) and moved is not None:
             write_files(project.repo, moved[1])
     project.set_base(published.sha)
     return published
+
+
+PUBLISH_LOCK = "publish.lock"
+
+
+def _publish_lock(project: Project):
+    """One publication at a time in this clone (`.git/agora/publish.lock`), so the re-check of
+    `_refuse_published_twice` and the write it guards are one step."""
+    from pathlib import Path
+
+    from ..locks import file_lock
+
+    return file_lock(Path(project.repo.agora_path, PUBLISH_LOCK), exclusive=True)
+
+
+def _refuse_published_twice(project: Project, parent: str, tree: str) -> None:
+    """Refuse a result this account has already published with this tree on `parent` (a second `push`
+    of one tree, say two `push --check` started together, the first of which finished while the second
+    evaluated)."""
+    from ..refs.names import LogRef
+
+    tip = project.repo.ref(LogRef(project.account).local)
+    if tip is None:
+        return
+    for entry in reversed(project.repo.log_entries(tip)[-RECENT_ENTRIES:]):
+        info = project.repo.commit_info(entry)
+        if info is not None and info.tree == tree and info.parents[:1] == (parent,):
+            raise AgoraError(
+                f"this tree is already published by {project.account} on {parent[:12]}: {entry} "
+                "(another push of it finished first); nothing published"
+            )
+
+
+RECENT_ENTRIES = 200  # how far back in the account's log a duplicate publication is looked for
 
 
 def _onto_current_epoch(project: Project, base: str):
@@ -256,15 +306,19 @@ def _check_rerun(project: Project, parent: str, tree: str, tags: tuple[str, ...]
 
 
 def _checked_claim(
-    project: Project, policy, tree: str, claimed: dict[str, float], sandbox: bool | None
+    project: Project, policy, tree: str, claimed: dict[str, float], sandbox: bool | None, evaluated: Any = None
 ) -> tuple[dict[str, float], dict]:
-    """Evaluate the tree; fill in the metric; refuse a claim the run contradicts. Returns the metrics and
-    what to record (`Evaluation.record`: numbers and fixed words, never the evaluator's free text)."""
+    """Evaluate the tree (or take `evaluated`, a run of it: `_given_evaluation`); fill in the metric;
+    refuse a claim the run contradicts. Returns the metrics and what to record (`Evaluation.record`:
+    numbers and fixed words, never the evaluator's free text)."""
     from ..evaluate import evaluate_tree
     from .evaluate import sandbox_choice
 
-    sandboxed = sandbox_choice(project, sandbox)
-    evaluation = evaluate_tree(project.repo, policy, tree, feedback=project.feedback, sandbox=sandboxed)
+    if evaluated is not None:
+        evaluation = _given_evaluation(project, policy, tree, evaluated)
+    else:
+        sandboxed = sandbox_choice(project, sandbox)
+        evaluation = evaluate_tree(project.repo, policy, tree, feedback=project.feedback, sandbox=sandboxed)
     run, config = evaluation.run, policy.config
     if not run.ok:
         raise AgoraError(f"push --check: {run.error}; nothing published")
@@ -280,6 +334,21 @@ def _checked_claim(
     record = evaluation.record(config.evaluation, config.metric)
     del record["reason"], record["exit_status"]  # a published claim ran to the end
     return metrics, record
+
+
+def _given_evaluation(project: Project, policy, tree: str, evaluated: Any):
+    """The `Evaluation` behind `evaluated` (an `ops.evaluate.Evaluated`), when it is a full run of `tree`
+    under `policy`'s evaluator; refused otherwise (its record would describe another run)."""
+    from ..evaluate.identity import policy_identity
+    from ..evaluate.run import Evaluation
+
+    if evaluated.tree != tree:
+        raise AgoraError("the given evaluation is of another tree than the one published; nothing published")
+    if evaluated.quick:
+        raise AgoraError("a quick run is not comparable: it cannot back a result; nothing published")
+    if evaluated.evaluator.get("sha256") != policy_identity(project.repo, policy).get("sha256"):
+        raise AgoraError("the given evaluation ran another evaluator than the project's; nothing published")
+    return Evaluation(evaluated.run, evaluated.evaluator, False, evaluated.sandbox, evaluated.limits or {})
 
 
 def post(

@@ -190,6 +190,16 @@ class Chunk:
     def ref(self, sha: str, row: int) -> Ref:
         return Ref(sha, None, None, known=False) if row < 0 else self.refs[row]
 
+    def shown_status(self, i: int, node: int) -> str:
+        """The node's status as readers show it: "unchecked" for a result without its run record."""
+        import numpy as np
+
+        from ..frontier.checked import run_backed, shown_status
+
+        status, frame = str(self.frame.status[node]), self.frame
+        result = not np.isnan(frame.metric[node]) and not frame.verification[node]
+        return shown_status(status, run_backed(self.c["metadata"][i])) if result else status
+
     def view(self, i: int, diff, best: set[int]) -> ContributionView:
         c, frame = self.c, self.frame
         node = self.nodes[i]
@@ -200,7 +210,7 @@ class Chunk:
         if node >= 0:
             evidence = Evidence(
                 float(frame.score[node]), int(frame.children[node]), int(frame.follow_ons[node]),
-                str(frame.status[node]), int(frame.confirmations[node]), int(frame.failures[node]),
+                self.shown_status(i, node), int(frame.confirmations[node]), int(frame.failures[node]),
             )  # fmt: skip
             total_kids, kid_rows = self.kids[node]
             kids = [self.refs[r] for r in kid_rows]

@@ -49,6 +49,7 @@ class SiteData:
         import numpy as np
         import pyarrow.compute as pc
 
+        from ..frontier.checked import mark_rows, unchecked_shas
         from ..frontier.views import compute_views
         from .history import stats as graph_stats
         from .indexing import load
@@ -59,7 +60,9 @@ class SiteData:
         analysis = analyze(project, limit=10, embed=False)
         frame = analysis.frame
         analysis_dict = analysis.to_dict()
-        analysis_dict["views"]["leaders"] = compute_views(frame, 100, ("leaders",))["leaders"].to_dict()
+        leaders = compute_views(frame, 100, ("leaders",))["leaders"]
+        mark_rows(leaders.rows, unchecked_shas(frame.graph.table, frame.scored))  # `frontier.checked`
+        analysis_dict["views"]["leaders"] = leaders.to_dict()
         index = load(project, columns=("valid",))  # for its cross references; descriptions come later
         table = frame.contributions
         rows = Rows(table, None)

@@ -29,7 +29,9 @@ NAV = (
     ("contributors.html", "Contributors", "contributors"),
     ("contributions/1.html", "All contributions", "contributions"),
 )
-STATUS_CLASS = {"confirmed": "ok", "partial": "ok", "contested": "warn", "failed": "bad", "unverified": "dim"}
+STATUS_CLASS = {
+    "confirmed": "ok", "partial": "ok", "contested": "warn", "failed": "bad", "unverified": "dim", "unchecked": "warn",
+}  # fmt: skip
 
 
 def page(site: SiteInfo, title: str, body: str, root: str, kind: str, data: Any = None, stamped: bool = False) -> str:
@@ -55,6 +57,13 @@ def page(site: SiteInfo, title: str, body: str, root: str, kind: str, data: Any 
 
 
 # --------------------------------------------------------------------------- pieces
+
+
+def _shown(row: dict) -> str:
+    """A row's status as readers show it: an unverified result without its run record (``checked``
+    False) is "unchecked" (`frontier.checked.shown_status`)."""
+    status = str(row.get("status"))
+    return "unchecked" if status == "unverified" and row.get("checked") is False else status
 
 
 def _status(status: str | None) -> Markup:
@@ -108,7 +117,7 @@ def overview(
         parts.append(
             f'<p class="best">Best {esc(_metric_name(site))} = <b>{number(best["metric"])}</b> '
             f"({esc(_direction(site))}) by {esc(best['account'])}: "
-            f"{link(root, best['sha'], best['title'])} {_status(best['status'])}{esc(ties)}{witnessed} · "
+            f"{link(root, best['sha'], best['title'])} {_status(_shown(best))}{esc(ties)}{witnessed} · "
             f'<a href="{lineage_href(root, best["sha"])}">its lineage</a></p>'
         )
     if s["notes"]:
@@ -152,7 +161,7 @@ def _leaderboard(view: dict[str, Any] | None, site: SiteInfo, root: str) -> str:
         return head + _empty((view or {}).get("note") or "no scored result yet")
     rows = "".join(
         f'<tr data-sha="{esc(r["sha"])}"><td class="num">{r["rank"]}</td><td class="num">{number(r["metric"])}</td>'
-        f"<td>{'&#9733;' if r['new_best'] else ''}</td><td>{_status(r['status'])}</td>"
+        f"<td>{'&#9733;' if r['new_best'] else ''}</td><td>{_status(_shown(r))}</td>"
         f"<td class='num'>{r['confirmations']}</td><td>{esc(r['account'])}</td>"
         f"<td>{link(root, r['sha'], r['title'])}</td></tr>"
         for r in view["rows"]
@@ -192,16 +201,20 @@ STAT_LABELS = (
 )
 
 
-def _stat(value: Any) -> str:
+def _stat(value: Any, key: str = "") -> str:
     if value is None:
         return "-"
+    if "share" in key and isinstance(value, int | float):
+        return f"{value:.0%}"
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
 
 
 def _stats(stats: dict[str, Any], site: SiteInfo, root: str) -> str:
-    rows = "".join(f"<tr><th>{esc(label)}</th><td>{esc(_stat(stats.get(key)))}</td></tr>" for key, label in STAT_LABELS)
+    rows = "".join(
+        f"<tr><th>{esc(label)}</th><td>{esc(_stat(stats.get(key), key))}</td></tr>" for key, label in STAT_LABELS
+    )
     shares = stats.get("improvement_share") or {}
     share = ", ".join(f"first {k}: {_stat(v)}" for k, v in shares.items())
     tags = ", ".join(f"{t} {c}" for t, c in list((stats.get("tag_counts") or {}).items())[:12])
@@ -257,7 +270,8 @@ def ratchet(site: SiteInfo, data: RatchetData) -> str:
     parts.append(
         f"<p>Every scored result ({data.scored_total}) at the time it was published; the step line is the "
         f"best so far, moving only on a new best by more than the tolerance ({site.tolerance:g}). Filled: "
-        "verified (confirmed or partial); hollow: unverified; orange: contested verdicts; red squares: results "
+        "verified (confirmed or partial); hollow: unverified; orange: contested verdicts; a new best is the larger "
+        "gold mark, filled or hollow by the same rule; red squares: results "
         f"whose verification failed ({data.failed_total}, not scored). Hover for the result, click to open it.</p>"
     )
     if data.note:
