@@ -22,7 +22,7 @@ def test_clone_checks_out_the_best_pins_the_setup_and_remembers_the_account(tmp_
     setup = git(project, "config", "agora.setup").strip()
     out = agora(tmp_path, "clone", str(remote), "joined", "--account", "bob")
     clone = tmp_path / "joined"
-    assert f"checked out  {best[:12]} order 5 (the best result, bpc = 1.5)" in out.stdout
+    assert f"checked out  {best[:12]} order 5 (the best result, bpc = 1.5; unchecked)" in out.stdout
     assert git(clone, "rev-parse", "HEAD").strip() == best
     assert (clone / "model.py").read_text() == "order = 5\n"
     assert git(clone, "status", "--porcelain") == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..errors import AgoraError
 from ..project import Project
 
 
@@ -47,7 +48,6 @@ def checkout(project: Project, rev: str, worktree: Path | None = None) -> Checke
 def checkout_best(project: Project, checked: bool = False, worktree: Path | None = None) -> CheckedOut:
     """`checkout --best`: the result `clone` would check out (`clone._best`), said with its status; with
     `checked`, the best run-backed result when the best is unchecked (`checked_best`)."""
-    from ..errors import AgoraError
     from .checked_best import best_picks, unchecked_note
     from .clone import _best
     from .indexing import FRAME_COLUMNS, load
