@@ -152,6 +152,7 @@ def _encoded_query(project: Project, query: str, model: str) -> _EncodedQuery:
     """The query's vector from a one-thread encoder that is dropped at once: its session (70 MB for
     MiniLM) is never held beside the index columns and the vectors a search scans."""
     from ..embedding.backends import HASHING, backend_for
+
     exporting = lambda what: when_slow(project.feedback, what)  # noqa: E731
     backend = backend_for(HASHING if model.startswith(HASHING) else model, threads=1, exporting=exporting)
     if backend.notice:
