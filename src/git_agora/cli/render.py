@@ -697,3 +697,20 @@ def finish_ci(report, step_summary: str | None) -> int:
     if why is not None:
         click.echo(f"git agora: error: {visible(why)}", err=True)
     return summary.exit_code
+
+
+def print_recipe(done, as_json: bool) -> int:
+    """`git agora ci --init`: where the recipe went, and every step left, numbered (the key pin included)."""
+    from .output import emit_json
+
+    if as_json:
+        emit_json(done.to_dict())
+        return 0
+    how = "a new orphan branch holding only CI files" if done.orphan else "on top of its tip"
+    click.echo(f"committed {done.recipe.path} on {done.branch} ({done.commit[:12]}, {how}); the work tree is unchanged")
+    if done.pushed:
+        click.echo(f"pushed {done.branch} to {done.remote}")
+    click.echo("next:")
+    for number, step in enumerate(done.steps, 1):
+        click.echo(f"  {number}. {step}")
+    return 0

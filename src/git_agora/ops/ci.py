@@ -71,9 +71,11 @@ class Checked:
     verification: str | None = None
     seconds: float = 0.0
     cause: NotRerun | None = None  # None: a verdict
+    record: dict[str, Any] | None = None  # the rerun record (`reproduce`'s metadata), for a verdict bundle
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "cause": self.cause.value if self.cause else None}
+        shown = {k: v for k, v in self.__dict__.items() if k != "record"}
+        return {**shown, "cause": self.cause.value if self.cause else None}
 
 
 @dataclass(frozen=True)
@@ -289,9 +291,10 @@ def claims_to_verify(frame: Frame, account: str) -> tuple[str, ...]:
 
 
 def _verify_within(
-    project: Project, claims: tuple[str, ...], budget: Budget
+    project: Project, claims: tuple[str, ...], budget: Budget, publish_verdicts: bool = True
 ) -> tuple[tuple[Checked, ...], tuple[str, ...]]:
-    """Rerun `claims` in order until the budget is spent; publish each verdict. The sandbox failing to
+    """Rerun `claims` in order until the budget is spent; publish each verdict (unless not
+    `publish_verdicts`: the verify half of a split run keeps them as data). The sandbox failing to
     start ends the run (SandboxUnavailable, for the caller to say); a claim that cannot be rerun is
     reported and skipped, with whose fault it is: its own (`ClaimError`) or this runner's (any other)."""
     from .verify import verify
@@ -310,7 +313,7 @@ def _verify_within(
         remaining = None if deadline is None else max(deadline - began, 1.0)
         timeout = None if remaining is None else min(remaining, project.policy(sha).config.evaluation.timeout)
         try:
-            done = verify(project, sha, timeout=timeout, sandbox=True)
+            done = verify(project, sha, timeout=timeout, publish_verdict=publish_verdicts, sandbox=True)
         except SandboxUnavailable:
             raise
         except AgoraError as exc:
@@ -318,9 +321,10 @@ def _verify_within(
             seconds = round(time.monotonic() - began, 3)
             checked.append(Checked(sha, who, title, None, str(exc), None, seconds, cause))
             continue
-        published = _shared(done.published)
+        published = _shared(done.published).sha if publish_verdicts else None
         seconds = round(time.monotonic() - began, 3)
-        checked.append(Checked(sha, who, title, done.verdict, done.judgement.reason, published.sha, seconds))
+        reason = done.judgement.reason
+        checked.append(Checked(sha, who, title, done.verdict, reason, published, seconds, None, done.metadata))
     return tuple(checked), ()
 
 

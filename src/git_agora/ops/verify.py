@@ -173,12 +173,19 @@ def verify(
     if not publish_verdict:
         return Verification(target.sha, judgement, metadata, None, done.run_folder, weigh(project, None))
     metric = project.policy(target.sha).config.metric
-    primary = metric if metric in judgement.reproduced else None
-    metrics = {primary: judgement.reproduced[primary]} if primary else {}
-    verdict = Verdict(judgement.verdict)
-    verification = _verification(project.account, target, verdict, judgement.reason, metadata, metrics)
+    verification = verification_of(project.account, target, judgement, metadata, metric)
     published = publish(project, verification, target.tree)
     return Verification(target.sha, judgement, metadata, published, done.run_folder, weigh(project, published.sha))
+
+
+def verification_of(
+    account: str, target: Contribution, judgement: Judgement, metadata: dict[str, Any], metric: str | None
+) -> Contribution:
+    """The verification `account` publishes of `target` judged so (`verify`; also the publish half of a
+    split CI, from a verdict bundle's record)."""
+    primary = metric if metric in judgement.reproduced else None
+    metrics = {primary: judgement.reproduced[primary]} if primary else {}
+    return _verification(account, target, Verdict(judgement.verdict), judgement.reason, metadata, metrics)
 
 
 def claimed_evaluator(target: Contribution) -> str | None:
