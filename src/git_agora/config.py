@@ -125,11 +125,13 @@ def size_text(size: int) -> str:
 
 
 ARTIFACT = "{artifact}"
-EVAL_FORMAT = 2  # the newest [eval] format this git-agora reads
+EVAL_FORMAT = 3  # the newest [eval] format this git-agora reads
 _KEYS = {
     1: {"command", "build", "score", "files", "scorer", "timeout", "quick", "comparable_on", "format"},
     2: {"output", "env", "mounts", "network", "pins", "limits"},
+    3: {"python", "lock"},  # the scorer's environment (`ops.scorer_env`)
 }
+_PYTHON = re.compile(r"^3\.[0-9]{1,2}(\.[0-9]{1,3})?$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -158,6 +160,11 @@ class EvalSpec:
     `network`: whether the steps may use the network (default: no, loopback included); `pins`: scorer
     package -> the sha256 of its files (`git agora show` of a claim prints it), refused when the
     installed one differs; `[eval.limits]`: memory, processes, disk, artifact (`evaluate.limits`).
+
+    Format 3 (`format = 3`): the scorer's environment, which `git agora ci` checks before rerunning
+    anything and its recipes install: `python`, the interpreter's version ("3.11", or "3.11.7" exactly);
+    `lock`, an evaluator file of the setup in pip's hash-checking format (`name==version --hash=sha256:...`,
+    installed with `pip install --require-hashes -r`), naming every scorer package.
     """
 
     command: str | None = None
@@ -174,6 +181,8 @@ class EvalSpec:
     network: bool = False
     pins: Mapping[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    python: str | None = None
+    lock: str | None = None
     format: int = 1
 
     def __post_init__(self) -> None:
@@ -192,6 +201,10 @@ class EvalSpec:
         for name, digest in self.pins.items():
             if name not in self.scorer or not _SHA256.match(digest):
                 raise ConfigError(f"[eval] pins: {name!r} must be a scorer package pinned to a sha256 (64 hex digits)")
+        if self.python is not None and not _PYTHON.match(self.python):
+            raise ConfigError(f"[eval] python: {self.python!r} is not a Python 3 version (3.11, or 3.11.7)")
+        if self.lock is not None and self.lock not in self.files:
+            raise ConfigError(f"[eval] lock: {self.lock!r} must be one of [eval] files (the setup fixes it)")
 
     @property
     def declared_output(self) -> tuple[str, ...]:
@@ -209,11 +222,13 @@ class EvalSpec:
     @classmethod
     def parse(cls, values: Mapping[str, Any]) -> EvalSpec:
         version = section_format("eval", values, EVAL_FORMAT, ConfigError)
-        unknown = sorted(set(values) - _KEYS[1] - (_KEYS[2] if version >= 2 else set()))
+        known = set().union(*(keys for at, keys in _KEYS.items() if at <= version))
+        unknown = sorted(set(values) - known)
         if unknown:
-            newer = [k for k in unknown if k in _KEYS[2]]
-            if newer:
-                raise ConfigError(f"[eval] {', '.join(newer)} need format = 2 in [eval]")
+            for at in sorted(_KEYS):
+                newer = [k for k in unknown if k in _KEYS[at]]
+                if newer:
+                    raise ConfigError(f"[eval] {', '.join(newer)} need format = {at} in [eval]")
             raise ConfigError(f"[eval] has keys this git-agora does not know ({', '.join(unknown)}): a newer one may")
         network = values.get("network", False)
         if not isinstance(network, bool):
@@ -240,6 +255,8 @@ class EvalSpec:
             network=network,
             pins=dict(pins),
             limits=parsed_limits,
+            python=_optional_str(values, "python"),
+            lock=_optional_str(values, "lock"),
             format=version,
         )
 
@@ -260,7 +277,12 @@ class EvalSpec:
             lines.append(f"comparable_on = [{fields}]  # output fields that must agree for results to compare")
         lines.append(f"timeout = {_toml(self.timeout)}")
         if self.format >= 2:
-            lines.insert(1, f"format = {self.format}  # the [eval] keys below need a git-agora that reads format 2")
+            needs = f"# the [eval] keys below need a git-agora that reads format {self.format}"
+            lines.insert(1, f"format = {self.format}  {needs}")
+            if self.python:
+                lines.append(f"python = {_toml(self.python)}  # the scorer's interpreter")
+            if self.lock:
+                lines.append(f"lock = {_toml(self.lock)}  # the scorer packages, hash-pinned (pip --require-hashes)")
             for key, value, note in (
                 ("output", list(self.output), "output fields a published result records"),
                 ("env", list(self.env), "environment variables passed into the sandbox"),

@@ -41,6 +41,7 @@ from ..project import Project
 from ..refs.names import REMOTES_PREFIX, ROOT
 from .ci_summary import CiOutcome, CiSummary, NotRerun, summarise
 from .publish import Published, publish
+from .scorer_env import check_scorer_environment
 
 if TYPE_CHECKING:
     from ..frontier.frame import Frame
@@ -158,6 +159,7 @@ def run_ci(
     contributions = load(project, FRAME_COLUMNS).contributions
     root, config = root_and_config(project, contributions)
     _check_counted(project, config, account)
+    check_scorer_environment(project, config, contributions)  # before rerunning anything
     try:
         require_bwrap()
         checked, left = _verify_within(project, _pending(project, contributions, root), budget)

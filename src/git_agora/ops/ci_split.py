@@ -35,6 +35,7 @@ from .bundle import MAX_LINE, Bundle, BundleError, Rerun, read_bundle, write_bun
 from .ci import Budget, Checked, CiReport, _check_counted, _pending, _shared, _verify_within, _witness
 from .ci_summary import NotRerun
 from .publish import publish
+from .scorer_env import check_scorer_environment
 
 JUDGED = frozenset({Reason.REPRODUCED, Reason.PARTLY_REPRODUCED, Reason.CONTRADICTS_CLAIM, Reason.NO_CLAIMED_METRIC})
 RECORD_KEYS = frozenset(
@@ -77,6 +78,7 @@ def verify_only(
     contributions = load(project, FRAME_COLUMNS).contributions
     root, config = root_and_config(project, contributions)
     _named(config, project.account)
+    check_scorer_environment(project, config, contributions)  # before rerunning anything
     try:
         require_bwrap()
         checked, left = _verify_within(project, _pending(project, contributions, root), budget or Budget(), False)

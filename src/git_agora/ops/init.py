@@ -69,11 +69,12 @@ def init_project(
     if eval_command:
         evaluation = replace(evaluation or Evaluation(), command=eval_command)
     worktree = Path(repo.worktree_path)
-    copied = copy_template(template, worktree) if template else None
+    copied = _copy_template_keeping_ci(template, worktree) if template else None
     with _taken_back_on_failure(copied):
         config = _write_config(
             worktree, evaluation, brief, ci, name=name, metric=metric, direction=direction, tolerance=tolerance
         )
+    _warn_of_the_scorer_environment(project, config, worktree)
     if copied:
         project.feedback.notice(
             f"copied the {template} template: {', '.join(sorted(copied.written + list(copied.merged)))}"
@@ -100,6 +101,51 @@ def init_project(
     repo.git.config_set("agora.setup", published.sha)
     project.set_base(published.sha)
     return published
+
+
+def _copy_template_keeping_ci(template: str, worktree: Path) -> Copied:
+    """`copy_template`, where an agora.toml that holds a `[ci]` table alone (written first, as docs/ci.md
+    says) is not a clash: its table is appended to the template's agora.toml (and put back on failure)."""
+    import tomllib
+
+    path = worktree / CONFIG_FILE
+    before = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+    try:
+        only_ci = before is not None and set(tomllib.loads(before.decode())) == {"ci"}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        only_ci = False
+    if not only_ci or before is None:
+        return copy_template(template, worktree)
+    path.unlink()
+    try:
+        copied = copy_template(template, worktree)
+    except BaseException:
+        path.write_bytes(before)
+        raise
+    text = path.read_text()
+    path.write_text(text + ("" if text.endswith("\n") else "\n") + "\n" + before.decode())
+    copied.written.remove(CONFIG_FILE)
+    copied.merged[CONFIG_FILE] = before  # a failed init puts the [ci] file back as it was
+    return copied
+
+
+def _warn_of_the_scorer_environment(project: Project, config: ProjectConfig, root: Path) -> None:
+    """Say so when this machine's scorer is not the one the lock records (`[eval] lock`): the pins are of
+    what is installed here, and the CI, which installs the lock, would refuse to rerun anything."""
+    from .scorer_env import environment_problem
+
+    spec = config.evaluation
+    lock = root / spec.lock if spec.lock else None
+    try:
+        problem = environment_problem(spec, lock.read_text() if lock and lock.is_file() else None)
+    except AgoraError as exc:
+        problem = str(exc)
+    if problem:
+        how = f"python -m pip install --require-hashes -r {spec.lock}" if spec.lock else "the policy's Python"
+        project.feedback.notice(
+            f"warning: the scorer environment here is not the policy's ({problem}): the CI will refuse to rerun "
+            f"under it; install it ({how}) before publishing results"
+        )
 
 
 @contextmanager

@@ -139,4 +139,9 @@ def resolve_pins(text: str) -> str:
             raise AgoraError(f"the template scores with {package}, which is not installed here: install it first")
         pattern = rf'(?m)^(pins\s*=.*?[{{,]\s*"?{re.escape(package)}"?\s*=\s*)"{INSTALLED}"'
         text = re.sub(pattern, rf'\g<1>"{digest}"', text, count=1)  # a digest is hex: nothing to escape
+    if tomllib.loads(text).get("eval", {}).get("python") == INSTALLED:  # the founder's interpreter is the CI's
+        import platform
+
+        running = ".".join(platform.python_version_tuple()[:2])
+        text = re.sub(rf'(?m)^(python\s*=\s*)"{INSTALLED}"', rf'\g<1>"{running}"', text, count=1)
     return text
