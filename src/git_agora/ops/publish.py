@@ -52,6 +52,7 @@ def publish(project: Project, contribution: Contribution, tree: str, timestamp: 
     _refuse_case_twin(project, contribution.account)
     _refuse_secrets(contribution)
     _refuse_dotgit(project, contribution, tree)
+    _refuse_forge_files(project, contribution, tree)
     _check_membership(project, contribution)
     project.enable_signing()
     when = project.repo.next_timestamp(contribution.account) if timestamp is None else timestamp
@@ -99,6 +100,29 @@ def _refuse_dotgit(project: Project, contribution: Contribution, tree: str) -> N
     found = dotgit_paths(project.repo.common_path, [tree]).get(tree)
     if found is not None:
         raise AgoraError(f"the tree holds {found!r}: {DOTGIT_REASON}; nothing was published")
+
+
+FORGE_FILES = (".github", ".gitea", ".gitlab-ci.yml")  # what a forge runs: workflows, with the CI's secrets
+
+
+def _refuse_forge_files(project: Project, contribution: Contribution, tree: str) -> None:
+    """A contribution that adds or changes a forge's CI files (`FORGE_FILES`) relative to its first
+    parent is refused, unless the policy in force allows them (`[ci] forge_files = true`): the CI's
+    workflow lives on the forge's default branch, never in the record (docs/ci.md). A setup, and a tree
+    that keeps its parent's, are not affected."""
+    first = project.repo.commit_info(contribution.parents[0]) if contribution.parents else None
+    if first is None or first.tree == tree:
+        return
+    changed = project.repo.git.run("diff-tree", "-r", "--name-only", first.tree, tree, "--", *FORGE_FILES).split()
+    if not changed:
+        return
+    if project.policy(contribution.parents[0]).config.sections.get("ci", {}).get("forge_files") is True:
+        return
+    raise AgoraError(
+        f"the tree changes {changed[0]}{f' and {len(changed) - 1} more' if len(changed) > 1 else ''}, a forge's "
+        "CI file: the CI's workflow lives on the forge's default branch (`git agora ci --init`), never in a "
+        "contribution; remove it (or the policy allows them: [ci] forge_files = true); nothing was published"
+    )
 
 
 def _check_membership(project: Project, contribution: Contribution) -> None:
