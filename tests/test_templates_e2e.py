@@ -59,15 +59,18 @@ def refused(clone: Path, *args: str, says: str) -> None:
 @pytest.mark.slow
 def test_autoresearch_publishes_a_setup_that_scores_train_py_with_the_fixed_prepare_py(tmp_path, remote):
     a, said = founded(tmp_path, remote, "autoresearch")
-    assert "copied the autoresearch template: .gitignore, agora.toml, prepare.py, program.md, train.py" in said
+    assert (
+        "copied the autoresearch template: .gitignore, agora.toml, prepare.py, program.md, scorer.lock, train.py"
+        in said
+    )
     assert "fixed: prepare.py" in said and "fixed: agora.toml" in said and "self-scored" not in said
     setup = setup_of(a)
-    assert tree_files(a, setup) == {".gitignore", "agora.toml", "prepare.py", "program.md", "train.py"}
+    assert tree_files(a, setup) == {".gitignore", "agora.toml", "prepare.py", "program.md", "scorer.lock", "train.py"}
     assert git(a, "show", f"{setup}:train.py") == (TEMPLATES / "autoresearch" / "train.py").read_text()
     assert "autoresearch" in git(a, "show", f"{setup}:program.md")
     spec = tomllib.loads(git(a, "show", f"{setup}:agora.toml"))["eval"]
     assert spec["build"] == "python3 train.py {artifact}" and spec["score"] == "python3 prepare.py score {artifact}"
-    assert spec["files"] == ["prepare.py"] and spec["scorer"] == ["numpy"]
+    assert spec["files"] == ["prepare.py", "scorer.lock"] and spec["scorer"] == ["numpy"]
 
     amended = shrink_the_budget(a, 60)  # to keep the test short
     b = agent(tmp_path, remote)
@@ -76,7 +79,7 @@ def test_autoresearch_publishes_a_setup_that_scores_train_py_with_the_fixed_prep
     result = published_result(b, "a narrower hidden layer")
     assert result["account"] == "bob" and 2.0 < result["metrics"]["val_bpb"] < 8.0, result
     check = result["metadata"]["check"]
-    assert check["sandbox"] is True and set(check["evaluator"]["files"]) == {"prepare.py"}
+    assert check["sandbox"] is True and set(check["evaluator"]["files"]) == {"prepare.py", "scorer.lock"}
 
     edit(b / "prepare.py", r"^VAL_BYTES = .*", "VAL_BYTES = 100  # an easier validation set")
     refused(b, "push", "--check", "-m", "score less text", "--tag", "result", says="prepare.py")
@@ -120,11 +123,11 @@ def test_two_phase_pins_the_installed_numpy_and_scores_solve_py_with_the_fixed_s
     a, said = founded(tmp_path, remote, "two-phase", "--name", "sine", "--tolerance", "1e-6")
     assert "fixed: score.py" in said and "pinned: numpy" in said
     setup = setup_of(a)
-    assert tree_files(a, setup) == {".gitignore", "agora.toml", "program.md", "score.py", "solve.py"}
+    assert tree_files(a, setup) == {".gitignore", "agora.toml", "program.md", "score.py", "scorer.lock", "solve.py"}
     config = tomllib.loads(git(a, "show", f"{setup}:agora.toml"))
     assert config["project"]["name"] == "sine" and config["metric"]["tolerance"] == 1e-6  # the options override
     assert config["eval"]["pins"] == {"numpy": package_identity("numpy")["sha256"]}
-    assert config["eval"]["files"] == ["score.py"] and config["eval"]["format"] == 2
+    assert config["eval"]["files"] == ["score.py", "scorer.lock"] and config["eval"]["format"] == 3
 
     b = agent(tmp_path, remote)
     edit(b / "solve.py", r"^def coefficients\(\):\n    return .*$", LEAST_SQUARES)
