@@ -14,6 +14,7 @@ here: the founder's scorer is the project's (`evaluate.identity.package_identity
 
 from __future__ import annotations
 
+import platform
 import re
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -140,8 +141,6 @@ def resolve_pins(text: str) -> str:
         pattern = rf'(?m)^(pins\s*=.*?[{{,]\s*"?{re.escape(package)}"?\s*=\s*)"{INSTALLED}"'
         text = re.sub(pattern, rf'\g<1>"{digest}"', text, count=1)  # a digest is hex: nothing to escape
     if tomllib.loads(text).get("eval", {}).get("python") == INSTALLED:  # the founder's interpreter is the CI's
-        import platform
-
         running = ".".join(platform.python_version_tuple()[:2])
         text = re.sub(rf'(?m)^(python\s*=\s*)"{INSTALLED}"', rf'\g<1>"{running}"', text, count=1)
     return text
