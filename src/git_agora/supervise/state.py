@@ -38,6 +38,8 @@ class AgentRecord:
     stop_sent_at: float | None = None
     killed: bool = False  # SIGKILL was needed after the grace period
     note: str | None = None
+    job_id: str | None = None  # its job under a scheduler (`--scheduler slurm`); None: a local process
+    scheduler_state: str | None = None  # the scheduler's own word for it, as last read (`TIMEOUT`)
 
 
 @dataclass
@@ -55,6 +57,9 @@ class LaunchState:
     supervisor_started_at: float | None = None
     supervisor_ended_at: float | None = None
     stop_requested_at: float | None = None
+    scheduler: str = "local"  # who runs the agents: this package's supervisor, or "slurm" (`supervise.scheduler`)
+    scheduler_options: list[str] = field(default_factory=list)  # passed through to the scheduler (`--gres=gpu:1`)
+    restart: bool = False  # each agent's job script starts a new session when one ends, until its --time
     format: int = FORMAT
 
     def to_dict(self) -> dict:
