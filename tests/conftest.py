@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from slurm import slurm, slurm_cluster  # noqa: F401  (a real Slurm, started only for a test that asks)
 
 from agora_testing import agora, git, make_clone
 

@@ -3,9 +3,9 @@
 folder, and ended afterwards by the pids this module started (never by name).
 
 The node declares 8 CPUs on whatever the machine has (`SlurmdParameters=config_overrides`), so several
-one-CPU jobs run at once on two cores, and 4 GPUs that are empty files (`gres.conf`: `Name=gpu File=.../gpu[0-3]`; a count-only GPU,
-no File, is dropped by slurmd 22.05) so `--gres=gpu:1` is accepted, accounted and sets
-`CUDA_VISIBLE_DEVICES`. There is no accounting database: `scontrol` keeps ended
+one-CPU jobs run at once on two cores, and 4 GPUs that are empty files (`gres.conf`: `Name=gpu
+File=.../gpu[0-3]`; slurmd 22.05 drops a count-only GPU, with no File) so `--gres=gpu:1` is accepted,
+accounted and sets `CUDA_VISIBLE_DEVICES`. There is no accounting database: `scontrol` keeps ended
 jobs for `MinJobAge` (a day here). Ports and the munge socket are this cluster's own, so two pytest
 workers may each run one.
 
@@ -150,9 +150,7 @@ def start(folder: Path) -> Cluster:
             name = Path(str(argv[0])).name
             with open(folder / f"{name}.out.log", "ab") as out:
                 cluster.processes.append(
-                    subprocess.Popen(
-                        [str(a) for a in argv], env=env, stdout=out, stderr=out, start_new_session=True
-                    )
+                    subprocess.Popen([str(a) for a in argv], env=env, stdout=out, stderr=out, start_new_session=True)
                 )
             if name == "munged":
                 _wait(lambda: (folder / "munge.socket").exists(), 20, "munged's socket", cluster)

@@ -553,16 +553,19 @@ def print_launch_status(status) -> None:
     import time
 
     supervisor = "running" if status.supervisor_running else "ended"
+    scheduled = status.scheduler != "local"
+    who = f"scheduler {status.scheduler}" if scheduled else f"supervisor pid {status.supervisor_pid}"
     click.echo(
         f"launch in {status.directory}: {len(status.agents)} agent{'s' if len(status.agents) != 1 else ''} "
         f"on {status.remote}; "
-        f"supervisor pid {status.supervisor_pid} ({status.supervisor_mode or '-'}) {supervisor}"
+        f"{who} ({status.supervisor_mode or '-'}) {supervisor}"
     )
     what = f"scripted worker, {status.rounds} round(s)" if status.command == "scripted" else status.command
     budget = "no budget" if status.budget_seconds is None else f"budget {_duration(status.budget_seconds)} each"
     click.echo(f"command: {what}; {budget}, grace {status.grace_seconds:g} s")
     now = time.time()
-    columns = [(n, "left") for n in ("agent", "state", "pid", "used/left", "exit", "contributions")]
+    ident = "job" if status.scheduler != "local" else "pid"
+    columns = [(n, "left") for n in ("agent", "state", ident, "used/left", "exit", "contributions")]
     cells = []
     for a in status.agents:
         exit_code = a.signal or ("-" if a.exit_code is None else str(a.exit_code))
@@ -570,7 +573,7 @@ def print_launch_status(status) -> None:
         last = a.last_contribution
         title = f"{last.sha[:10]} {_duration(now - last.timestamp)} ago: {last.title}" if last else "-"
         used = f"{_duration(a.used_seconds)}/{_duration(a.left_seconds)}"
-        cells.append([a.name, a.state, str(a.pid or "-"), used, exit_code, count, title])
+        cells.append([a.name, a.state, str(a.job_id or a.pid or "-"), used, exit_code, count, title])
     lines = _table([*columns, ("title", "left")], cells, console_width())
     for line in [lines[0].replace("title", "last contribution"), *lines[1:]]:
         click.echo(line)

@@ -28,6 +28,7 @@ from ..refs.names import LogRef, valid_account
 from ..refs.store import NotARepository, Repository
 from ..refs.sync import queued_entries
 from ..supervise import groups
+from ..supervise.scheduler import LOCAL, SCHEDULERS
 from ..supervise.state import (
     ACTIVE,
     LOST,
@@ -87,6 +88,8 @@ class AgentStatus:
     stdout: Path
     stderr: Path
     note: str | None
+    job_id: str | None = None  # under a scheduler: its job
+    scheduler_state: str | None = None  # the scheduler's word for the job (TIMEOUT, CANCELLED, ...)
 
     @property
     def signal(self) -> str | None:
@@ -118,6 +121,9 @@ class LaunchStatus:
     supervisor_running: bool
     stop_requested_at: float | None
     agents: tuple[AgentStatus, ...]
+    scheduler: str = "local"
+    scheduler_options: tuple[str, ...] = ()
+    restart: bool = False
 
     @property
     def running(self) -> list[AgentStatus]:
@@ -145,17 +151,27 @@ def launch(
     seed: int = 0,
     wait: bool = False,
     feedback: Feedback | None = None,
+    scheduler: str = "local",
+    scheduler_options: tuple[str, ...] = (),
+    restart: bool = False,
+    node_local_ok: bool = False,
 ) -> LaunchStatus:
     """Start `agents` agents on the Agora project at `remote`, each in its own clone with its own account
     (`prefix-01`...) and key, running `command` (`{prompt}` replaced by the shell-quoted prompt) or, with
     `scripted`, the demo's worker for `rounds` rounds. Each stops at `budget_minutes` of wall-clock time
-    (None: no limit). Returns once all run (`wait`: once all ended, supervised by this process)."""
+    (None: no limit). Returns once all run (`wait`: once all ended, supervised by this process).
+    `scheduler` "slurm": each agent is a Slurm job (`ops.launch_jobs`), its budget the job's --time,
+    `scheduler_options` passed to sbatch; `restart`: its job script starts a new session when one ends."""
+    from . import launch_jobs
     from .clone import _absolute
 
     feedback = feedback or Feedback()
     remote = _absolute(remote)
     where = Path(directory or DEFAULT_DIRECTORY).resolve()
     names = _check_request(agents, command, scripted, rounds, budget_minutes, prefix, grace_seconds)
+    _check_scheduler(scheduler, scheduler_options, restart)
+    if scheduler != LOCAL:
+        launch_jobs.check_shared(where, node_local_ok)
     _check_directory(where)
     created = not where.exists()
     where.mkdir(parents=True, exist_ok=True)
@@ -175,12 +191,20 @@ def launch(
             grace_seconds=grace_seconds,
             created_at=time.time(),
             agents=records,
+            scheduler=scheduler,
+            scheduler_options=list(scheduler_options),
+            restart=restart,
         )
         claim(where, state)
     except BaseException:
         _remove(where, created)
         raise
     marker.unlink()
+    if scheduler != LOCAL:
+        launch_jobs.submit_all(where, state)  # raises once it cancelled what it submitted
+        if wait:
+            launch_jobs.wait_all(where, state)
+        return launch_status(where)
     if wait:
         from ..supervise.supervisor import supervise
 
@@ -193,7 +217,7 @@ def launch(
 def launch_status(directory: Path | str | None = None) -> LaunchStatus:
     """Who runs, how each ended, its budget used and left, and its last contribution."""
     where = Path(directory or DEFAULT_DIRECTORY).resolve()
-    return _status(where, _read(where))
+    return _status(where, _refreshed(where, _read(where)))
 
 
 def stop_launch(directory: Path | str | None = None) -> LaunchStatus:
@@ -201,6 +225,10 @@ def stop_launch(directory: Path | str | None = None) -> LaunchStatus:
     period. Its supervisor does it and records it; a supervisor that is gone is done without."""
     where = Path(directory or DEFAULT_DIRECTORY).resolve()
     state = _read(where)
+    if state.scheduler != LOCAL:
+        from .launch_jobs import stop_all
+
+        return _status(where, stop_all(where, state, state.grace_seconds + 60))
     if _supervisor_alive(state) and any(a.state in ACTIVE for a in state.agents):
         assert state.supervisor_pid is not None
         os.kill(state.supervisor_pid, signal.SIGTERM)
@@ -245,6 +273,15 @@ def _check_request(
     if not valid_account(names[-1]):
         raise AgoraError(f"--prefix {prefix!r} makes no valid account name ({names[-1]!r})")
     return names
+
+
+def _check_scheduler(scheduler: str, options: tuple[str, ...], restart: bool) -> None:
+    if scheduler not in SCHEDULERS:
+        raise AgoraError(f"--scheduler must be one of {', '.join(SCHEDULERS)} (got {scheduler!r})")
+    if scheduler == LOCAL and options:
+        raise AgoraError("--slurm-arg applies to --scheduler slurm; the local supervisor takes no options")
+    if scheduler == LOCAL and restart:
+        raise AgoraError("--restart applies to --scheduler slurm (each agent's job script loops)")
 
 
 def _check_command(command: str) -> None:
@@ -388,7 +425,18 @@ def _read(where: Path) -> LaunchState:
 
 
 def _supervisor_alive(state: LaunchState) -> bool:
+    """The local supervisor runs; under a scheduler, the scheduler supervises while a job is unended."""
+    if state.scheduler != LOCAL:
+        return any(a.state in ACTIVE for a in state.agents)
     return state.supervisor_ended_at is None and groups.alive(state.supervisor_pid)
+
+
+def _refreshed(where: Path, state: LaunchState) -> LaunchState:
+    if state.scheduler == LOCAL:
+        return state
+    from .launch_jobs import refresh
+
+    return refresh(where, state)
 
 
 def _status(where: Path, state: LaunchState) -> LaunchStatus:
@@ -408,13 +456,17 @@ def _status(where: Path, state: LaunchState) -> LaunchStatus:
         supervisor_running=supervised,
         stop_requested_at=state.stop_requested_at,
         agents=agents,
+        scheduler=state.scheduler,
+        scheduler_options=tuple(state.scheduler_options),
+        restart=state.restart,
     )
 
 
 def _agent_status(agent: AgentRecord, state: LaunchState, supervised: bool, now: float) -> AgentStatus:
-    running = agent.state in (RUNNING, STOPPING) and groups.alive(agent.pid)
+    scheduled = state.scheduler != LOCAL
+    running = agent.state in (RUNNING, STOPPING) and (scheduled or groups.alive(agent.pid))
     shown, note = agent.state, agent.note
-    if agent.state in ACTIVE and not supervised and agent.state != PENDING:
+    if agent.state in ACTIVE and not supervised and agent.state != PENDING and not scheduled:
         shown = agent.state if running else LOST
         note = "its supervisor is gone: " + ("unsupervised" if running else "it ended, exit code unknown")
     used = None
@@ -441,6 +493,8 @@ def _agent_status(agent: AgentRecord, state: LaunchState, supervised: bool, now:
         stdout=Path(agent.stdout),
         stderr=Path(agent.stderr),
         note=note,
+        job_id=agent.job_id,
+        scheduler_state=agent.scheduler_state,
     )
 
 

@@ -237,7 +237,7 @@ def _command(name: str) -> str:
 
 def _fields(line: str) -> dict[str, str]:
     """`scontrol show job -o`: `Key=Value` words (a value never holds a space but Command's may)."""
-    fields = {}
+    fields: dict[str, str] = {}
     for word in line.split():
         if "=" in word:
             key, value = word.split("=", 1)

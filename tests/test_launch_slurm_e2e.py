@@ -1,0 +1,121 @@
+"""`git agora launch --scheduler slurm` against a real single-node Slurm (`tests/slurm.py`): each agent a
+batch job, its budget the job's --time, its end state read from Slurm and kept in launch.json."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from agora_testing import agora, demo_task_clone, git
+from git_agora.supervise.scheduler import slurm_state, time_limit
+
+SLEEPER = "sleep 600 #{prompt}"
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def status(tmp_path: Path, directory: Path) -> dict:
+    return agora(tmp_path, "launch", "status", "--dir", str(directory), "--json").json()
+
+
+def slurm_launch(tmp_path: Path, remote: Path, directory: Path, *args: str, check: bool = True):
+    argv = ("launch", "--scheduler", "slurm", "--node-local-ok", "--dir", str(directory), *args, str(remote))
+    return agora(tmp_path, *argv, check=check, timeout=300)
+
+
+# --- pure ----------------------------------------------------------------------------------------
+
+
+def test_slurm_states_read_in_the_launch_words():
+    assert slurm_state("TIMEOUT", "0:15", "TimeLimit").state == "over-budget"
+    assert slurm_state("COMPLETED", "0:0").state == "finished" and slurm_state("COMPLETED", "0:0").exit_code == 0
+    failed = slurm_state("FAILED", "3:0", "NonZeroExitCode")
+    assert failed.state == "crashed" and failed.exit_code == 3 and failed.reason == "exit 3, NonZeroExitCode"
+    assert slurm_state("OUT_OF_MEMORY", "0:125").state == "crashed"
+    assert "out of memory" in (slurm_state("OUT_OF_MEMORY", "0:125").reason or "")
+    assert slurm_state("NODE_FAIL", "0:0").reason == "its node failed"
+    assert slurm_state("CANCELLED by 0", "0:15").state == "stopped"
+    assert slurm_state("CANCELLED by 0", "0:15").exit_code == -15
+    assert slurm_state("PENDING", "0:0", "Resources").state == "pending"
+    assert slurm_state("RUNNING").state == "running" and slurm_state("COMPLETING").state == "stopping"
+    assert slurm_state("WEIRD").state == "lost"
+    assert time_limit(30) == "1" and time_limit(60) == "1" and time_limit(61) == "2" and time_limit(3600) == "60"
+
+
+# --- refusals before anything is submitted -------------------------------------------------------
+
+
+def test_a_node_local_launch_folder_and_slurm_options_without_slurm_are_refused(tmp_path, remote):
+    demo_task_clone(tmp_path, remote, "founder", "founder")
+    agents = tmp_path / "agents"
+    argv = ("launch", "--scheduler", "slurm", "--scripted", "--agents", "1", "--dir", str(agents), str(remote))
+    refused = agora(tmp_path, *argv, check=False)
+    assert refused.returncode != 0 and not agents.exists()
+    assert "is node-local (it is under /tmp)" in refused.stderr and "--node-local-ok" in refused.stderr
+    local = agora(
+        tmp_path, "launch", "--scripted", "--agents", "1", "--slurm-arg=--gres=gpu:1", str(remote), check=False
+    )
+    assert local.returncode != 0 and "--slurm-arg applies to --scheduler slurm" in local.stderr
+    again = agora(tmp_path, "launch", "--scripted", "--agents", "1", "--restart", str(remote), check=False)
+    assert again.returncode != 0 and "--restart applies to --scheduler slurm" in again.stderr
+
+
+# --- on the cluster ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_four_scripted_agents_run_as_slurm_jobs_and_publish_to_the_remote(tmp_path, remote, slurm):
+    demo_task_clone(tmp_path, remote, "founder", "founder")
+    agents = tmp_path / "agents"
+    started = slurm_launch(
+        tmp_path, remote, agents, "--agents", "4", "--scripted", "--rounds", "2", "--slurm-arg=--gres=gpu:1", "--json"
+    ).json()
+    assert started["scheduler"] == "slurm" and started["scheduler_options"] == ["--gres=gpu:1"]
+    ids = [a["job_id"] for a in started["agents"]]
+    assert all(ids) and len(set(ids)) == 4
+    shown = slurm.run("scontrol", "show", "job", "-o", ids[0]).stdout
+    assert "TresPerNode=gres:gpu:1" in shown and "TimeLimit=01:00:00" in shown  # --budget-minutes 60
+    ended = wait_for(lambda: (s := status(tmp_path, agents))["supervisor_running"] is False and s, 300, "the jobs")
+    for agent in ended["agents"]:
+        assert agent["state"] == "finished" and agent["exit_code"] == 0, agent
+        assert agent["scheduler_state"] == "COMPLETED" and not agent["running"]
+        assert agent["contributions"] >= 1 and agent["queued"] == 0 and agent["last_contribution"]["title"]
+        events = [json.loads(line) for line in Path(agent["stdout"]).read_text().splitlines()]
+        assert {e["account"] for e in events} == {agent["name"]}
+        assert git(remote, "rev-parse", "--verify", f"refs/agora/log/{agent['name']}").strip()
+    recorded = json.loads((agents / "launch.json").read_text())
+    assert [a["scheduler_state"] for a in recorded["agents"]] == ["COMPLETED"] * 4
+
+
+@pytest.mark.slow
+def test_slurm_ends_an_agent_at_its_time_and_launch_stop_cancels_the_rest(tmp_path, remote, slurm):
+    demo_task_clone(tmp_path, remote, "founder", "founder")
+    short, others = tmp_path / "short", tmp_path / "others"
+    slurm_launch(tmp_path, remote, short, "--agents", "1", "--command", SLEEPER, "--budget-minutes", "0.5")
+    running = slurm_launch(tmp_path, remote, others, "--agents", "3", "--command", SLEEPER, "--prefix", "other")
+    ids = [a["job_id"] for a in json.loads((others / "launch.json").read_text())["agents"]]
+    assert "launch in" in running.stdout and "scheduler slurm" in running.stdout
+    wait_for(lambda: all(a["state"] == "running" for a in status(tmp_path, others)["agents"]), 60, "3 running")
+
+    stopped = agora(tmp_path, "launch", "stop", "--dir", str(others), "--json", timeout=120).json()
+    assert [a["state"] for a in stopped["agents"]] == ["stopped"] * 3
+    assert all(a["note"] == "cancelled by `launch stop` (scancel)" for a in stopped["agents"])
+    queue = slurm.run("squeue", "-h", "-j", ",".join(ids), "-o", "%i %T", check=False).stdout
+    assert not queue.strip(), queue
+
+    over = wait_for(lambda: (s := status(tmp_path, short)["agents"][0])["state"] != "running" and s, 150, "TIMEOUT")
+    assert over["state"] == "over-budget" and over["scheduler_state"] == "TIMEOUT", over
+    assert over["used_seconds"] >= 55 and "Slurm's --time ran out" in over["note"]
+    shown = agora(tmp_path, "launch", "status", "--dir", str(short)).stdout
+    assert "over-budget" in shown and "TIMEOUT" in shown
