@@ -105,3 +105,28 @@ def band_option(f: Callable) -> Callable:
         metavar="LOW..HIGH",
         help="The band you predict the primary metric in, e.g. 2.6..3.0 (recorded; analyze's calibration view).",
     )(f)
+
+
+def scheduler_options(what: str, restart: bool = False) -> Callable[[Callable], Callable]:
+    """--scheduler, --slurm-arg (as `scheduler_options`), --node-local-ok and, for launch (`restart`),
+    --restart, else --jobs: the keyword arguments of `ops.launch.launch` and `ops.ci.verify_pending`."""
+
+    def decorate(f: Callable) -> Callable:
+        where = "--dir" if restart else "a clone"
+        for option in [
+            click.option("--node-local-ok", is_flag=True, help=f"Slurm: allow {where} under /tmp (a single node)."),
+            click.option("--restart", is_flag=True, help="Slurm: the job script starts a new session when one ends.")
+            if restart
+            else None,
+            click.option("--slurm-arg", "scheduler_options", multiple=True, metavar="ARG", help="Passed to sbatch."),
+            click.option(
+                "--scheduler", type=click.Choice(["local", "slurm"]), default="local" if restart else None, help=what
+            ),
+            None
+            if restart
+            else click.option("--jobs", type=click.IntRange(1), default=1, show_default=True, help="Reruns at once."),
+        ]:
+            f = option(f) if option is not None else f
+        return f
+
+    return decorate

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..ops.launch import launch, launch_status, stop_launch
-from .common import cli_feedback, emit_json, json_option
+from .common import cli_feedback, emit_json, json_option, scheduler_options
 from .render import print_launch_status
 
 DIR = click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), help="The launch directory.")
@@ -34,56 +34,13 @@ command = LaunchGroup("launch", help="Start agents (`launch -h`), see them (`lau
 @click.option("--grace", type=float, default=10.0, show_default=True, help="Seconds between SIGTERM and SIGKILL.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the scripted workers' choices.")
 @click.option("--wait", is_flag=True, help="Supervise in the foreground until every agent ended.")
-@click.option(
-    "--scheduler",
-    type=click.Choice(["local", "slurm"]),
-    default="local",
-    show_default=True,
-    help="Who runs the agents: a local supervisor, or Slurm (one sbatch job per agent, --time its budget).",
-)
-@click.option("--slurm-arg", "slurm_args", multiple=True, metavar="ARG", help="Passed to sbatch (--gres=gpu:1).")
-@click.option("--restart", is_flag=True, help="Slurm: the job script starts a new session when one ends.")
-@click.option("--node-local-ok", is_flag=True, help="Slurm: allow a --dir under /tmp (a single-node cluster).")
+@scheduler_options("local: a supervisor here; slurm: one sbatch job per agent, --time its budget.", True)
 @json_option
-def start(
-    remote,
-    count,
-    agent,
-    scripted,
-    budget_minutes,
-    rounds,
-    directory,
-    prefix,
-    grace,
-    seed,
-    wait,
-    scheduler,
-    slurm_args,
-    restart,
-    node_local_ok,
-    as_json,
-):
+def start(remote, count, agent, scripted, budget_minutes, rounds, directory, prefix, grace, seed, wait, as_json, **on):
     """Start agents on the Agora project at REMOTE, each with its own clone (--dir, default ./agora-agents),
-    account, key and logs, stopped at its budget by a detached supervisor (--wait: by this one), or
-    each a Slurm job (--scheduler slurm: --dir on storage the nodes share)."""
-    result = launch(
-        remote,
-        count,
-        agent,
-        scripted,
-        rounds,
-        budget_minutes,
-        directory,
-        prefix,
-        grace,
-        seed,
-        wait,
-        cli_feedback(),
-        scheduler,
-        tuple(slurm_args),
-        restart,
-        node_local_ok,
-    )
+    account, key and logs, stopped at its budget by a detached supervisor (--wait: by this one) or Slurm."""
+    asked = (count, agent, scripted, rounds, budget_minutes, directory, prefix, grace, seed, wait)
+    result = launch(remote, *asked, cli_feedback(), **on)  # type: ignore[misc]
     _show(result, as_json)
     return 1 if result.crashed else 0
 

@@ -6,6 +6,7 @@ import click
 
 from ..visible import visible
 from .common import account_option, emit_json, json_option, open_project, report_published, sandbox_option
+from .common import scheduler_options as scheduled_by
 
 
 @click.command("verify")
@@ -16,29 +17,32 @@ from .common import account_option, emit_json, json_option, open_project, report
 @click.option("--pending", is_flag=True, help="Instead of SHA: every claim you have not verified yet (see below).")
 @click.option("--max-evaluations", type=click.IntRange(0), default=10, show_default=True, help="With --pending.")
 @click.option("--max-minutes", type=click.FloatRange(0), default=30.0, show_default=True, help="With --pending.")
+@scheduled_by("With --pending: each rerun a job of this scheduler, --jobs at once; this process publishes.")
 @sandbox_option
 @account_option
 @json_option
 @click.pass_context
-def command(ctx, sha, tolerance, timeout, no_publish, pending, max_evaluations, max_minutes, sandbox, account, as_json):
+def command(ctx, sha, tolerance, timeout, no_publish, pending, sandbox, account, as_json, **on):
     """Run the project's evaluation (the setup's evaluator, never SHA's own) on a clean export of SHA,
     compare with its claim, and publish a verification (confirmed, partial or failed) whose only parent
     and target is SHA.
 
     --pending: fetch, then verify in the sandbox, most consequential first and within the budget, every
-    result of another account that you have not verified yet: how a founder confirms a fleet's work
-    (each confirmed result establishes its author, whose verdicts then count; docs/agents.md).
+    result of another account that you have not verified yet (how a founder confirms a fleet; docs/agents.md);
+    with --scheduler slurm --jobs N each rerun is a Slurm job, N at once, and this process publishes.
 
     The build step (or the one command) runs SHA's code in the sandbox (bubblewrap: no network, none of
     your files or keys, an unprivileged user; docs/protocol.md, "Threat model"); --no-sandbox runs it
-    on this machine as you, and the verdict records that. The verdict carries numbers and a reason from
-    a fixed list; the evaluator's output stays in .git/agora/runs/."""
+    on this machine as you, and the verdict records that. The verdict carries numbers and a fixed
+    reason; the evaluator's output stays in .git/agora/runs/."""
     single_only = no_publish or sandbox is False or tolerance is not None or timeout is not None
     if pending == bool(sha) or (pending and single_only):
         raise click.UsageError("give SHA, or --pending (without --tolerance, --timeout, --no-publish or --no-sandbox)")
+    if (on["jobs"] != 1 or on["scheduler_options"] or on["node_local_ok"]) if not on["scheduler"] else not pending:
+        raise click.UsageError("--jobs, --slurm-arg and --node-local-ok go with --pending --scheduler")
     project = open_project(ctx, account, as_json=as_json)
     if pending:
-        return _pending(project, max_evaluations, max_minutes, as_json)
+        return _pending(project, as_json, **on)
     from ..ops.verify import verify
 
     done = verify(project, sha, tolerance, timeout, publish_verdict=not no_publish, sandbox=sandbox)
@@ -53,10 +57,9 @@ def command(ctx, sha, tolerance, timeout, no_publish, pending, max_evaluations, 
     return code
 
 
-def _pending(project, max_evaluations: int, max_minutes: float, as_json: bool) -> int:
+def _pending(project, as_json: bool, max_evaluations: int, max_minutes: float, **scheduled) -> int:
     from ..ops.ci import Budget, verify_pending
-    from .render import print_pending_report
+    from .render import print_pending_report as show
 
-    report = verify_pending(project, Budget(max_evaluations, max_minutes))
-    (emit_json if as_json else print_pending_report)(report.to_dict() if as_json else report)
-    return 0
+    report = verify_pending(project, Budget(max_evaluations, max_minutes), **scheduled)
+    return (emit_json if as_json else show)(report.to_dict() if as_json else report) or 0

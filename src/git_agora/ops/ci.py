@@ -238,11 +238,23 @@ class PendingReport:
         return {"account": self.account, "checked": [c.to_dict() for c in self.checked], "left": list(self.left)}
 
 
-def verify_pending(project: Project, budget: Budget = Budget()) -> PendingReport:
+def verify_pending(
+    project: Project,
+    budget: Budget = Budget(),
+    scheduler: str | None = None,
+    jobs: int = 1,
+    scheduler_options: tuple[str, ...] = (),
+    node_local_ok: bool = False,
+) -> PendingReport:
     """The CI's verifying step without its witness, for any account: fetch, then rerun in the sandbox,
     within `budget`, the claims this account has not verified yet (`claims_to_verify`), publishing each
     verdict. How a founder confirms a fleet's work (`launch`): each result it confirms establishes the
-    result's author, whose own verdicts then count (docs/agents.md)."""
+    result's author, whose own verdicts then count (docs/agents.md). With `scheduler` ("slurm",
+    "local"): each rerun is a job of it, `jobs` at once (`ops.rerun_jobs`)."""
+    if scheduler is not None:
+        from .rerun_jobs import verify_pending_on
+
+        return verify_pending_on(project, budget, scheduler, jobs, scheduler_options, node_local_ok)
     from .indexing import FRAME_COLUMNS, load
     from .standing import reader_root
     from .sync import fetch
