@@ -119,3 +119,75 @@ def test_slurm_ends_an_agent_at_its_time_and_launch_stop_cancels_the_rest(tmp_pa
     assert over["used_seconds"] >= 55 and "Slurm's --time ran out" in over["note"]
     shown = agora(tmp_path, "launch", "status", "--dir", str(short)).stdout
     assert "over-budget" in shown and "TIMEOUT" in shown
+
+
+# --- reruns as jobs ------------------------------------------------------------------------------
+
+
+def set_choice(clone: Path, knob: str, value: str) -> None:
+    path = clone / "choices.py"
+    lines = [f"{knob} = {value}" if ln.startswith(knob) else ln for ln in path.read_text().splitlines()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def verdicts_by(remote: Path, account: str) -> dict[str, int]:
+    """How many verifications `account` published on each target (by the short SHA in the title)."""
+    titles = git(remote, "log", "--format=%s", f"refs/agora/log/{account}").splitlines()
+    counted: dict[str, int] = {}
+    for title in titles:
+        if title.startswith("Verification of "):
+            short = title.removeprefix("Verification of ").split(":")[0]
+            counted[short] = counted.get(short, 0) + 1
+    return counted
+
+
+def pending_on_slurm(clone: Path, check: bool = True):
+    argv = ("verify", "--pending", "--scheduler", "slurm", "--jobs", "3", "--node-local-ok", "--json")
+    return agora(clone, *argv, check=check, timeout=600)
+
+
+@pytest.mark.slow
+def test_reruns_as_slurm_jobs_publish_one_verdict_per_claim_also_when_cancelled_or_run_twice(tmp_path, remote, slurm):
+    import subprocess
+
+    alice = demo_task_clone(tmp_path, remote)
+    baseline = agora(alice, "push", "--check", "--rerun", "-m", "baseline", "--tag", "result", "--json").json()["sha"]
+    bob = tmp_path / "b"
+    bob.mkdir()
+    git(bob, "init", "-q")
+    git(bob, "remote", "add", "origin", str(remote))
+    git(bob, "config", "agora.account", "bob")
+    agora(bob, "fetch")
+    agora(bob, "checkout", baseline)
+    claims = []
+    for order in ("1", "3", "4", "5"):
+        set_choice(bob, "ORDER", order)
+        claims.append(agora(bob, "push", "--check", "-m", f"order {order}", "--tag", "result", "--json").json()["sha"])
+
+    # one run, one of its jobs cancelled while it reruns: that claim gets no verdict and stays pending
+    argv = ["git", "agora", "verify", "--pending", "--scheduler", "slurm", "--jobs", "3", "--node-local-ok", "--json"]
+    first = subprocess.Popen(argv, cwd=alice, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def a_running_rerun():
+        listed = slurm.run("squeue", "-h", "-t", "RUNNING", "-o", "%i %j", check=False).stdout.split("\n")
+        return next((line.split()[0] for line in listed if "agora-rerun-" in line), None)
+
+    cancelled = wait_for(a_running_rerun, 120, "a running rerun job")
+    slurm.run("scancel", cancelled)
+    out, err = first.communicate(timeout=600)
+    assert first.returncode == 0, err
+    report = json.loads(out)
+    lost = [c for c in report["checked"] if c["verdict"] is None]
+    assert len(lost) == 1 and f"its job {cancelled} ended (CANCELLED) without a verdict" in lost[0]["reason"], report
+    assert len([c for c in report["checked"] if c["verification"]]) == 3
+    assert sorted(verdicts_by(remote, "alice").values()) == [1, 1, 1]
+
+    # two runs at once: the claim left is rerun and published once, by one of them
+    runs = [subprocess.Popen(argv, cwd=alice, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in "ab"]
+    outcomes = [run.communicate(timeout=600) for run in runs]
+    assert all(run.returncode == 0 for run in runs), outcomes
+    published = [c for out, _ in outcomes for c in json.loads(out)["checked"] if c["verification"]]
+    assert [c["target"] for c in published] == [lost[0]["target"]], outcomes
+    counted = verdicts_by(remote, "alice")
+    assert counted == {sha[:12]: 1 for sha in claims}, counted
+    assert "nothing to verify" in agora(alice, "verify", "--pending", "--scheduler", "slurm", "--node-local-ok").stdout
