@@ -162,6 +162,8 @@ def test_reruns_as_slurm_jobs_publish_one_verdict_per_claim_also_when_cancelled_
     claims = []
     for order in ("1", "3", "4", "5"):
         set_choice(bob, "ORDER", order)
+        if order == "5":  # a slow claim (its build sleeps): its rerun job is surely cancelled mid-rerun
+            (bob / "choices.py").write_text((bob / "choices.py").read_text() + "__import__('time').sleep(15)\n")
         claims.append(agora(bob, "push", "--check", "-m", f"order {order}", "--tag", "result", "--json").json()["sha"])
 
     # one run, one of its jobs cancelled while it reruns: that claim gets no verdict and stays pending
@@ -170,15 +172,17 @@ def test_reruns_as_slurm_jobs_publish_one_verdict_per_claim_also_when_cancelled_
 
     def a_running_rerun():
         listed = slurm.run("squeue", "-h", "-t", "RUNNING", "-o", "%i %j", check=False).stdout.split("\n")
-        return next((line.split()[0] for line in listed if "agora-rerun-" in line), None)
+        return next((line.split()[0] for line in listed if f"agora-rerun-{claims[-1][:12]}" in line), None)
 
-    cancelled = wait_for(a_running_rerun, 120, "a running rerun job")
+    cancelled = wait_for(a_running_rerun, 120, "the slow claim's rerun job")
     slurm.run("scancel", cancelled)
     out, err = first.communicate(timeout=600)
     assert first.returncode == 0, err
     report = json.loads(out)
     lost = [c for c in report["checked"] if c["verdict"] is None]
-    assert len(lost) == 1 and f"its job {cancelled} ended (CANCELLED) without a verdict" in lost[0]["reason"], report
+    assert [c["target"] for c in lost] == [
+        claims[-1]
+    ] and f"its job {cancelled} ended (CANCELLED) without a verdict" in lost[0]["reason"], report
     assert len([c for c in report["checked"] if c["verification"]]) == 3
     assert sorted(verdicts_by(remote, "alice").values()) == [1, 1, 1]
 
