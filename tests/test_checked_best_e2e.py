@@ -74,3 +74,15 @@ def test_readers_mark_the_unchecked_claim(project):
     assert "evidence     score 0, 0 children, 0 descendants, unchecked" in shown
     assert "unchecked: no run record (published without `push --check`)" in shown
     assert "unchecked" not in agora(clone, "show", baseline).stdout
+
+
+def test_the_site_marks_the_unchecked_claim_on_its_page_and_in_the_list(project):
+    base, remote, claim, baseline = project
+    clone, site = base / "mallory", base / "site"
+    agora(clone, "site", str(site))
+    listed = "".join(page.read_text() for page in sorted((site / "contributions").glob("*.html")))
+    row_of = {
+        sha: re.search(rf"<tr>(?:(?!</tr>).)*{sha[:12]}(?:(?!</tr>).)*</tr>", listed, re.S) for sha in (claim, baseline)
+    }
+    assert row_of[claim] and ">unchecked<" in row_of[claim].group(0), listed[:2000]
+    assert row_of[baseline] and ">unverified<" in row_of[baseline].group(0)

@@ -65,6 +65,16 @@ def unchecked_shas(table: pa.Table, scored: np.ndarray) -> set[str]:
     return set(shas)
 
 
+def shown_statuses(frame: Frame) -> np.ndarray:
+    """Per node: its status as readers show it (``shown_status``): an unverified scored result without
+    its run record reads ``unchecked``."""
+    shown = np.asarray(frame.status, dtype=object).copy()
+    nodes = np.flatnonzero(frame.scored)
+    unbacked = nodes[~run_backed_mask(frame.graph.table, nodes)]
+    shown[unbacked[shown[unbacked] == UNVERIFIED]] = UNCHECKED
+    return shown
+
+
 def best_run_backed(frame: Frame) -> int:
     """The node of the best scored result that carries its run record (by value, then earliest:
     ``views.ranked_by_metric``), -1 when none does."""

@@ -75,8 +75,10 @@ def _write_list(data: SiteData, writer: PageWriter) -> None:
     import numpy as np
     import pyarrow.compute as pc
 
+    from ..frontier.checked import shown_statuses
+
     rows = data.rows
-    status = data.analysis.frame.status
+    status = shown_statuses(data.analysis.frame)  # "unchecked" for a result without its run record
     times = pc.fill_null(rows.table["timestamp"], 0).to_numpy(zero_copy_only=False)
     rank = np.empty(rows.n, dtype=np.int64)
     rank[rows.order] = np.arange(rows.n)
