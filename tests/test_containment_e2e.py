@@ -503,7 +503,7 @@ def test_new_eval_keys_need_their_format_and_a_newer_format_says_so(tmp_path, re
     (a / "agora.toml").write_text('[metric]\nname = "m"\n[eval]\ncommand = "python3 e.py"\nnetwork = true\n')
     r = agora(a, "init", check=False)
     assert r.returncode == 1 and "need format = 2" in r.stderr
-    (a / "agora.toml").write_text('[metric]\nname = "m"\n[eval]\nformat = 3\ncommand = "python3 e.py"\n')
+    (a / "agora.toml").write_text('[metric]\nname = "m"\n[eval]\nformat = 4\ncommand = "python3 e.py"\n')
     r = agora(a, "init", check=False)
     assert r.returncode == 1 and "needs a newer git-agora" in r.stderr
     assert git(a, "for-each-ref", "refs/agora/").strip() == ""

@@ -157,7 +157,7 @@ def test_eval_limits_and_format_parse_or_say_why():
     assert EvalSpec.parse({"command": "x"}).declared_output == ()
     for text, said in [
         ('[eval]\ncommand = "x"\nenv = ["A"]\n', "need format = 2"),
-        ('[eval]\nformat = 3\ncommand = "x"\n', "needs a newer git-agora"),
+        ('[eval]\nformat = 4\ncommand = "x"\n', "needs a newer git-agora"),
         ('[eval]\ncommand = "x"\nsandbox = false\n', "does not know (sandbox)"),
         ('[eval]\nformat = 2\ncommand = "x"\n[eval.limits]\nmemory = "lots"\n', "a size such as"),
         ('[eval]\nformat = 2\ncommand = "x"\nenv = ["A B"]\n', "not an environment variable"),

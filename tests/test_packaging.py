@@ -25,11 +25,13 @@ TEMPLATE_FILES = {
     "git_agora/templates/autoresearch/agora.toml",
     "git_agora/templates/autoresearch/program.md",
     "git_agora/templates/autoresearch/gitignore",
+    "git_agora/templates/autoresearch/scorer.lock",
     "git_agora/templates/two-phase/score.py",
     "git_agora/templates/two-phase/solve.py",
     "git_agora/templates/two-phase/agora.toml",
     "git_agora/templates/two-phase/program.md",
     "git_agora/templates/two-phase/gitignore",
+    "git_agora/templates/two-phase/scorer.lock",
 }
 
 
@@ -166,5 +168,6 @@ def test_the_sdist_holds_everything_and_its_wheel_installs_a_working_git_agora(t
         "agora.toml",
         "program.md",
         "score.py",
+        "scorer.lock",
         "solve.py",
     ]
