@@ -42,17 +42,15 @@ class BestPicks:
         return self.run_backed if checked and not self.best.checked and self.run_backed else self.best
 
 
-def best_picks(project: Project, contributions, best_sha: str | None) -> BestPicks | None:
-    """The best result `best_sha` (chosen by the caller's rule) of `contributions` (the index's
-    FRAME_COLUMNS) and its run-backed alternative; None when nothing is scored (`best_sha` None)."""
+def best_picks(project: Project, contributions) -> BestPicks | None:
+    """The best result of `contributions` (the index's FRAME_COLUMNS) by the rule of what may lead
+    (`frontier.views.best`), and its run-backed alternative; None when nothing may lead. One frame."""
     import pyarrow as pa
 
     from ..frontier.checked import best_run_backed, run_backed, shown_status
     from ..frontier.frame import build_frame
+    from ..frontier.views import best
     from .standing import reader_root
-
-    if best_sha is None:
-        return None
 
     config = project.config
     frame = build_frame(
@@ -68,8 +66,10 @@ def best_picks(project: Project, contributions, best_sha: str | None) -> BestPic
         backed = run_backed(frame.graph.table["metadata"][node].as_py())
         return Pick(row["sha"], row["title"], row["metric"], shown_status(str(frame.status[node]), backed), backed)
 
-    node = int(frame.graph.lookup(pa.array([best_sha], pa.string()))[0])
-    top = pick(node)
+    found = best(frame)
+    if found is None:
+        return None
+    top = pick(int(frame.graph.lookup(pa.array([found.sha], pa.string()))[0]))
     other = best_run_backed(frame) if not top.checked else -1
     return BestPicks(top, pick(other) if other >= 0 else None)
 

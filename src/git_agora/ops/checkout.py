@@ -46,14 +46,13 @@ def checkout(project: Project, rev: str, worktree: Path | None = None) -> Checke
 
 
 def checkout_best(project: Project, checked: bool = False, worktree: Path | None = None) -> CheckedOut:
-    """`checkout --best`: the result `clone` would check out (`clone._best`), said with its status; with
+    """`checkout --best`: the result `clone` would check out (`checked_best.best_picks`), said with its status; with
     `checked`, the best run-backed result when the best is unchecked (`checked_best`)."""
     from .checked_best import best_picks, unchecked_note
-    from .clone import _best
     from .indexing import FRAME_COLUMNS, load
 
     contributions = load(project, FRAME_COLUMNS).contributions
-    picks = best_picks(project, contributions, _best(project, contributions)[0])
+    picks = best_picks(project, contributions)
     if picks is None:
         raise AgoraError("nothing is scored yet: no best result to check out")
     chosen = picks.chosen(checked)

@@ -115,9 +115,8 @@ def _clone(
         git.config_set("agora.account", account)
     project = Project.open(target, account, REMOTE, feedback)
     index = load(project, FRAME_COLUMNS)
-    sha, title, value = _best(project, index.contributions)
-    status, note, best_result = None, None, None
-    picks = best_picks(project, index.contributions, sha)
+    sha, title, value, status, note, best_result = None, "", None, None, None, None
+    picks = best_picks(project, index.contributions)
     if picks is not None:
         chosen = picks.chosen(checked)
         sha, title, value, status = chosen.sha, chosen.title, chosen.metric, chosen.status
@@ -157,24 +156,6 @@ def _setup(project: Project, url: str, wanted: str | None) -> str:
         raise AgoraError(f"{url} has no setup {wanted} (its setup is {found[:12]}): refusing to pin another project")
     assert sha is not None
     return sha
-
-
-def _best(project: Project, contributions) -> tuple[str | None, str, float | None]:
-    """The current best result (`frontier.views.best`): sha, title and value; (None, "", None) if none."""
-    from ..frontier.frame import build_frame
-    from ..frontier.views import best
-    from .standing import reader_root
-
-    config = project.config
-    frame = build_frame(
-        contributions,
-        direction=config.direction,
-        tolerance=config.tolerance,
-        weights=dict(config.tag_weights),
-        root=reader_root(project, contributions),
-    )
-    found = best(frame)
-    return (found.sha, found.title, found.metric) if found else (None, "", None)
 
 
 def _remove(target: Path, created: bool) -> None:
