@@ -5,12 +5,18 @@ printed, the key pin included. A contribution that adds a forge's CI file is ref
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from importlib.resources import files
+
 import pytest
-from test_ci_e2e import founded_with_ci
+from test_ci_e2e import ci_secret, founded_with_ci
 
-from agora_testing import agora, git
+from agora_testing import agora, git, make_clone
 
-PATHS = {"github": ".github/workflows/agora.yml", "gitea": ".gitea/workflows/agora.yml", "gitlab": ".gitlab-ci.yml"}
+PATHS = {"github": ".github/workflows/agora.yml", "gitea": ".gitea/workflows/agora.yml", "gitlab": ".gitlab/agora-ci.yml"}
+# what else each branch holds: GitLab's recipe is included from a .gitlab-ci.yml made for it
+ALSO = {"github": [], "gitea": [], "gitlab": [".gitlab-ci.yml"]}
 
 
 @pytest.mark.slow
@@ -24,7 +30,7 @@ def test_ci_init_writes_the_workflow_on_the_default_branch_and_never_in_a_contri
         out = agora(alice, "ci", "--init", forge, "--branch", branch, *(["--push"] if at else [])).stdout
         assert f"committed {path} on {branch}" in out and "orphan branch holding only CI files" in out, out
         assert 'keys = { ci = "<the line of ci_ed25519.pub>" }' in out and "1. " in out
-        assert git(alice, "ls-tree", "-r", "--name-only", f"refs/heads/{branch}").split() == [path]
+        assert git(alice, "ls-tree", "-r", "--name-only", f"refs/heads/{branch}").split() == sorted([path, *ALSO[forge]])
         assert "git agora ci" in git(alice, "show", f"refs/heads/{branch}:{path}")
         assert git(alice, "rev-parse", "HEAD") == head and not (alice / path).exists()
         assert git(alice, "status", "--porcelain", "--ignored") == status
@@ -42,3 +48,69 @@ def test_ci_init_writes_the_workflow_on_the_default_branch_and_never_in_a_contri
     assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused
     assert "the tree changes .github/workflows/steal.yml, a forge's CI file" in refused.stderr
     assert git(remote, "for-each-ref") == refs
+
+
+LOCK = "numpy==2.4.6 \\\n    --hash=sha256:" + "0" * 64 + "\n"
+
+
+@pytest.mark.slow
+def test_ci_init_writes_the_policys_python_and_a_copy_of_its_lock_and_includes_gitlabs_recipe(tmp_path):
+    """A policy under [eval] format 3: the recipe installs its Python and the lock beside it
+    (pip --require-hashes); GitLab's .gitlab-ci.yml gets the include appended once, and one that has an
+    `include:` of its own is left alone, the step saying what to add."""
+    import yaml
+
+    from git_agora.demo.run import AGORA_TOML, TASK_FILES
+
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    toml = AGORA_TOML.replace("format = 2", "format = 3").replace(
+        'files = ["score.py", "corpus.py"]', 'files = ["score.py", "corpus.py", "scorer.lock"]'
+    )
+    toml = toml.replace("timeout = 60", 'timeout = 60\npython = "3.11.9"\nlock = "scorer.lock"')
+    assert 'lock = "scorer.lock"' in toml and "format = 3" in toml
+    alice = make_clone(tmp_path, "alice", str(remote), "alice")
+    for task_file in TASK_FILES:
+        shutil.copyfile(files("git_agora") / "demo" / "task" / task_file, alice / task_file)
+    (alice / ".gitignore").write_text("__pycache__/\n")
+    (alice / "scorer.lock").write_text(LOCK)
+    pin = f'keys = {{ ci-bot = "{ci_secret(tmp_path)[1]}" }}'
+    (alice / "agora.toml").write_text(toml + f'\n[ci]\naccounts = ["ci-bot"]\n{pin}\n')
+    agora(alice, "init")
+    done = agora(alice, "ci", "--init", "github", "--branch", "trunk", "--json").json()
+    assert done["files"] == [".github/workflows/agora.yml", ".github/agora-scorer.lock"]
+    assert done["python"] == "3.11.9" and done["python_from_policy"] is True
+    assert git(alice, "show", "refs/heads/trunk:.github/agora-scorer.lock") == LOCK
+    workflow = yaml.safe_load(git(alice, "show", "refs/heads/trunk:.github/workflows/agora.yml"))
+    steps = workflow["jobs"]["verify"]["steps"]
+    assert [s["with"]["python-version"] for s in steps if "setup-python" in s.get("uses", "")] == ["3.11.9"]
+    installs = "\n".join(s.get("run", "") for s in steps)
+    assert "--require-hashes --no-deps -r .github/agora-scorer.lock" in installs
+    assert '--account "$AGORA_ACCOUNT"' in installs
+    (ci_step,) = [s for s in steps if "git agora ci --verify-only" in s.get("run", "")]
+    assert ci_step["env"]["AGORA_ACCOUNT"] == "ci-bot"  # the current policy's CI account
+
+    # GitLab: a .gitlab-ci.yml of the founder's gets the include appended, once
+    git(alice, "update-ref", "refs/heads/gl", _commit_with(alice, ".gitlab-ci.yml", "lint:\n  script: [true]\n"))
+    out = agora(alice, "ci", "--init", "gitlab", "--branch", "gl").stdout
+    assert "with .gitlab/agora-scorer.lock, .gitlab-ci.yml" in out, out
+    main = yaml.safe_load(git(alice, "show", "refs/heads/gl:.gitlab-ci.yml"))
+    assert main["lint"] == {"script": [True]} and main["include"] == [{"local": ".gitlab/agora-ci.yml"}]
+    agora(alice, "ci", "--init", "gitlab", "--branch", "gl", "--force")
+    assert git(alice, "show", "refs/heads/gl:.gitlab-ci.yml").count("agora-ci.yml") == 1
+    # ... and one with an include of its own is left alone
+    own = "include:\n  - local: other.yml\n"
+    git(alice, "update-ref", "refs/heads/gl2", _commit_with(alice, ".gitlab-ci.yml", own))
+    out = agora(alice, "ci", "--init", "gitlab", "--branch", "gl2").stdout
+    assert git(alice, "show", "refs/heads/gl2:.gitlab-ci.yml") == own
+    assert "1. Include the recipe: add `- local: .gitlab/agora-ci.yml` under the `include:`" in out
+
+
+def _commit_with(clone, path: str, text: str) -> str:
+    """A commit (no parent) holding one file, made with plumbing: the clone's work tree is not touched."""
+    def run(*args: str, input: str) -> str:
+        return subprocess.run(["git", *args], cwd=clone, input=input, capture_output=True, text=True, check=True).stdout
+
+    blob = run("hash-object", "-w", "--stdin", input=text).strip()
+    tree = run("mktree", input=f"100644 blob {blob}\t{path}\n").strip()
+    return run("commit-tree", tree, "-m", "the founder's CI", input="").strip()

@@ -711,6 +711,8 @@ def print_recipe(done, as_json: bool) -> int:
         return 0
     how = "a new orphan branch holding only CI files" if done.orphan else "on top of its tip"
     click.echo(f"committed {done.recipe.path} on {done.branch} ({done.commit[:12]}, {how}); the work tree is unchanged")
+    if len(done.files) > 1:
+        click.echo(f"  with {', '.join(done.files[1:])}")
     if done.pushed:
         click.echo(f"pushed {done.branch} to {done.remote}")
     click.echo("next:")

@@ -7,17 +7,23 @@ moved by compare-and-swap. The work tree, the index and HEAD are left alone, so 
 checked out (a founder's clone sits detached on Agora commits) is unchanged. Where the branch itself is
 checked out here, the work tree follows by a two-way merge (`git read-tree -m -u`), refused when HEAD
 is an Agora contribution. It pushes the branch only when asked.
+
+The recipe is written for the current policy: its CI account, its scorer Python (`[eval] python`) and a
+copy of its lock (`[eval] lock`) beside the recipe, which the verify job installs. GitLab's recipe is a
+file to include: a branch with no .gitlab-ci.yml gets one holding the include; one without an `include:`
+gets it appended; one with its own `include:` is left alone, and the first step says what to add.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 
 from ..errors import AgoraError
 from ..project import Project
-from .ci_recipes import Recipe, recipe
+from .ci_recipes import GITLAB_CI, GITLAB_INCLUDE, Recipe, recipe
 
 COMMITTER = {"GIT_AUTHOR_NAME": "git agora ci --init", "GIT_AUTHOR_EMAIL": "ci-init@agora"}
 
@@ -31,6 +37,8 @@ class CiInit:
     pushed: bool
     remote: str | None
     steps: tuple[str, ...]  # every step left to the founder, in order
+    files: tuple[str, ...] = ()  # every file committed on the branch, the recipe first
+
 
     def to_dict(self) -> dict:
         return {
@@ -41,15 +49,19 @@ class CiInit:
             "orphan": self.orphan,
             "pushed": self.pushed,
             "steps": list(self.steps),
+            "files": list(self.files),
+            "python": self.recipe.python,
+            "python_from_policy": self.recipe.python_from_policy,
         }
 
 
 def init_ci(project: Project, forge: str, branch: str = "main", force: bool = False, push: bool = False) -> CiInit:
     """Commit `forge`'s recipe (for the policy's CI account) at its path on `branch` (module docstring)."""
-    config = project.config
-    accounts = config.ci_accounts
-    account = accounts[0] if accounts else "ci"
-    made = recipe(forge, branch, account=account)
+    from .scorer_env import policy_environment
+
+    env = policy_environment(project)
+    account = env.accounts[0] if env.accounts else "ci"
+    made = recipe(forge, branch, account=account, python=env.python, lock=env.lock_text)
     git = project.repo.git
     local = project.repo.ref(f"refs/heads/{branch}")
     remote = project.remote
@@ -57,8 +69,16 @@ def init_ci(project: Project, forge: str, branch: str = "main", force: bool = Fa
     base = local or tracked
     if base is not None and not force and git.ok("cat-file", "-e", f"{base}:{made.path}"):
         raise AgoraError(f"{made.path} exists on {branch}; --force replaces it")
-    tree = _tree_with(project, base, made)
-    message = f"CI: {made.path}, written by git agora ci --init {forge}\n"
+    files, include_step = list(made.files), tuple[str, ...]()
+    if forge == "gitlab":
+        included = _gitlab_ci(project, base)
+        if included is None:
+            line = f"- local: {made.path}"
+            include_step = (f"Include the recipe: add `{line}` under the `include:` of {GITLAB_CI} on {branch}.",)
+        elif included:
+            files.append((GITLAB_CI, included))
+    tree = _tree_with(project, base, files)
+    message = f"CI: {', '.join(p for p, _ in files)}, written by git agora ci --init {forge}\n"
     parents = ["-p", base] if base else []
     commit = git.run("commit-tree", tree, *parents, input=message, env=_identity(git)).strip()
     checked_out = git.run("symbolic-ref", "-q", "HEAD", check=False).strip() == f"refs/heads/{branch}"
@@ -79,14 +99,29 @@ def init_ci(project: Project, forge: str, branch: str = "main", force: bool = Fa
             last = (done.stderr.strip().splitlines() or ["git push failed"])[-1]
             raise AgoraError(f"committed {made.path} on {branch} ({commit[:12]}) but could not push it: {last}")
         pushed = True
-    steps = _steps(made, branch, remote, pushed)
-    return CiInit(made, branch, commit, base is None, pushed, remote, steps)
+    steps = (*include_step, *_steps(made, branch, remote, pushed))
+    return CiInit(made, branch, commit, base is None, pushed, remote, steps, tuple(p for p, _ in files))
 
 
-def _tree_with(project: Project, base: str | None, made: Recipe) -> str:
-    """`base`'s tree (or an empty one) with the recipe's file, made in an index of its own."""
+def _gitlab_ci(project: Project, base: str | None) -> str | None:
+    """The .gitlab-ci.yml the branch gets: new, or with the include appended; "" where it already
+    includes the recipe; None where it has an `include:` of its own (a second key would break it)."""
+    from .ci_recipes import PATHS
+
+    info = project.repo.commit_info(base) if base else None
+    text = project.repo.file_text(info.tree, GITLAB_CI) if info else None
+    if not text:
+        return f"# The project's GitLab CI; git agora's jobs are in {PATHS['gitlab']}.\n{GITLAB_INCLUDE}"
+    if PATHS["gitlab"] in text:
+        return ""
+    if re.search(r"^include\s*:", text, re.M):
+        return None
+    return text + ("" if text.endswith("\n") else "\n") + "\n" + GITLAB_INCLUDE
+
+
+def _tree_with(project: Project, base: str | None, files: list[tuple[str, str]]) -> str:
+    """`base`'s tree (or an empty one) with `files` (path, text), made in an index of its own."""
     git = project.repo.git
-    blob = git.run("hash-object", "-w", "--stdin", input=made.text).strip()
     fd, index = tempfile.mkstemp(prefix="agora-ci-index-", dir=project.repo.agora_path)
     os.close(fd)
     os.unlink(index)
@@ -94,7 +129,9 @@ def _tree_with(project: Project, base: str | None, made: Recipe) -> str:
     try:
         if base:
             git.run("read-tree", base, env=env)
-        git.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{made.path}", env=env)
+        for path, text in files:
+            blob = git.run("hash-object", "-w", "--stdin", input=text).strip()
+            git.run("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
         return git.run("write-tree", env=env).strip()
     finally:
         if os.path.exists(index):

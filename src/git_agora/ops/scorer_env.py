@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import platform
 import re
+from dataclasses import dataclass
 from importlib import metadata
 
 from ..errors import AgoraError, ExitCode
@@ -73,21 +74,53 @@ def environment_problem(spec, lock_text: str | None, python: str | None = None) 
     return None
 
 
-def check_scorer_environment(project, config, contributions) -> None:
-    """Exit 4 (`ExitCode.UNVERIFIED`) with one line when the running scorer environment is not the
-    current policy's (`config`, the current policy's: `ops.standing.root_and_config`)."""
+def _lock_text(project, spec, contributions) -> str | None:
+    """The current policy's lock file, or None (no lock named, or none in its tree)."""
     import pyarrow.compute as pc
 
     from .standing import current_policy
 
+    if spec.lock is None:
+        return None
+    valid = contributions.filter(pc.fill_null(contributions["valid"], False))
+    commit = project.repo.commit_info(current_policy(project.setup, valid))
+    return (project.repo.file_text(commit.tree, spec.lock) or None) if commit else None
+
+
+@dataclass(frozen=True)
+class PolicyEnvironment:
+    """The scorer's environment as the current policy records it, for the CI's recipes."""
+
+    python: str | None  # [eval] python
+    lock: str | None  # [eval] lock: its path in the policy's tree
+    lock_text: str | None  # that file's text (checked: pip's hash-checking format)
+    accounts: tuple[str, ...]  # [ci] accounts
+
+
+def policy_environment(project) -> PolicyEnvironment:
+    """The current policy's scorer Python, lock and CI accounts (`git agora ci --init` writes its recipe
+    from them); AgoraError when the lock it names is missing or not hash-pinned."""
+    from .indexing import FRAME_COLUMNS, load
+    from .standing import root_and_config
+
+    contributions = load(project, FRAME_COLUMNS).contributions
+    _, config = root_and_config(project, contributions)
+    spec = config.evaluation
+    text = _lock_text(project, spec, contributions)
+    if spec.lock is not None:
+        if text is None:
+            raise AgoraError(f"the policy's lock {spec.lock} is not in its tree")
+        parse_lock(text, spec.lock)
+    return PolicyEnvironment(spec.python, spec.lock, text, tuple(config.ci_accounts))
+
+
+def check_scorer_environment(project, config, contributions) -> None:
+    """Exit 4 (`ExitCode.UNVERIFIED`) with one line when the running scorer environment is not the
+    current policy's (`config`, the current policy's: `ops.standing.root_and_config`)."""
     spec = config.evaluation
     if spec.python is None and spec.lock is None:
         return
-    text = None
-    if spec.lock is not None:
-        valid = contributions.filter(pc.fill_null(contributions["valid"], False))
-        commit = project.repo.commit_info(current_policy(project.setup, valid))
-        text = (project.repo.file_text(commit.tree, spec.lock) or None) if commit else None
+    text = _lock_text(project, spec, contributions)
     try:
         problem = environment_problem(spec, text)
     except AgoraError as exc:
