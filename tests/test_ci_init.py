@@ -14,7 +14,11 @@ from test_ci_e2e import ci_secret, founded_with_ci
 
 from agora_testing import agora, git, make_clone
 
-PATHS = {"github": ".github/workflows/agora.yml", "gitea": ".gitea/workflows/agora.yml", "gitlab": ".gitlab/agora-ci.yml"}
+PATHS = {
+    "github": ".github/workflows/agora.yml",
+    "gitea": ".gitea/workflows/agora.yml",
+    "gitlab": ".gitlab/agora-ci.yml",
+}
 # what else each branch holds: GitLab's recipe is included from a .gitlab-ci.yml made for it
 ALSO = {"github": [], "gitea": [], "gitlab": [".gitlab-ci.yml"]}
 
@@ -30,7 +34,8 @@ def test_ci_init_writes_the_workflow_on_the_default_branch_and_never_in_a_contri
         out = agora(alice, "ci", "--init", forge, "--branch", branch, *(["--push"] if at else [])).stdout
         assert f"committed {path} on {branch}" in out and "orphan branch holding only CI files" in out, out
         assert 'keys = { ci = "<the line of ci_ed25519.pub>" }' in out and "1. " in out
-        assert git(alice, "ls-tree", "-r", "--name-only", f"refs/heads/{branch}").split() == sorted([path, *ALSO[forge]])
+        held = git(alice, "ls-tree", "-r", "--name-only", f"refs/heads/{branch}").split()
+        assert held == sorted([path, *ALSO[forge]])
         assert "git agora ci" in git(alice, "show", f"refs/heads/{branch}:{path}")
         assert git(alice, "rev-parse", "HEAD") == head and not (alice / path).exists()
         assert git(alice, "status", "--porcelain", "--ignored") == status
@@ -108,6 +113,7 @@ def test_ci_init_writes_the_policys_python_and_a_copy_of_its_lock_and_includes_g
 
 def _commit_with(clone, path: str, text: str) -> str:
     """A commit (no parent) holding one file, made with plumbing: the clone's work tree is not touched."""
+
     def run(*args: str, input: str) -> str:
         return subprocess.run(["git", *args], cwd=clone, input=input, capture_output=True, text=True, check=True).stdout
 

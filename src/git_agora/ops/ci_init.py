@@ -39,7 +39,6 @@ class CiInit:
     steps: tuple[str, ...]  # every step left to the founder, in order
     files: tuple[str, ...] = ()  # every file committed on the branch, the recipe first
 
-
     def to_dict(self) -> dict:
         return {
             "forge": self.recipe.forge,
