@@ -53,6 +53,13 @@ def test_ci_init_writes_the_workflow_on_the_default_branch_and_never_in_a_contri
     assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused
     assert "the tree changes .github/workflows/steal.yml, a forge's CI file" in refused.stderr
     assert git(remote, "for-each-ref") == refs
+    # ... and so is one that changes the file GitLab's .gitlab-ci.yml includes
+    shutil.rmtree(alice / ".github")
+    (alice / ".gitlab").mkdir()
+    (alice / ".gitlab" / "agora-ci.yml").write_text("steal:\n  script: [env]\n")
+    refused = agora(alice, "push", "--tag", "insight", "-m", "a note", check=False)
+    assert refused.returncode == 1 and "the tree changes .gitlab/agora-ci.yml, a forge's CI file" in refused.stderr
+    assert git(remote, "for-each-ref") == refs
 
 
 LOCK = "numpy==2.4.6 \\\n    --hash=sha256:" + "0" * 64 + "\n"

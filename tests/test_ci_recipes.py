@@ -574,3 +574,40 @@ def test_write_recipe_replaces_a_link_not_its_target(tmp_path: Path) -> None:
     write_recipe(root, "github", force=True)
     assert outside.read_text(encoding="utf-8") == "keep\n"
     assert not (root / ".github/workflows/agora.yml").is_symlink()
+
+
+# -- the docs follow the generated recipes ---------------------------------------------------------------
+
+DOCS = Path(__file__).parents[1] / "docs"
+
+
+def test_docs_describe_the_generated_recipes_and_keep_no_copy_of_their_own() -> None:
+    ci = (DOCS / "ci.md").read_text(encoding="utf-8")
+    section = ci.split("## The generated recipes\n", 1)[1].split("\n## ", 1)[0]
+    names = [
+        ci_recipes.PUBLISH_ENVIRONMENT,
+        ci_recipes.GITEA_RUNNER,
+        ci_recipes.DISPATCH_EVENT,
+        ci_recipes.CRON,
+        ci_recipes.SECRET,
+        ci_recipes.GITLAB_SECRET,
+        ci_recipes.GITLAB_PUSH_TOKEN,
+        *ci_recipes.PATHS.values(),
+        *ci_recipes.LOCK_PATHS.values(),
+        GITHUB_ACTIONS["checkout"].version,
+        "--persona=auditor",
+        "index --check",
+        "--require-hashes",
+        "repository_dispatch",
+        "workflow_dispatch",
+        "kernel.apparmor_restrict_unprivileged_userns=0",
+    ]
+    assert [name for name in names if f"`{name}" not in section and name not in section] == []
+    # the recipe names the section it is described in
+    for forge in FORGES:
+        assert 'docs/ci.md, "The generated recipes"' in recipe(forge).text
+    # docs/site.md points at it instead of keeping a workflow of its own
+    site = (DOCS / "site.md").read_text(encoding="utf-8")
+    words = " ".join(site.split())
+    assert "git agora ci --init github|gitea|gitlab" in words and 'docs/ci.md`, "The generated recipes"' in words
+    assert not re.search(r"^\s*(- )?uses:", site, re.M) and "actions/checkout" not in site

@@ -102,7 +102,8 @@ def _refuse_dotgit(project: Project, contribution: Contribution, tree: str) -> N
         raise AgoraError(f"the tree holds {found!r}: {DOTGIT_REASON}; nothing was published")
 
 
-FORGE_FILES = (".github", ".gitea", ".gitlab-ci.yml")  # what a forge runs: workflows, with the CI's secrets
+# what a forge runs: workflows, with the CI's secrets (.gitlab holds the file .gitlab-ci.yml includes)
+FORGE_FILES = (".github", ".gitea", ".gitlab-ci.yml", ".gitlab")
 
 
 def _refuse_forge_files(project: Project, contribution: Contribution, tree: str) -> None:
