@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import subprocess
@@ -58,9 +59,11 @@ def git_daemon(base: Path) -> Iterator[str]:
 
 
 class _GitHttpHandler(BaseHTTPRequestHandler):
-    """A minimal CGI bridge to `git http-backend` (what Apache or nginx would do in production)."""
+    """A minimal CGI bridge to `git http-backend` (what Apache or nginx would do in production); with
+    `tokens`, a forge's token check in front of it (`smart_http`)."""
 
     project_root: Path
+    tokens: dict[str, str] | None = None
 
     def do_GET(self) -> None:
         self._backend()
@@ -71,10 +74,32 @@ class _GitHttpHandler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # keep test output quiet
         pass
 
+    def _refused(self, path: str, query: str) -> bool:
+        """Answer 401 to a request without a known token, 403 to a push with a read-only one."""
+        if self.tokens is None:
+            return False
+        scheme, _, encoded = self.headers.get("Authorization", "").partition(" ")
+        try:
+            token = base64.b64decode(encoded, validate=True).decode().partition(":")[2]
+        except ValueError:
+            token = ""
+        rights = self.tokens.get(token) if scheme.lower() == "basic" else None
+        pushing = path.endswith("/git-receive-pack") or "service=git-receive-pack" in query
+        if rights is not None and (rights == "write" or not pushing):
+            return False
+        self.send_response(401 if rights is None else 403)
+        if rights is None:
+            self.send_header("WWW-Authenticate", 'Basic realm="forge"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+        return True
+
     def _backend(self) -> None:
         path, _, query = self.path.partition("?")
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
+        if self._refused(path, query):
+            return
         env = {
             **os.environ,
             "GIT_PROJECT_ROOT": str(self.project_root),
@@ -110,9 +135,11 @@ class _GitHttpHandler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def smart_http(base: Path) -> Iterator[str]:
-    """Serve every repository under `base` over smart HTTP at http://127.0.0.1:PORT/."""
-    handler = type("Handler", (_GitHttpHandler,), {"project_root": base})
+def smart_http(base: Path, tokens: dict[str, str] | None = None) -> Iterator[str]:
+    """Serve every repository under `base` over smart HTTP at http://127.0.0.1:PORT/. `tokens`: as a forge
+    does, only requests with `Authorization: basic` of `USER:TOKEN` for a token named here are served,
+    each token `read` (fetch only: a push is refused, 403) or `write`."""
+    handler = type("Handler", (_GitHttpHandler,), {"project_root": base, "tokens": tokens})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

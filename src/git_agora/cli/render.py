@@ -664,8 +664,9 @@ def _print_reruns(report) -> None:
         who = f"{checked.target[:12]} ({visible(checked.account)}: {visible(checked.title)})"
         if checked.verdict is None:
             click.echo(f"  not rerun: {who}: {visible(checked.reason)}")
-        else:
-            click.echo(f"  {checked.verdict}: {who}: {visible(checked.reason)} -> {checked.verification[:12]}")
+        else:  # a verify-only run publishes nothing: its verdicts go into the bundle
+            where = f"-> {checked.verification[:12]}" if checked.verification else "(in the bundle, not published)"
+            click.echo(f"  {checked.verdict}: {who}: {visible(checked.reason)} {where}")
     if report.left:
         click.echo(f"  left for the next run (budget spent): {len(report.left)} claim(s)")
 
