@@ -1,5 +1,5 @@
-"""The generated GitHub workflow, run as a runner runs it (issue 48): its own steps, read from the file
-`git agora ci --init github --push` committed on the remote's default branch, executed in order by a
+"""The generated recipes, run as a runner runs them (issue 48). GitHub's workflow: its own steps, read
+from the file `git agora ci --init github --push` committed on the remote's default branch, executed in order by a
 small runner against a smart-HTTP forge on 127.0.0.1 that checks tokens as GitHub does (the verify job's
 token reads, the publish job's may push). Each `run:` step is the file's script run by bash; each action
 is played by what it does (checkout: a clone of the default branch; cache: a store of folders by key;
@@ -10,7 +10,9 @@ What it shows: the verify job, with no key anywhere in its environment or files 
 push, reruns the claim; the publish job, with the key and no bubblewrap on its PATH, publishes the
 verdict, the witness, the summary and the site; the index is cached under the digest of the refs, so a
 second run restores it by that exact key, checks it (`index --check`), publishes nothing and saves
-nothing; a cached index that no longer matches the refs is rebuilt, not trusted.
+nothing; a cached index that no longer matches the refs is rebuilt, not trusted. GitLab's included file:
+its three jobs in order, with the job token in the clone's URL as GitLab's runner does, the key as base64
+and the push token as the publish environment's variables.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -192,24 +196,32 @@ def render(text: str, context: dict[str, str]) -> str:
     return done
 
 
-@pytest.mark.slow
-def test_the_generated_github_workflow_runs_its_two_jobs_against_a_local_forge(tmp_path):
+@contextmanager
+def a_forge_with_a_claim(tmp_path: Path, forge_name: str) -> Iterator[tuple[str, Path, str]]:
+    """A smart-HTTP forge checking `TOKENS`, its project founded with `ci` as CI account, one result
+    claimed on it, and `git agora ci --init FORGE --push` run in the founder's clone: (the server's
+    address, the bare repository, the claim's SHA)."""
     forge = tmp_path / "forge"
     forge.mkdir()
     remote = forge / "project.git"
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(remote, "config", "http.receivepack", "true")
     git(remote, "symbolic-ref", "HEAD", "refs/heads/main")
-    secret, _ = ci_secret(tmp_path)
     with smart_http(forge, TOKENS) as server:
-        url = f"{server}/project.git"
         alice = founded_with_ci(tmp_path, remote)
-        git(alice, "remote", "set-url", "origin", url)
+        git(alice, "remote", "set-url", "origin", f"{server}/project.git")
         git(alice, "config", f"http.{server}/.extraHeader", basic("founder-token"))
         agora(alice, "fetch")
         baseline = agora(alice, "push", "--check", "--rerun", "-m", "baseline", "--tag", "result", "--json")
-        baseline = baseline.json()["sha"]
-        agora(alice, "ci", "--init", "github", "--push")  # the workflow on the remote's default branch, only
+        agora(alice, "ci", "--init", forge_name, "--push")  # the recipe on the remote's default branch, only
+        yield server, remote, baseline.json()["sha"]
+
+
+@pytest.mark.slow
+def test_the_generated_github_workflow_runs_its_two_jobs_against_a_local_forge(tmp_path):
+    secret, _ = ci_secret(tmp_path)
+    with a_forge_with_a_claim(tmp_path, "github") as (server, remote, baseline):
+        url = f"{server}/project.git"
         assert git(remote, "ls-tree", "-r", "--name-only", "main").split() == [".github/workflows/agora.yml"]
         workflow = yaml.safe_load(git(remote, "show", "main:.github/workflows/agora.yml"))
 
@@ -275,3 +287,86 @@ def test_the_generated_github_workflow_runs_its_two_jobs_against_a_local_forge(t
         assert list((third["work"] / "bundle" / "verdicts").iterdir()) == []
         assert "a title the refs do not hold" not in agora(third["work"], "log").stdout
         assert "index ok" in agora(third["work"], "index", "--check").stdout
+
+
+def gitlab_job(tmp: Path, name: str, jobs: dict[str, Any], env: dict[str, str], cache: dict[str, Path]) -> Path:
+    """One job of the GitLab recipe as a runner runs it: a clone with the job token in its URL (or none:
+    `GIT_STRATEGY: none`), the cache and the artifacts of the jobs it needs, `before_script` left out
+    where it only installs, `script` in one bash, then the cache pushed where its policy says so."""
+    work, job = tmp / name, jobs[name]
+    variables = {k: str(v) for k, v in (job.get("variables") or {}).items()}
+    if variables.get("GIT_STRATEGY") == "none":
+        work.mkdir()
+    else:
+        assert variables["GIT_DEPTH"] == "0"
+        token = env["CI_JOB_TOKEN"]
+        authed = env["CI_PROJECT_URL"].replace("http://", f"http://gitlab-ci-token:{token}@") + ".git"
+        git(tmp, "clone", "-q", authed, str(work))
+    for need in job.get("needs", []):
+        assert need["artifacts"] is True
+        for path in jobs[need["job"]]["artifacts"]["paths"]:
+            shutil.copytree(tmp / need["job"] / path, work / path)
+    spec = job.get("cache")
+    if spec and spec["key"] in cache:
+        shutil.copytree(cache[spec["key"]], work / spec["paths"][0])
+    for part in job.get("before_script", []):
+        assert "pip install" in part, part  # what it installs is here already
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", "\n".join(job["script"])],
+        cwd=work,
+        env=env | variables,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, f"{name}\n{done.stdout}\n{done.stderr}"
+    (work / ".job-log").write_text(done.stdout + done.stderr)
+    if spec and spec.get("policy") == "pull-push":
+        saved = tmp / f"cache-{name}"
+        shutil.copytree(work / spec["paths"][0], saved)
+        cache[spec["key"]] = saved
+    return work
+
+
+@pytest.mark.slow
+def test_the_generated_gitlab_jobs_run_against_a_local_forge(tmp_path):
+    """GitLab's included file, its three jobs in order: the verify job with the read-only job token and
+    none of the publish environment's variables, the publish job with the base64 key and the push token
+    (its own environment's variables), then pages."""
+    secret, _ = ci_secret(tmp_path)
+    with a_forge_with_a_claim(tmp_path, "gitlab") as (server, remote, baseline):
+        included = yaml.safe_load(git(remote, "show", "main:.gitlab-ci.yml"))
+        assert included == {"include": [{"local": ".gitlab/agora-ci.yml"}]}
+        jobs = yaml.safe_load(git(remote, "show", "main:.gitlab/agora-ci.yml"))
+        runner = tmp_path / "runner"
+        runner.mkdir()
+        home = tmp_path / "runner-home"
+        home.mkdir()
+        (home / ".gitconfig").write_text("")
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_AUTHOR", "GIT_COMMITTER", "AGORA"))}
+        base |= {"HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"), "GIT_TERMINAL_PROMPT": "0"}
+        base |= {"CI_SERVER_URL": server, "CI_PROJECT_URL": f"{server}/project"}
+        cache: dict[str, Path] = {}
+
+        verify_env = base | {"CI_JOB_TOKEN": "read-token"}
+        verify = gitlab_job(runner, "agora-verify", jobs, verify_env, cache)
+        assert [p.stem for p in (verify / "bundle" / "verdicts").iterdir()] == [baseline]
+        assert "refs/agora/log/ci" not in git(remote, "for-each-ref") and cache == {}
+
+        scoped = {"AGORA_CI_KEY_BASE64": base64.b64encode(secret.encode()).decode(), "AGORA_PUSH_TOKEN": "write-token"}
+        publish_env = base | {"CI_JOB_TOKEN": "read-token", "PATH": without_bwrap(tmp_path)} | scoped
+        publish = gitlab_job(runner, "agora-publish", jobs, publish_env, cache)
+        assert "refs/agora/log/ci" in git(remote, "for-each-ref") and list(cache) == ["agora-index"]
+        assert "summary: 1 verified, 0 failed, 0 not rerun" in (publish / ".job-log").read_text()
+        assert "http.extraheader" not in git(publish, "config", "--list").lower()  # the token stayed in env
+
+        pages = gitlab_job(runner, "pages", jobs, base, cache)
+        assert (pages / "public" / "index.html").is_file()
+
+        # a second pipeline: the fixed-key cache is checked after restore, and nothing new is published
+        refs = git(remote, "for-each-ref")
+        (tmp_path / "again").mkdir()
+        again = gitlab_job(tmp_path / "again", "agora-verify", jobs, verify_env, cache)
+        assert "index ok" in (again / ".job-log").read_text()
+        assert list((again / "bundle" / "verdicts").iterdir()) == []
+        assert git(remote, "for-each-ref") == refs
