@@ -80,6 +80,26 @@ def site_digest(site: Path) -> dict[str, str]:
 # --------------------------------------------------------------------------- pure parts
 
 
+def test_the_badge_says_the_best_and_whether_it_holds_up():
+    from git_agora.web.badge import badge
+
+    def said(*args) -> tuple[str, str]:
+        shown = badge(*args)
+        assert set(shown) == {"schemaVersion", "label", "message", "color"} and shown["schemaVersion"] == 1
+        assert shown["label"] == "agora"
+        return shown["message"], shown["color"]
+
+    assert said(1.234, "confirmed", 2, 0) == ("best 1.234 confirmed", "brightgreen")
+    assert said(1.234, "partial", 1, 0) == ("best 1.234 partial", "yellowgreen")
+    assert said(1.234, "confirmed", 2, 3) == ("best 1.234 confirmed, 3 failed", "orange")
+    assert said(2.5, "unverified", 1, 0) == ("best 2.5 unverified", "yellow")
+    assert said(2.5, "contested", 0, 0, 1) == ("best 2.5 contested", "orange")
+    assert said(0.000123456789, "unverified", 0, 0) == ("best 0.000123457, nothing verified", "yellow")
+    assert said(None, None, 0, 3) == ("3 failed", "red")
+    assert said(None, None, 0, 0) == ("no results yet", "lightgrey")
+    assert said(1.0, "unverified", 0, 1)[0] == "best 1 unverified, 1 failed"  # a caught claim is a verdict
+
+
 def test_esc_and_json_data_leave_no_markup():
     assert esc(SCRIPT) == "&lt;script&gt;window.__pwned = &quot;script&quot;; alert(&quot;script&quot;)&lt;/script&gt;"
     assert esc(Markup("<b>ok</b>")) == "<b>ok</b>" and esc(None) == ""
@@ -208,6 +228,34 @@ def test_a_folder_that_holds_something_else_is_refused(hostile, tmp_path):
     with isolated_env(tmp_path / "home"), pytest.raises(agora.AgoraError, match="not empty"):
         agora.build_site(agora.open_project(project.clone), tmp_path)
     assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_the_site_writes_its_badge_as_a_shields_endpoint(tmp_path):
+    """badge.json beside the pages, as this reader counts the verdicts: nothing verified, then the best
+    confirmed by the CI and a false claim failed."""
+    from test_ci_pins_e2e import bare, claim, founded, joined, keypair, verdict
+
+    remote = bare(tmp_path)
+    ci_key, _ = keypair(tmp_path, "ci")
+    alice = founded(tmp_path, remote, ci_key.with_suffix(".pub"))
+    site = tmp_path / "site"
+
+    def shown() -> dict[str, Any]:
+        run_agora(alice, "fetch")
+        run_agora(alice, "site", str(site))
+        return json.loads((site / "badge.json").read_text())
+
+    assert shown() == {"schemaVersion": 1, "label": "agora", "message": "no results yet", "color": "lightgrey"}
+    setup = run_agora(alice, "whoami", "--json").json()["setup"]
+    bob = joined(tmp_path, remote, "bob")
+    good, bad = claim(bob, setup, 2.0, "good"), claim(bob, setup, 1.0, "too good")
+    assert shown()["message"] == "best 1, nothing verified"
+    ci = joined(tmp_path, remote, "ci", ci_key)
+    verdict(ci, good, "confirmed", 2.0)
+    assert shown() == {"schemaVersion": 1, "label": "agora", "message": "best 1 unverified", "color": "yellow"}
+    verdict(ci, bad, "failed", 3.0)
+    assert shown() == {"schemaVersion": 1, "label": "agora", "message": "best 2 confirmed, 1 failed", "color": "orange"}
+    assert "badge.json" not in {p.name for p in html_files(site)}
 
 
 def test_empty_project(tmp_path, remote):

@@ -1,12 +1,15 @@
 """The pages of a site, written one kind at a time (`write_pages`): overview, ratchet plot, cluster map,
-contributors, lineage pages, the list of contributions (paginated) and one page per contribution."""
+the status badge (`badge.json`, a shields.io endpoint), contributors, lineage pages, the list of
+contributions (paginated) and one page per contribution."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..frontier.columns import OVERVIEW_COLUMNS, OVERVIEW_WHEN_ANY
 from ..web import pages
+from ..web.badge import badge
 from ..web.model import ListRow
 from .site_contributions import Chunk, ChunkDiffs, Verdicts, descriptions
 from .site_data import SiteData, cut, lineage_view
@@ -26,6 +29,7 @@ def write_pages(data: SiteData, writer: PageWriter) -> dict[str, int]:
     writer.write("index.html", pages.overview(data.info, data.analysis_dict, data.stats, overview_views(data)))
     writer.write("ratchet.html", pages.ratchet(data.info, data.ratchet))
     writer.write("clusters.html", pages.cluster_map(data.info, data.cluster_map))
+    writer.put("badge.json", json.dumps(site_badge(data), sort_keys=True).encode() + b"\n")
     contributors = _contributors(data)
     writer.write("contributors.html", pages.contributors(data.info, contributors))
     lineages = _write_lineages(data, writer)
@@ -34,6 +38,22 @@ def write_pages(data: SiteData, writer: PageWriter) -> dict[str, int]:
     diffs = _write_contributions(data, writer, set(lineages))
     plotted = sum(1 for s in data.ratchet.status if s != "failed")
     return {"contributions": data.rows.n, "lineages": len(lineages), "diffs": diffs, "plotted": plotted}
+
+
+def site_badge(data: SiteData) -> dict[str, Any]:
+    """The status badge's endpoint JSON (`web.badge`): the best result and its status, how many results
+    are verified (confirmed or partial), contested and failed, as this site's reader counts them."""
+    import numpy as np
+
+    frame = data.analysis.frame
+    best = data.analysis.summary.best
+    scored = frame.status[frame.scored]
+    verified = int(np.isin(scored, ("confirmed", "partial")).sum())
+    contested = int((scored == "contested").sum())
+    failed = data.ratchet.failed_total
+    if best is None:
+        return badge(None, None, verified, failed, contested)
+    return badge(best.metric, best.status, verified, failed, contested)
 
 
 def _contributors(data: SiteData) -> list[dict[str, Any]]:
