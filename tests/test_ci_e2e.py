@@ -157,6 +157,8 @@ def test_the_ci_drill(tmp_path):
     assert [c["target"] for c in first["checked"][:2]] == [inflated, best]  # the leaders first, as claimed
     assert len(first["witness_records"]) == 1 and first["witnessed_logs"] == 4 and first["site"]
     assert (tmp_path / "site" / "index.html").exists()
+    assert 'id="no-map"' not in (tmp_path / "site" / "clusters.html").read_text()  # ci embedded: a cluster map
+    assert any(note.startswith("site: embedded ") for note in first["notes"]), first["notes"]
 
     # mallory copies bob's best beside it (same parent, same tree), dated years before, signed, with the library
     from git_agora.contribution import Contribution

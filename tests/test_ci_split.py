@@ -111,6 +111,8 @@ def test_the_split_ci_drill(tmp_path):
         published = agora(publisher, "ci", "--publish", str(bundle), "--site", site, "--json", env=job).json()
         assert published["exit_code"] == 0 and all(c["verification"] for c in published["checked"]), published
         assert len(published["witness_records"]) == 1 and (tmp_path / "site" / "index.html").exists()
+        assert 'id="no-map"' not in (tmp_path / "site" / "clusters.html").read_text()  # embedded first: a cluster map
+        assert "nothing verified" not in (tmp_path / "site" / "badge.json").read_text()
         refused(bundle, "is not among ci's pending claims")  # the same bundle again
 
         reader = tmp_path / "reader"

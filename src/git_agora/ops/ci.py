@@ -6,7 +6,8 @@ A run, as a CI account the current policy names (`[ci] accounts`), signing with 
    consequential first (`claims_to_verify`); each verdict is published as it is made;
 3. publish one witness record of the log tips (log commits) that moved since the CI's previous record
    (`log_tips`; several records when more than `TIPS_PER_RECORD` moved);
-4. build the site into a folder.
+4. build the site into a folder, its cluster map included: the descriptions without a vector are
+   embedded first (`ci_site`).
 
 It fails (AgoraError) where it cannot start its job: not a CI account, a fetch or push that fails, and
 no sandbox (exit 4, `ExitCode.UNVERIFIED`). A failed claim is a verdict, not a failure. A claim that cannot
@@ -168,13 +169,27 @@ def run_ci(
         raise AgoraError(message, ExitCode.UNVERIFIED) from None
     records, logs = _witness(project, contributions, account)
     nothing = not checked and not records and not left
-    notes = ("nothing new since the last run: published nothing",) if nothing else ()
-    site = None
-    if site_dir is not None:
-        from .site import build_site
-
-        site = str(build_site(project, site_dir).directory)
+    quiet: tuple[str, ...] = ("nothing new since the last run: published nothing",) if nothing else ()
+    site, notes = ci_site(project, site_dir, quiet)
     return CiReport(account, fetched.remote, fetched.new_contributions, checked, left, records, logs, site, notes)
+
+
+def ci_site(
+    project: Project, site_dir: Path | str | None, notes: tuple[str, ...]
+) -> tuple[str | None, tuple[str, ...]]:
+    """Build the site into `site_dir` (None: no site), its cluster map included: first embed every
+    description that has no vector yet (`ops.embedding.embed_everything`, with the model the policy's
+    `[embeddings] model` names, else the default, which falls back to the offline hashing encoder where
+    it cannot load), then build. The folder, and `notes` with what was embedded."""
+    if site_dir is None:
+        return None, notes
+    from .embedding import embed_everything
+    from .site import build_site
+
+    embedded = embed_everything(project)
+    if embedded.embedded:
+        notes = (*notes, f"site: {embedded.describe()}")
+    return str(build_site(project, site_dir).directory), notes
 
 
 def _check_counted(project: Project, config, account: str) -> None:

@@ -32,7 +32,7 @@ from ..evaluate.sandbox import SandboxUnavailable
 from ..leaks import redact, secret_in
 from ..project import Project
 from .bundle import MAX_LINE, Bundle, BundleError, Rerun, read_bundle, write_bundle
-from .ci import Budget, Checked, CiReport, _check_counted, _pending, _shared, _verify_within, _witness
+from .ci import Budget, Checked, CiReport, _check_counted, _pending, _shared, _verify_within, _witness, ci_site
 from .ci_summary import NotRerun
 from .publish import publish
 from .scorer_env import check_scorer_environment
@@ -142,13 +142,8 @@ def publish_bundle(project: Project, folder: Path | str, site_dir: Path | str | 
         published = _shared(publish(project, verification, target.tree))
         checked.append(Checked(rerun.target, who, title, rerun.verdict, judgement.reason, published.sha, rerun.seconds))
     records, logs = _witness(project, contributions, project.account)
-    site = None
-    if site_dir is not None:
-        from .site import build_site
-
-        site = str(build_site(project, site_dir).directory)
     nothing = not checked and not records and not bundle.left
-    notes = ("nothing new since the last run: published nothing",) if nothing else ()
+    site, notes = ci_site(project, site_dir, ("nothing new since the last run: published nothing",) if nothing else ())
     new = fetched.new_contributions
     return CiReport(project.account, fetched.remote, new, tuple(checked), bundle.left, records, logs, site, notes)
 
