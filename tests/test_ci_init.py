@@ -5,6 +5,7 @@ printed, the key pin included. A contribution that adds a forge's CI file is ref
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from importlib.resources import files
@@ -34,6 +35,12 @@ def test_ci_init_writes_the_workflow_on_the_default_branch_and_never_in_a_contri
         out = agora(alice, "ci", "--init", forge, "--branch", branch, *(["--push"] if at else [])).stdout
         assert f"committed {path} on {branch}" in out and "orphan branch holding only CI files" in out, out
         assert 'keys = { ci = "<the line of ci_ed25519.pub>" }' in out and "1. " in out
+        pinned = " ".join(ci_secret(tmp_path)[1].split()[:2])
+        pin = f"The key pin: the policy pins ci's key, `{pinned}`; the forge's secret must hold its private half"
+        assert pin in out and "`ssh-keygen -y -f ci_ed25519` (it prints that line)" in out, out
+        steps = re.findall(r"^  \d+\. (.*)$", out, re.M)
+        assert steps[0 if at else 1].startswith("Make `ci-") and steps[(1 if at else 2)].startswith(pin), steps
+        assert steps[-2].startswith("Once the secret is stored, run the job once by hand") and "badge" in steps[-1]
         held = git(alice, "ls-tree", "-r", "--name-only", f"refs/heads/{branch}").split()
         assert held == sorted([path, *ALSO[forge]])
         assert "git agora ci" in git(alice, "show", f"refs/heads/{branch}:{path}")
@@ -127,3 +134,16 @@ def _commit_with(clone, path: str, text: str) -> str:
     blob = run("hash-object", "-w", "--stdin", input=text).strip()
     tree = run("mktree", input=f"100644 blob {blob}\t{path}\n").strip()
     return run("commit-tree", tree, "-m", "the founder's CI", input="").strip()
+
+
+def test_ci_init_says_how_to_pin_the_key_where_the_policy_names_no_ci(project):
+    """A project founded without a CI account: the checklist names the key to make and the amendment
+    that pins it, with the concrete commands, and the badge at the GitHub Pages address of the remote."""
+    git(project, "remote", "set-url", "origin", "https://github.com/Founder/proj.git")  # never contacted
+    out = agora(project, "ci", "--init", "github").stdout
+    assert '`ssh-keygen -t ed25519 -N "" -C ci@agora -f ci_ed25519`' in out, out
+    assert 'accounts = ["ci"] and keys = { ci = "<the line of ci_ed25519.pub>" } to agora.toml' in out
+    assert '`git agora push --tag policy -m "the CI account"`' in out
+    assert "`git agora init --ci-account ci --ci-key ci_ed25519.pub`" in out
+    badge = "https://img.shields.io/endpoint?url=https://founder.github.io/proj/badge.json"
+    assert f"[![agora]({badge})](https://founder.github.io/proj/)" in out, out

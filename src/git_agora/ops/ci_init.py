@@ -61,6 +61,7 @@ def init_ci(project: Project, forge: str, branch: str = "main", force: bool = Fa
     env = policy_environment(project)
     account = env.accounts[0] if env.accounts else "ci"
     made = recipe(forge, branch, account=account, python=env.python, lock=env.lock_text)
+    config = _current_config(project)  # the key pin's steps
     git = project.repo.git
     local = project.repo.ref(f"refs/heads/{branch}")
     remote = project.remote
@@ -98,7 +99,8 @@ def init_ci(project: Project, forge: str, branch: str = "main", force: bool = Fa
             last = (done.stderr.strip().splitlines() or ["git push failed"])[-1]
             raise AgoraError(f"committed {made.path} on {branch} ({commit[:12]}) but could not push it: {last}")
         pushed = True
-    steps = (*include_step, *_steps(made, branch, remote, pushed))
+    keys, badge = key_steps(config, account), badge_steps(project, forge)
+    steps = (*include_step, *_steps(made, branch, remote, pushed, keys, badge))
     return CiInit(made, branch, commit, base is None, pushed, remote, steps, tuple(p for p, _ in files))
 
 
@@ -145,9 +147,87 @@ def _identity(git) -> dict[str, str]:
     return {**author, **committer}
 
 
-def _steps(made: Recipe, branch: str, remote: str | None, pushed: bool) -> tuple[str, ...]:
+def _steps(
+    made: Recipe, branch: str, remote: str | None, pushed: bool, keys: tuple[str, ...], badge: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Every step left, in order: the branch, the key pin, the recipe's own (the secret, the runner, the
+    schedule), the first run by hand, the badge."""
     where = remote or "origin"
     command = f"git push {where} refs/heads/{branch}:refs/heads/{branch}"
     push = () if pushed else (f"Push the branch: `{command}` (or run this again with --push).",)
     default = f"Make `{branch}` the forge's default branch (schedules run only from it)."
-    return (*push, default, *made.notes)
+    first = (
+        "Once the secret is stored, run the job once by hand: its first run publishes the CI account's "
+        "identity, which readers check against the pinned key."
+    )
+    return (*push, default, *keys, *made.notes, first, *badge)
+
+
+def _current_config(project: Project):
+    """The configuration of the policy in force (the setup's newest amendment, else the setup)."""
+    from .indexing import FRAME_COLUMNS, load
+    from .standing import root_and_config
+
+    return root_and_config(project, load(project, FRAME_COLUMNS).contributions)[1]
+
+
+def key_steps(config, account: str) -> tuple[str, ...]:
+    """What makes the CI's key trusted, for the policy in force (`config`): readers count the verdicts
+    of a CI account only with its key pinned in `[ci] keys` (docs/ci.md, "Setting up the CI account"),
+    and `git agora ci` signs with the key the forge's secret holds, so the two must be one key pair."""
+    from .standing import amendment_command
+
+    pub = "<the line of ci_ed25519.pub>"
+    pinned = config.ci_keys.get(account)
+    if pinned is not None:
+        line = " ".join(pinned.split()[:2])
+        steps = [
+            f"The key pin: the policy pins {account}'s key, `{line}`; the forge's secret must hold its private "
+            "half: check the file with `ssh-keygen -y -f ci_ed25519` (it prints that line) before storing it "
+            "(a run signed with another key exits 5 and publishes nothing).",
+        ]
+    elif account in config.ci_accounts:
+        steps = [
+            f"Pin the CI key: {account} is named without a key, and readers count no unpinned CI account "
+            f"under [ci] format 2: {amendment_command(account, pub)}."
+        ]
+    else:
+        steps = [
+            f'Make the CI key once, outside the project: `ssh-keygen -t ed25519 -N "" -C {account}@agora -f '
+            "ci_ed25519`.",
+            "Pin the CI key: the policy names no CI account; the setup's account adds `[ci]` with format = 2, "
+            f'accounts = ["{account}"] '
+            f'and keys = {{ {account} = "{pub}" }} to agora.toml, then `git agora push --tag policy -m "the CI '
+            f'account"` (a new project: `git agora init --ci-account {account} --ci-key ci_ed25519.pub`).',
+        ]
+    if config.members and account not in config.members:
+        steps.append(
+            f"A closed project: list {account} in [identity] members with its public key (only members publish)."
+        )
+    return tuple(steps)
+
+
+def badge_steps(project: Project, forge: str) -> tuple[str, ...]:
+    """The status badge's Markdown, for the site's published badge.json (docs/site.md)."""
+    site = _pages_url(project, forge) or "<the site's URL>"
+    return (
+        f"The badge, for the README: `[![agora](https://img.shields.io/endpoint?url={site}/badge.json)]({site}/)` "
+        "(the site's badge.json, a shields.io endpoint).",
+    )
+
+
+def _pages_url(project: Project, forge: str) -> str | None:
+    """GitHub Pages' address of the remote's repository, when the remote is on github.com."""
+    import re
+
+    if forge != "github" or project.remote is None:
+        return None
+    url = project.repo.git.config_get(f"remote.{project.remote}.url") or ""
+    found = re.match(
+        r"^(?:https://github\.com/|git@github\.com:|ssh://git@github\.com/)([\w.-]+)/([\w.-]+?)(?:\.git)?/?$", url
+    )
+    if found is None:
+        return None
+    owner, name = found.groups()
+    host = f"{owner.lower()}.github.io"
+    return f"https://{host}" if name.lower() == host else f"https://{host}/{name}"
