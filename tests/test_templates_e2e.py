@@ -164,6 +164,37 @@ def test_an_unknown_template_or_a_file_in_the_way_is_refused_with_nothing_writte
     assert git(a, "for-each-ref", "refs/agora/").strip() == "" and git(remote, "for-each-ref").strip() == ""
 
 
+def test_a_ci_table_written_first_goes_into_the_template_and_anything_else_is_refused(tmp_path, remote):
+    """docs/ci.md places [ci] before `init --template`: an agora.toml holding a [ci] table alone is taken
+    into the template's agora.toml (and the setup's); one holding anything else, or no valid TOML, is
+    refused in one line with nothing written."""
+    import subprocess
+
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", tmp_path / "ci_ed25519"], check=True)
+    line = " ".join((tmp_path / "ci_ed25519.pub").read_text().split()[:2])
+    ci = f'[ci]\nformat = 2\naccounts = ["ci"]\nkeys = {{ ci = "{line}" }}\n'
+    for text, says in (
+        (
+            ci + '\n[metric]\nname = "m"\n',
+            "would overwrite agora.toml, which holds more than a [ci] table (metric): keep only a [ci] table in "
+            "it (the template's agora.toml takes it in), or move it away",
+        ),
+        ("[ci\naccounts = 1\n", "the agora.toml here is not valid TOML ("),
+        ('name = "x"\n', "which holds more than a [ci] table (name)"),
+    ):
+        (a / "agora.toml").write_text(text)
+        refused(a, "init", "--template", "two-phase", says=says)
+        assert sorted(p.name for p in a.iterdir()) == [".git", "agora.toml"] and (a / "agora.toml").read_text() == text
+
+    (a / "agora.toml").write_text(ci)
+    agora(a, "init", "--template", "two-phase")
+    published = tomllib.loads(git(a, "show", f"{setup_of(a)}:agora.toml"))
+    assert published["ci"] == {"format": 2, "accounts": ["ci"], "keys": {"ci": line}}, published
+    assert published["eval"]["score"] == "python3 score.py {artifact}" and published["metric"]["name"] == "max_error"
+    assert {"score.py", "solve.py", "scorer.lock", "agora.toml"} <= tree_files(a, setup_of(a))
+
+
 def test_an_existing_gitignore_is_kept_and_completed_and_help_lists_the_templates(tmp_path, remote):
     a = make_clone(tmp_path, "a", str(remote), "alice")
     assert "autoresearch or two-phase" in agora(a, "init", "-h").stdout.replace("\n", " ").replace("  ", " ")

@@ -15,7 +15,7 @@ from ..contribution import Contribution
 from ..errors import AgoraError
 from ..project import Project
 from .publish import Published, publish
-from .templates import Copied, copy_template
+from .templates import Copied, copy_template, template_files
 
 
 @dataclass(frozen=True)
@@ -110,12 +110,18 @@ def _copy_template_keeping_ci(template: str, worktree: Path) -> Copied:
 
     path = worktree / CONFIG_FILE
     before = path.read_bytes() if path.is_file() and not path.is_symlink() else None
-    try:
-        only_ci = before is not None and set(tomllib.loads(before.decode())) == {"ci"}
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-        only_ci = False
-    if not only_ci or before is None:
+    if before is None:
         return copy_template(template, worktree)
+    template_files(template)  # an unknown template is said first
+    keep = f"keep only a [ci] table in it (the template's {CONFIG_FILE} takes it in), or move it away"
+    try:
+        tables = tomllib.loads(before.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise AgoraError(f"the {CONFIG_FILE} here is not valid TOML ({exc}): {keep}") from None
+    others = sorted(set(tables) - {"ci"})
+    if others or not isinstance(tables.get("ci"), dict):
+        held = f"more than a [ci] table ({', '.join(others)})" if others else "no [ci] table"
+        raise AgoraError(f"the template {template} would overwrite {CONFIG_FILE}, which holds {held}: {keep}")
     path.unlink()
     try:
         copied = copy_template(template, worktree)
