@@ -218,8 +218,6 @@ def badge_steps(project: Project, forge: str) -> tuple[str, ...]:
 
 def _pages_url(project: Project, forge: str) -> str | None:
     """GitHub Pages' address of the remote's repository, when the remote is on github.com."""
-    import re
-
     if forge != "github" or project.remote is None:
         return None
     url = project.repo.git.config_get(f"remote.{project.remote}.url") or ""
