@@ -24,7 +24,7 @@ from servers import smart_http
 def no_bwrap_path(tmp: Path) -> str:
     tools = tmp / "no-bwrap"
     tools.mkdir(exist_ok=True)
-    for tool in ("git", "ssh-keygen"):
+    for tool in ("git", "ssh-keygen", "bash"):  # bash: a job's script runs in it
         if not (tools / tool).exists():
             (tools / tool).symlink_to(shutil.which(tool))
     return f"{Path(sys.executable).parent}{os.pathsep}{tools}"
