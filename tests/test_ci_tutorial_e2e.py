@@ -30,7 +30,7 @@ from test_templates_e2e import LEAST_SQUARES, edit
 from test_tutorial import bash_blocks, run_script, section
 
 from agora_testing import agora, git
-from git_agora.ops.ci_recipes import GITHUB_ENVIRONMENT
+from git_agora.ops.ci_recipes import BUNDLE_DIR, GITHUB_ENVIRONMENT, SITE_DIR
 from servers import smart_http
 
 CI_DOC = Path(__file__).parents[1] / "docs" / "ci.md"
@@ -49,6 +49,7 @@ def test_the_first_day_has_the_steps_it_promises():
     assert [b.split()[0] for b in founder] == ["ssh-keygen", "git", "git", "rm"], founder
     assert "init --template two-phase --ci-account ci --ci-key" in founder[1] and "--init github --push" in founder[2]
     assert len(jobs) == 2 and "--verify-only --out bundle " in jobs[0] and "--publish bundle " in jobs[1]
+    assert BUNDLE_DIR == "bundle" and f"--site {SITE_DIR}" in jobs[1]  # the folders the generated jobs use
     text = section(CI_DOC.read_text(), "The first day: from an empty forge repository to a scheduled, split CI")
     named = re.search(r"Settings > Environments > New environment `([^`]+)`", text)
     assert named and named[1] == GITHUB_ENVIRONMENT, named  # the environment the generated workflow names
