@@ -195,3 +195,45 @@ def test_reruns_as_slurm_jobs_publish_one_verdict_per_claim_also_when_cancelled_
     counted = verdicts_by(remote, "alice")
     assert counted == {sha[:12]: 1 for sha in claims}, counted
     assert "nothing to verify" in agora(alice, "verify", "--pending", "--scheduler", "slurm", "--node-local-ok").stdout
+
+
+@pytest.mark.slow
+def test_ci_on_slurm_reruns_as_jobs_and_signs_here_also_split_in_two_halves(tmp_path, remote, slurm):
+    from test_ci_e2e import ci_secret, founded_with_ci, joined
+
+    from agora_testing import make_clone
+
+    alice = founded_with_ci(tmp_path, remote)
+    baseline = agora(alice, "push", "--check", "--rerun", "-m", "baseline", "--tag", "result", "--json").json()["sha"]
+    mallory = joined(tmp_path, remote, "mallory", baseline)
+    set_choice(mallory, "ORDER", "4")
+    inflated = agora(mallory, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=1.5", "--json").json()["sha"]
+    secret, _ = ci_secret(tmp_path)
+    runner = make_clone(tmp_path, "ci-runner", str(remote), "ci")
+    on_slurm = ("--scheduler", "slurm", "--jobs", "2", "--node-local-ok", "--no-site", "--json")
+
+    # one process: the jobs rerun and hand back bundles (a job holding AGORA_CI_KEY refuses to run);
+    # this process, holding the key, checks, signs and publishes each verdict and the witness record
+    done = agora(runner, "ci", *on_slurm, env={"AGORA_CI_KEY": secret}, timeout=600).json()
+    assert done["outcome"] == "done", done
+    assert {c["target"]: c["verdict"] for c in done["checked"]} == {baseline: "confirmed", inflated: "failed"}
+    assert all(c["verification"] for c in done["checked"]) and len(done["witness_records"]) == 1
+    assert verdicts_by(remote, "ci") == {baseline[:12]: 1, inflated[:12]: 1}
+    bundles = sorted((runner / ".git" / "agora" / "reruns").glob("*/bundle/bundle.json"))
+    assert len(bundles) == 2 and all(json.loads(b.read_text())["format"] == 1 for b in bundles)
+    assert not any(secret.split()[1] in p.read_text() for p in runner.joinpath(".git/agora/reruns").rglob("*.*"))
+
+    # the verify half on Slurm writes one bundle of its jobs' verdicts, with no key; the publish half signs
+    set_choice(mallory, "ORDER", "3")
+    third = agora(mallory, "push", "--check", "-m", "order 3", "--tag", "result", "--json").json()["sha"]
+    refs = git(remote, "for-each-ref")
+    out = tmp_path / "bundle"
+    half = agora(runner, "ci", "--verify-only", "--out", str(out), *on_slurm, env={"AGORA_CI_KEY": ""}, timeout=600)
+    assert [(c["target"], c["verdict"]) for c in half.json()["checked"]] == [(third, "confirmed")]
+    assert git(remote, "for-each-ref") == refs  # it pushed nothing
+    assert sorted(p.name for p in (out / "verdicts").iterdir()) == [f"{third}.json"]
+    published = agora(runner, "ci", "--publish", str(out), "--no-site", "--json", env={"AGORA_CI_KEY": secret}).json()
+    assert [c["target"] for c in published["checked"] if c["verification"]] == [third]
+    assert verdicts_by(remote, "ci") == {baseline[:12]: 1, inflated[:12]: 1, third[:12]: 1}
+    refused = agora(runner, "ci", "--publish", str(out), "--scheduler", "slurm", check=False)
+    assert refused.returncode == 2 and "--scheduler goes with reruns" in refused.stderr

@@ -1,5 +1,4 @@
-"""`git agora ci`: the one command a CI job runs, its two halves for a split job (`--verify-only --out
-DIR`, `--publish DIR`), and `--init FORGE`, which writes the job on the forge's default branch."""
+"""`git agora ci`: the CI job's one command, its split halves (`--verify-only --out DIR`, `--publish DIR`), `--init`."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .common import account_option, emit_json, json_option, open_project
+from .common import account_option, emit_json, json_option, open_project, scheduled, scheduler_options
 
 KEY_HELP = "The CI account's private key (else the AGORA_CI_KEY environment variable holds its text)."
 DIR = click.Path(file_okay=False, path_type=Path)
@@ -28,20 +27,22 @@ DIR = click.Path(file_okay=False, path_type=Path)
 @click.option("--branch", default="main", show_default=True, help="With --init: the default branch it runs from.")
 @click.option("--force", is_flag=True, help="With --init: replace an existing configuration.")
 @click.option("--push", is_flag=True, help="With --init: push the branch to the remote.")
+@scheduler_options("Each rerun a job of this scheduler, --jobs at once; the key stays in this process.")
 @account_option
 @json_option
 @click.pass_context
 def command(ctx, remote, key_file, max_evaluations, max_minutes, site_dir, no_site, verify_only, out, bundle, **rest):
     """Run the project's CI once, as a CI account the policy names ([ci] accounts): fetch, check the scorer
-    environment against the policy's lock, rerun in the sandbox the claims this account has not verified
-    yet (the leaders, contested and most built-on first, within --max-evaluations and --max-minutes),
-    publish the verdicts and a witness record of the log tips it saw, build the site, and print a summary
-    (also to $GITHUB_STEP_SUMMARY). The key (--key-file or AGORA_CI_KEY) is held in memory only.
-    --verify-only --out DIR reruns with no key and writes the verdicts as data; --publish DIR, with the key,
-    checks them against the policy and publishes them, running nothing.
+    environment against the policy's lock, rerun in the sandbox the claims it has not verified yet (leaders,
+    contested, most built-on first, within --max-evaluations and --max-minutes), publish the verdicts and a
+    witness record of the log tips it saw, build the site, print a summary (also to $GITHUB_STEP_SUMMARY).
+    The key (--key-file or AGORA_CI_KEY) is held in memory only. --verify-only --out DIR reruns with no key
+    and writes the verdicts as data; --publish DIR, with the key, checks and publishes them, running nothing.
+    --scheduler slurm --jobs N: each rerun a Slurm job handing back its verdict as data (no key in a job).
     Exits 0 when the job was done, whatever the verdicts; 4: claims left unverified because of this runner;
     5: readers would not count its verdicts; 1: it could not start. docs/ci.md."""
-    forge, account, as_json = rest["forge"], rest["account"], rest["as_json"]
+    forge, account, as_json = rest.pop("forge"), rest.pop("account"), rest.pop("as_json")
+    on = scheduled(rest, reruns=not (bundle or forge))
     from ..ops.ci import KEY_VARIABLE, Budget, ci_key, run_ci
     from .render import finish_ci, print_ci_report, print_recipe
 
@@ -56,9 +57,9 @@ def command(ctx, remote, key_file, max_evaluations, max_minutes, site_dir, no_si
         from ..ops import ci_split
 
         held = key_file is not None or bool(secret)
-        split = ci_split.verify_only(project, out, budget, held) if verify_only else None
+        split = ci_split.verify_only(project, out, budget, held, **on) if verify_only else None
         report = split or ci_split.publish_bundle(project, bundle, site, ci_key(project, key_file, secret))
     else:
-        report = run_ci(project, budget, site, ci_key(project, key_file, secret))
+        report = run_ci(project, budget, site, ci_key(project, key_file, secret), **on)
     (emit_json if as_json else print_ci_report)(report.to_dict() if as_json else report)
     return finish_ci(report, os.environ.get("GITHUB_STEP_SUMMARY"))

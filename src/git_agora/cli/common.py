@@ -107,6 +107,20 @@ def band_option(f: Callable) -> Callable:
     )(f)
 
 
+SCHEDULED = ("scheduler", "jobs", "scheduler_options", "node_local_ok")
+
+
+def scheduled(options: dict, reruns: bool) -> dict:
+    """The options of `scheduler_options` taken out of `options`; a usage error where one is given without
+    --scheduler, or --scheduler where nothing is rerun (`reruns` False)."""
+    on = {k: options.pop(k) for k in SCHEDULED}
+    if not on["scheduler"] and (on["jobs"] != 1 or on["scheduler_options"] or on["node_local_ok"]):
+        raise click.UsageError("--jobs, --slurm-arg and --node-local-ok go with --scheduler")
+    if on["scheduler"] and not reruns:
+        raise click.UsageError("--scheduler goes with reruns (verify --pending, ci, ci --verify-only)")
+    return on
+
+
 def scheduler_options(what: str, restart: bool = False) -> Callable[[Callable], Callable]:
     """--scheduler, --slurm-arg (as `scheduler_options`), --node-local-ok and, for launch (`restart`),
     --restart, else --jobs: the keyword arguments of `ops.launch.launch` and `ops.ci.verify_pending`."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..visible import visible
-from .common import account_option, emit_json, json_option, open_project, report_published, sandbox_option
+from .common import account_option, emit_json, json_option, open_project, report_published, sandbox_option, scheduled
 from .common import scheduler_options as scheduled_by
 
 
@@ -38,8 +38,7 @@ def command(ctx, sha, tolerance, timeout, no_publish, pending, sandbox, account,
     single_only = no_publish or sandbox is False or tolerance is not None or timeout is not None
     if pending == bool(sha) or (pending and single_only):
         raise click.UsageError("give SHA, or --pending (without --tolerance, --timeout, --no-publish or --no-sandbox)")
-    if (on["jobs"] != 1 or on["scheduler_options"] or on["node_local_ok"]) if not on["scheduler"] else not pending:
-        raise click.UsageError("--jobs, --slurm-arg and --node-local-ok go with --pending --scheduler")
+    on |= scheduled(on, reruns=pending)
     project = open_project(ctx, account, as_json=as_json)
     if pending:
         return _pending(project, as_json, **on)

@@ -145,16 +145,24 @@ def run_ci(
     budget: Budget = Budget(),
     site_dir: Path | str | None = None,
     key: SigningKey | None = None,
+    scheduler: str | None = None,
+    jobs: int = 1,
+    scheduler_options: tuple[str, ...] = (),
+    node_local_ok: bool = False,
 ) -> CiReport:
     """One CI run (module docstring). `key`: sign with it (`identity.keys.held_key`) instead of the
-    account's key file; `site_dir`: where to build the site (None: no site)."""
+    account's key file; `site_dir`: where to build the site (None: no site). With `scheduler` ("slurm",
+    "local"): each rerun is a job of it, `jobs` at once, that hands back a verdict bundle and never sees
+    the key; this process checks, signs and publishes each (`ops.rerun_jobs`)."""
     from ..evaluate.sandbox import require_bwrap
     from .indexing import FRAME_COLUMNS, load
+    from .rerun_jobs import prepare, rerun_as_jobs
     from .standing import root_and_config
     from .sync import fetch
 
     if key is not None:
         project.use_signing_key(key)
+    work = None if scheduler is None else prepare(project, scheduler, jobs, node_local_ok)
     fetched = fetch(project)
     account = project.account
     contributions = load(project, FRAME_COLUMNS).contributions
@@ -162,8 +170,12 @@ def run_ci(
     _check_counted(project, config, account)
     check_scorer_environment(project, config, contributions)  # before rerunning anything
     try:
-        require_bwrap()
-        checked, left = _verify_within(project, _pending(project, contributions, root), budget)
+        claims = _pending(project, contributions, root)
+        if work is not None:
+            checked, left = rerun_as_jobs(project, claims, budget, scheduler or "", jobs, scheduler_options, work)
+        else:
+            require_bwrap()
+            checked, left = _verify_within(project, claims, budget)
     except SandboxUnavailable as exc:  # this runner's: exit 4, as for any claim it leaves unverified
         message = f"git agora ci verifies only in the sandbox: {exc.reason}"
         raise AgoraError(message, ExitCode.UNVERIFIED) from None

@@ -59,32 +59,51 @@ RECORD_KEYS = frozenset(
 
 
 def verify_only(
-    project: Project, out: Path | str | None, budget: Budget | None = None, key_held: bool = False
+    project: Project,
+    out: Path | str | None,
+    budget: Budget | None = None,
+    key_held: bool = False,
+    scheduler: str | None = None,
+    jobs: int = 1,
+    scheduler_options: tuple[str, ...] = (),
+    node_local_ok: bool = False,
 ) -> CiReport:
     """The verify half: fetch, rerun within `budget`, write the bundle into `out`. It refuses to start
     holding a key (`key_held`: AGORA_CI_KEY set or a key file given) and never reads one. Exit 5 before
     any rerun when readers would not count the account's verdicts (no CI account, or unpinned under
-    `[ci] format = 2`: the key itself is the publish half's to check), 4 without a sandbox."""
+    `[ci] format = 2`: the key itself is the publish half's to check), 4 without a sandbox. With
+    `scheduler`: each rerun is a job of it, `jobs` at once, and their one-claim bundles, each checked
+    as the publish half checks it, make the one bundle written into `out` (`ops.rerun_jobs`)."""
     if key_held:
         raise AgoraError("--verify-only holds no key: unset AGORA_CI_KEY and drop --key-file (docs/ci.md)")
     if out is None:
         raise AgoraError("--verify-only needs --out DIR, the folder the verdict bundle goes into")
     from ..evaluate.sandbox import require_bwrap
+    from .bundle import HEADER, VERDICTS
     from .indexing import FRAME_COLUMNS, load
+    from .rerun_jobs import prepare, rerun_as_jobs
     from .standing import root_and_config
     from .sync import fetch
 
+    if (Path(out) / HEADER).exists() or (Path(out) / VERDICTS).exists():
+        raise AgoraError(f"{out} holds a bundle already: give --out an empty folder")
+    work = None if scheduler is None else prepare(project, scheduler, jobs, node_local_ok)
     fetched = fetch(project)
     contributions = load(project, FRAME_COLUMNS).contributions
     root, config = root_and_config(project, contributions)
     _named(config, project.account)
     check_scorer_environment(project, config, contributions)  # before rerunning anything
+    claims, budget = _pending(project, contributions, root), budget or Budget()
     try:
-        require_bwrap()
-        checked, left = _verify_within(project, _pending(project, contributions, root), budget or Budget(), False)
+        if work is not None:
+            on = (scheduler or "", jobs, scheduler_options, work)
+            checked, left = rerun_as_jobs(project, claims, budget, *on, publishing=False)
+        else:
+            require_bwrap()
+            checked, left = _verify_within(project, claims, budget, False)
     except SandboxUnavailable as exc:
         raise AgoraError(f"git agora ci verifies only in the sandbox: {exc.reason}", ExitCode.UNVERIFIED) from None
-    write_bundle(out, Bundle(project.account, project.setup, tuple(map(_rerun, checked)), left))
+    write_bundle(out, Bundle(project.account, project.setup, tuple(map(as_rerun, checked)), left))
     made = sum(c.verdict is not None for c in checked)
     note = f"wrote {made} verdict{'s' if made != 1 else ''} to {out}: `git agora ci --publish {out}` publishes them"
     return CiReport(project.account, fetched.remote, fetched.new_contributions, checked, left, notes=(note,))
@@ -102,7 +121,8 @@ def _named(config, account: str) -> None:
         raise AgoraError(f"{uncounted}{account} has no key in [ci] keys under [ci] format 2", ExitCode.UNCOUNTED)
 
 
-def _rerun(checked: Checked) -> Rerun:
+def as_rerun(checked: Checked) -> Rerun:
+    """A claim the verify half took up, as its bundle holds it."""
     if checked.verdict is None:
         cause = (checked.cause or NotRerun.ENVIRONMENT).value
         line = redact(" ".join(checked.reason.split()))[:MAX_LINE]
@@ -117,7 +137,6 @@ def publish_bundle(project: Project, folder: Path | str, site_dir: Path | str | 
     from .indexing import FRAME_COLUMNS, load
     from .standing import root_and_config
     from .sync import fetch
-    from .verify import verification_of
 
     if key is not None:
         project.use_signing_key(key)
@@ -127,25 +146,34 @@ def publish_bundle(project: Project, folder: Path | str, site_dir: Path | str | 
     root, config = root_and_config(project, contributions)
     _check_counted(project, config, project.account)
     accepted = accept(project, bundle, _pending(project, contributions, root))
-    checked = []
-    for rerun in bundle.reruns:
-        target = project.contribution(rerun.target)
-        who, title = redact(target.account), redact(target.title)
-        if rerun.verdict is None:
-            cause = NotRerun(rerun.cause)
-            checked.append(Checked(rerun.target, who, title, None, rerun.reason, None, rerun.seconds, cause))
-            continue
-        judgement, record = accepted[rerun.target]
-        metric = project.policy(rerun.target).config.metric
-        verification = verification_of(project.account, target, judgement, record, metric)
-        assert target.tree is not None
-        published = _shared(publish(project, verification, target.tree))
-        checked.append(Checked(rerun.target, who, title, rerun.verdict, judgement.reason, published.sha, rerun.seconds))
+    checked = [publish_rerun(project, rerun, accepted) for rerun in bundle.reruns]
     records, logs = _witness(project, contributions, project.account)
     nothing = not checked and not records and not bundle.left
     site, notes = ci_site(project, site_dir, ("nothing new since the last run: published nothing",) if nothing else ())
     new = fetched.new_contributions
     return CiReport(project.account, fetched.remote, new, tuple(checked), bundle.left, records, logs, site, notes)
+
+
+def publish_rerun(
+    project: Project, rerun: Rerun, accepted: dict[str, tuple[Judgement, dict[str, Any]]], publishing: bool = True
+) -> Checked:
+    """One claim of an accepted bundle: its verdict signed and published (unless not `publishing`: then
+    kept as data, with its record, for a bundle), or why it was not rerun."""
+    from .verify import verification_of
+
+    target = project.contribution(rerun.target)
+    who, title = redact(target.account), redact(target.title)
+    if rerun.verdict is None:
+        cause = NotRerun(rerun.cause)
+        return Checked(rerun.target, who, title, None, rerun.reason, None, rerun.seconds, cause)
+    judgement, record = accepted[rerun.target]
+    if not publishing:
+        return Checked(rerun.target, who, title, rerun.verdict, judgement.reason, None, rerun.seconds, None, record)
+    metric = project.policy(rerun.target).config.metric
+    verification = verification_of(project.account, target, judgement, record, metric)
+    assert target.tree is not None
+    published = _shared(publish(project, verification, target.tree))
+    return Checked(rerun.target, who, title, rerun.verdict, judgement.reason, published.sha, rerun.seconds)
 
 
 def accept(project: Project, bundle: Bundle, pending: tuple[str, ...]) -> dict[str, tuple[Judgement, dict[str, Any]]]:

@@ -1,47 +1,51 @@
-"""One rerun as a job (`python -m git_agora.ops.rerun_job SHA OUT [TIMEOUT]`, in the clone): reproduce
-the claim in the sandbox and write its verdict as data (`ops.rerun_record`) to OUT. It signs nothing and
-publishes nothing (no key reaches a compute node): the process that submitted the job does that."""
+"""One rerun as a job (`python -m git_agora.ops.rerun_job SHA OUT`, in the clone): reproduce the claim in
+the sandbox and write a verdict bundle of that one claim (`ops.bundle`, the format the split CI's two
+jobs share) into the folder OUT. It signs nothing and publishes nothing, and refuses to run holding the
+CI's key (`AGORA_CI_KEY`): the process that submitted the job checks the bundle (`ops.ci_split.accept`),
+then signs and publishes it. A job killed before it wrote the bundle's header leaves no bundle."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 from ..errors import AgoraError
+from ..evaluate.sandbox import SandboxUnavailable
 from ..project import Project
-from . import rerun_record
+from .bundle import MAX_LINE, Bundle, Rerun, write_bundle
+from .ci import KEY_VARIABLE, Budget, _verify_within
+from .ci_split import as_rerun
 
 
-def rerun(project: Project, sha: str, out: Path, timeout: float | None) -> rerun_record.RerunRecord:
-    from .verify import reproduce
-
-    done = reproduce(project, sha, timeout=timeout, sandbox=True)
-    metric = project.policy(sha).config.metric
-    reproduced = done.judgement.reproduced
-    record = rerun_record.RerunRecord(
-        target=sha,
-        evaluator=str(done.metadata["evaluator"]["sha256"]),
-        verdict=done.judgement.verdict,
-        reason=done.judgement.reason,
-        code=done.judgement.code.value,
-        metadata=done.metadata,
-        metrics={str(metric): reproduced[metric]} if metric and metric in reproduced else {},
-    )
-    rerun_record.write(out, record)
-    return record
+def rerun(project: Project, sha: str, out: Path) -> Bundle:
+    """Rerun `sha` as `ci --verify-only` reruns a claim (its verdict, or why it was not rerun: the claim's
+    fault or this node's) and write the one-claim bundle into `out`."""
+    if os.environ.get(KEY_VARIABLE):
+        raise AgoraError(f"a rerun job holds no key: {KEY_VARIABLE} is set in its environment")
+    try:
+        checked, _ = _verify_within(project, (sha,), Budget(1, None), publish_verdicts=False)
+        reruns = tuple(map(as_rerun, checked))
+    except SandboxUnavailable as exc:
+        line = " ".join(f"no sandbox on this node: {exc.reason}".split())[:MAX_LINE]
+        reruns = (Rerun(sha, None, line, None, "environment"),)
+    bundle = Bundle(project.account, project.setup, reruns, ())
+    write_bundle(out, bundle)
+    return bundle
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) not in (2, 3):
-        print("usage: python -m git_agora.ops.rerun_job SHA OUT [TIMEOUT]", file=sys.stderr)
+    if len(args) != 2:
+        print("usage: python -m git_agora.ops.rerun_job SHA OUT", file=sys.stderr)
         return 2
     try:
-        record = rerun(Project.open("."), args[0], Path(args[1]), float(args[2]) if len(args) == 3 else None)
+        bundle = rerun(Project.open("."), args[0], Path(args[1]))
     except AgoraError as exc:
         print(f"git agora rerun: {exc}", file=sys.stderr)
         return 1
-    print(f"{record.target[:12]}: {record.verdict} ({record.code})")
+    for done in bundle.reruns:
+        print(f"{done.target[:12]}: {done.verdict or 'not rerun'} ({done.reason})")
     return 0
 
 

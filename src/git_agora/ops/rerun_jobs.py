@@ -1,20 +1,25 @@
-"""`verify --pending --scheduler slurm --jobs N`: each pending claim rerun by a job of the scheduler.
+"""Reruns as jobs of a scheduler: `verify --pending --scheduler slurm --jobs N`, and `ci --scheduler slurm
+--jobs N` (also its verify half, `ci --verify-only --out DIR --scheduler slurm`).
 
-Each job reruns one claim in the sandbox and writes the verdict as data (`ops.rerun_job`,
-`ops.rerun_record`); this process, which holds the account's key, checks the record, signs it and
-publishes it. At most `jobs` run at once. Each claim is held while its job runs by an exclusive lock
-under `.git/agora/reruns/locks/` (flock: released when this process ends, however it ends), and
-before submitting and again before publishing this account's log is read for a verdict on it: two
-such commands at once in one clone never publish two verdicts on one claim. A job that ends without a
-record (cancelled, killed at its time, its node lost) publishes nothing: its claim stays pending for
-the next run. The job folders (script, logs, record) stay under `.git/agora/reruns/` on the clone,
-which the nodes must share.
+Each job reruns one claim in the sandbox and writes a verdict bundle of that claim (`ops.rerun_job`,
+`ops.bundle`: the format the split CI's two jobs share); this process reads it with the bundle's one
+reader, checks it against the policy as the publish half does (`ops.ci_split.accept`: the claim it
+asked for, among this account's pending ones, its record exactly what a rerun under its policy
+records), and only then signs and publishes it (or, for a verify half, keeps it for the bundle it
+writes). No key reaches a job. At most `jobs` run at once. Each claim is held while its job runs by an
+exclusive lock under `.git/agora/reruns/locks/` (flock: released when this process ends, however it
+ends), and before submitting and again before publishing this account's log is read for a verdict on
+it: two such commands at once in one clone never publish two verdicts on one claim. A job that ends
+without a bundle (cancelled, killed at its time, its node lost) publishes nothing: its claim stays
+pending for the next run. The job folders (script, logs, bundle) stay under `.git/agora/reruns/` on
+the clone, which the nodes must share.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import secrets
 import shlex
 import sys
 import time
@@ -28,13 +33,14 @@ from ..leaks import redact
 from ..project import Project
 from ..refs.names import LogRef
 from ..supervise.scheduler import LOCAL, Job, SchedulerError, scheduler
-from .ci import Budget, Checked, PendingReport, _pending, _shared
+from .bundle import HEADER, BundleError, read_bundle
+from .ci import KEY_VARIABLE, Budget, Checked, PendingReport, _pending
+from .ci_split import accept, publish_rerun
 from .ci_summary import NotRerun
 from .launch_jobs import check_shared
-from .publish import publish
-from .rerun_record import FILE, check, read
 from .verify import _verification
 
+BUNDLE = "bundle"  # a job's one-claim verdict bundle, in its folder
 JOB_MARGIN_SECONDS = 300  # a job's time limit: the evaluation's timeout and this, for the sandbox and git
 POLL_SECONDS = 1.0
 
@@ -77,31 +83,60 @@ def verify_pending_on(
 ) -> PendingReport:
     """Fetch, then rerun the claims this account has not verified (`ci.claims_to_verify`) as jobs of
     `scheduler_name`, `jobs` at a time, within `budget`; publish each verdict as its job hands it back."""
-    from ..evaluate.sandbox import SandboxUnavailable, require_bwrap
     from .indexing import FRAME_COLUMNS, load
     from .standing import reader_root
     from .sync import fetch
 
+    work = prepare(project, scheduler_name, jobs, node_local_ok)
+    project.signing_key  # noqa: B018  (no key, no run: found before anything is submitted)
+    fetch(project)
+    contributions = load(project, FRAME_COLUMNS).contributions
+    claims = _pending(project, contributions, reader_root(project, contributions))
+    checked, left = rerun_as_jobs(project, claims, budget, scheduler_name, jobs, options, work)
+    return PendingReport(project.account, checked, left)
+
+
+def prepare(project: Project, scheduler_name: str, jobs: int, node_local_ok: bool) -> Path:
+    """Before anything is fetched or submitted: the jobs' folder, `.git/agora/reruns/` (refused where it
+    is plainly one node's own, unless `node_local_ok`); a sandbox here for local jobs (Slurm's nodes
+    each say when they have none)."""
+    from ..evaluate.sandbox import SandboxUnavailable, require_bwrap
+
     if jobs < 1:
         raise AgoraError(f"--jobs must be at least 1 (got {jobs})")
-    try:
-        require_bwrap()
-    except SandboxUnavailable as exc:
-        raise AgoraError(f"git agora verify --pending verifies only in the sandbox: {exc.reason}") from None
-    project.signing_key  # noqa: B018  (no key, no run: found before anything is submitted)
+    scheduler(scheduler_name)  # an unknown one is refused now
+    if scheduler_name == LOCAL:
+        try:
+            require_bwrap()
+        except SandboxUnavailable as exc:
+            raise AgoraError(f"reruns run only in the sandbox: {exc.reason}") from None
     work = Path(project.repo.agora_path) / "reruns"
     if scheduler_name != LOCAL:
         check_shared(work.parent, node_local_ok)
     (work / "locks").mkdir(parents=True, exist_ok=True)
-    fetch(project)
-    contributions = load(project, FRAME_COLUMNS).contributions
-    claims = list(_pending(project, contributions, reader_root(project, contributions)))
-    return _Run(project, budget, scheduler_name, jobs, options, work).run(claims)
+    return work
+
+
+def rerun_as_jobs(
+    project: Project,
+    claims: tuple[str, ...],
+    budget: Budget,
+    scheduler_name: str,
+    jobs: int,
+    options: tuple[str, ...],
+    work: Path,
+    publishing: bool = True,
+) -> tuple[tuple[Checked, ...], tuple[str, ...]]:
+    """Rerun `claims` in order as jobs (module docstring), `jobs` at once, until `budget` is spent; publish
+    each verdict as its job hands it back (unless not `publishing`: each is kept, with its record, for a
+    bundle). The claims checked and those the budget left."""
+    return _Run(project, budget, scheduler_name, jobs, options, work, publishing).run(list(claims))
 
 
 class _Run:
-    def __init__(self, project, budget, scheduler_name, jobs, options, work) -> None:
+    def __init__(self, project, budget, scheduler_name, jobs, options, work, publishing) -> None:
         self.project, self.budget, self.jobs, self.options, self.work = project, budget, jobs, options, work
+        self.publishing = publishing
         self.scheduler = scheduler(scheduler_name)
         self.verified = _Verified(project)
         self.checked: list[Checked] = []
@@ -109,7 +144,7 @@ class _Run:
         self.running: dict[str, _Running] = {}
         self.submitted = 0
 
-    def run(self, claims: list[str]) -> PendingReport:
+    def run(self, claims: list[str]) -> tuple[tuple[Checked, ...], tuple[str, ...]]:
         deadline = None if self.budget.max_minutes is None else time.monotonic() + self.budget.max_minutes * 60
         queue = list(claims)
         try:
@@ -127,14 +162,14 @@ class _Run:
         except BaseException:
             self._cancel_all()
             raise
-        return PendingReport(self.project.account, tuple(self.checked), tuple(self.left))
+        return tuple(self.checked), tuple(self.left)
 
     def _start(self, sha: str) -> None:
         lock = _try_lock(self.work / "locks" / f"{sha}.{self.project.account}.lock")
         if lock is None:  # another run of this clone reruns it now: it publishes, or leaves it pending
             self.project.feedback.notice(f"{sha[:12]} is being rerun by another run here: left to it")
             return
-        if sha in self.verified:
+        if self.publishing and sha in self.verified:
             os.close(lock)
             return
         target = self.project.contribution(sha)
@@ -145,11 +180,11 @@ class _Run:
             os.close(lock)
             self.checked.append(Checked(sha, who, title, None, str(exc), None, 0.0, NotRerun.CLAIM))
             return
-        folder = self.work / f"{sha[:12]}-{int(time.time() * 1000)}-{os.getpid()}"
+        folder = self.work / f"{sha[:12]}-{int(time.time() * 1000)}-{os.getpid()}-{secrets.token_hex(3)}"
         folder.mkdir(parents=True)
         timeout = float(self.project.policy(sha).config.evaluation.timeout)
         script = folder / "job.sh"
-        script.write_text(_script(self.project, sha, folder / FILE, timeout))
+        script.write_text(_script(self.project, sha, folder / BUNDLE))
         job = Job(
             name=f"agora-rerun-{sha[:12]}",
             script=str(script),
@@ -158,6 +193,7 @@ class _Run:
             stderr=str(folder / "stderr.log"),
             time_seconds=timeout + JOB_MARGIN_SECONDS,
             options=self.options,
+            unset=(KEY_VARIABLE,),
         )
         try:
             id = self.scheduler.submit(job)
@@ -175,31 +211,29 @@ class _Run:
                 continue
             job = self.running.pop(id)
             try:
-                self.checked.append(self._publish(job, id, state.raw))
+                self.checked.append(self._finish(job, id, state.raw))
             finally:
                 os.close(job.lock)
 
-    def _publish(self, job: _Running, id: str, raw: str) -> Checked:
+    def _finish(self, job: _Running, id: str, raw: str) -> Checked:
+        """The job's bundle read, checked against the policy, then published (or kept)."""
         target = self.project.contribution(job.sha)
         who, title = redact(target.account), redact(target.title)
         seconds = round(time.monotonic() - job.began, 3)
+        if not (job.folder / BUNDLE / HEADER).exists():
+            why = f"its job {id} ended ({raw}) without a verdict: nothing published, the next run reruns it"
+            return Checked(job.sha, who, title, None, why, None, seconds, NotRerun.ENVIRONMENT)
         try:
-            record = read(job.folder / FILE)
-            if record is None:
-                why = f"its job {id} ended ({raw}) without a verdict: nothing published, the next run reruns it"
-                return Checked(job.sha, who, title, None, why, None, seconds, NotRerun.ENVIRONMENT)
-            check(record, job.sha, evaluator_here(self.project, job.sha))
+            bundle = read_bundle(job.folder / BUNDLE)
+            if [r.target for r in bundle.reruns] != [job.sha] or bundle.left:
+                raise BundleError(f"it holds other than the one claim {job.sha[:12]}")
+            accepted = accept(self.project, bundle, (job.sha,))
         except AgoraError as exc:
             return Checked(job.sha, who, title, None, str(exc), None, seconds, NotRerun.ENVIRONMENT)
-        if job.sha in self.verified:  # published meanwhile by another run of this clone
+        if self.publishing and job.sha in self.verified:  # published meanwhile by another run of this clone
             why = "another run here published this account's verdict on it meanwhile"
             return Checked(job.sha, who, title, None, why, None, seconds, NotRerun.ENVIRONMENT)
-        assert target.tree is not None
-        verification = _verification(
-            self.project.account, target, Verdict(record.verdict), record.reason, record.metadata, record.metrics
-        )
-        published = _shared(publish(self.project, verification, target.tree))
-        return Checked(job.sha, who, title, record.verdict, record.reason, published.sha, seconds)
+        return publish_rerun(self.project, bundle.reruns[0], accepted, self.publishing)
 
     def _cancel_all(self) -> None:
         try:
@@ -209,13 +243,6 @@ class _Run:
         for job in self.running.values():
             os.close(job.lock)
         self.running.clear()
-
-
-def evaluator_here(project: Project, sha: str) -> str:
-    """The identity (SHA-256) the evaluator of the policy in force for `sha` has here."""
-    from ..evaluate.identity import policy_identity
-
-    return str(policy_identity(project.repo, project.policy(sha))["sha256"])
 
 
 def _try_lock(path: Path) -> int | None:
@@ -237,13 +264,15 @@ def _check_draft(project: Project, target) -> None:
         raise ClaimError(str(exc)) from None
 
 
-def _script(project: Project, sha: str, out: Path, timeout: float) -> str:
-    rerun = [sys.executable, "-m", "git_agora.ops.rerun_job", sha, str(out), f"{timeout:g}"]
+def _script(project: Project, sha: str, out: Path) -> str:
+    rerun = [sys.executable, "-m", "git_agora.ops.rerun_job", sha, str(out)]
     return "\n".join(
         [
             "#!/bin/sh",
-            f"# git agora verify --pending: rerun {sha[:12]} in the sandbox; the verdict comes back as data.",
+            f"# git agora: rerun {sha[:12]} in the sandbox; the verdict comes back as a bundle (no key here).",
             f"cd {shlex.quote(str(project.repo.worktree_path))} || exit 1",
+            f"unset {KEY_VARIABLE}",
+            f"AGORA_ACCOUNT={shlex.quote(project.account)}; export AGORA_ACCOUNT",
             f"exec {shlex.join(rerun)}",
             "",
         ]

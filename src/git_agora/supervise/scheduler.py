@@ -43,6 +43,7 @@ class Job:
     time_seconds: float | None = None  # the scheduler ends it then (Slurm: --time, in whole minutes)
     options: tuple[str, ...] = ()  # the scheduler's own options, passed through (`--gres=gpu:1`)
     env: tuple[tuple[str, str], ...] = ()  # set for the job on top of the submitter's environment
+    unset: tuple[str, ...] = ()  # variables of the submitter's environment the job never sees (a key)
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class LocalScheduler:
         self._procs: dict[str, subprocess.Popen] = {}
 
     def submit(self, job: Job) -> str:
-        env = {**os.environ, **dict(job.env)}
+        env = _environment(job)
         try:
             proc = groups.start(["/bin/sh", job.script], job.cwd, env, job.stdout, job.stderr)
         except OSError as exc:
@@ -186,7 +187,7 @@ class SlurmScheduler:
         if job.time_seconds is not None:
             argv.append(f"--time={time_limit(job.time_seconds)}")
         argv += [*job.options, job.script]
-        env = {**os.environ, **dict(job.env)}
+        env = _environment(job)
         done = subprocess.run(argv, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if done.returncode != 0:
             lines = (done.stderr or done.stdout).strip().splitlines() or [f"exit {done.returncode}"]
@@ -226,6 +227,12 @@ class SlurmScheduler:
         if done.returncode != 0:
             lines = done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
             raise SchedulerError(f"scancel: {lines[-1]}")
+
+
+def _environment(job: Job) -> dict[str, str]:
+    """The job's environment: the submitter's, less `job.unset`, plus `job.env` (Slurm keeps what it is
+    given with the job, so a variable left out here never reaches the controller or a node)."""
+    return {k: v for k, v in os.environ.items() if k not in job.unset} | dict(job.env)
 
 
 def _command(name: str) -> str:
