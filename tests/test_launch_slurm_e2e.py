@@ -98,10 +98,24 @@ def test_four_scripted_agents_run_as_slurm_jobs_and_publish_to_the_remote(tmp_pa
     assert [a["scheduler_state"] for a in recorded["agents"]] == ["COMPLETED"] * 4
 
 
+def ended(tmp_path: Path, directory: Path, timeout: float, what: str) -> dict:
+    return wait_for(
+        lambda: (s := status(tmp_path, directory)["agents"][0])["state"] not in ("pending", "running") and s,
+        timeout,
+        what,
+    )
+
+
 @pytest.mark.slow
-def test_slurm_ends_an_agent_at_its_time_and_launch_stop_cancels_the_rest(tmp_path, remote, slurm):
+def test_slurm_ends_agents_at_their_time_restarts_sessions_till_then_and_launch_stop_cancels_the_rest(
+    tmp_path, remote, slurm
+):
     demo_task_clone(tmp_path, remote, "founder", "founder")
     short, others = tmp_path / "short", tmp_path / "others"
+    looping, crashing = tmp_path / "looping", tmp_path / "crashing"
+    once = ("--agents", "1", "--scripted", "--rounds", "1", "--restart", "--budget-minutes", "0.5")
+    slurm_launch(tmp_path, remote, looping, *once, "--prefix", "looper")
+    slurm_launch(tmp_path, remote, crashing, "--agents", "1", "--command", "false #{prompt}", "--restart")
     slurm_launch(tmp_path, remote, short, "--agents", "1", "--command", SLEEPER, "--budget-minutes", "0.5")
     running = slurm_launch(tmp_path, remote, others, "--agents", "3", "--command", SLEEPER, "--prefix", "other")
     ids = [a["job_id"] for a in json.loads((others / "launch.json").read_text())["agents"]]
@@ -114,11 +128,31 @@ def test_slurm_ends_an_agent_at_its_time_and_launch_stop_cancels_the_rest(tmp_pa
     queue = slurm.run("squeue", "-h", "-j", ",".join(ids), "-o", "%i %T", check=False).stdout
     assert not queue.strip(), queue
 
-    over = wait_for(lambda: (s := status(tmp_path, short)["agents"][0])["state"] != "running" and s, 150, "TIMEOUT")
+    over = ended(tmp_path, short, 150, "TIMEOUT")
     assert over["state"] == "over-budget" and over["scheduler_state"] == "TIMEOUT", over
     assert over["used_seconds"] >= 55 and "Slurm's --time ran out" in over["note"]
     shown = agora(tmp_path, "launch", "status", "--dir", str(short)).stdout
     assert "over-budget" in shown and "TIMEOUT" in shown
+    assert over["sessions"] is None  # no --restart
+
+    # a session that keeps failing at once: its job script gives up after three, and the job fails
+    crashed = ended(tmp_path, crashing, 120, "the crash loop to end")
+    assert crashed["state"] == "crashed" and crashed["scheduler_state"] == "FAILED", crashed
+    assert crashed["exit_code"] == 3 and crashed["sessions"] == 3 and crashed["contributions"] == 0
+    assert "3 sessions in a row failed" in Path(crashed["stderr"]).read_text()
+
+    # --restart: the job script starts a new session on the same account and key when one ends (one
+    # scripted round each, which publishes), until Slurm's --time ends the job
+    looped = ended(tmp_path, looping, 150, "the restarted sessions' TIMEOUT")
+    assert looped["state"] == "over-budget" and looped["scheduler_state"] == "TIMEOUT", looped
+    assert looped["sessions"] >= 2 and looped["contributions"] - looped["queued"] >= 2, looped
+    lines = [line.split() for line in (looping / "looper-01" / "sessions.log").read_text().splitlines()]
+    ends = [words for words in lines if words[0] == "end"]
+    assert len(ends) >= looped["sessions"] - 1 and all(words[3] == "0" for words in ends), lines
+    events = [json.loads(line) for line in Path(looped["stdout"]).read_text().splitlines() if line.startswith("{")]
+    assert {e["account"] for e in events} == {"looper-01"}
+    shown = agora(tmp_path, "launch", "status", "--dir", str(looping)).stdout
+    assert f"looper-01: {looped['sessions']} sessions (--restart); TIMEOUT" in shown, shown
 
 
 # --- reruns as jobs ------------------------------------------------------------------------------

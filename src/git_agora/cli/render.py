@@ -578,8 +578,9 @@ def print_launch_status(status) -> None:
     for line in [lines[0].replace("title", "last contribution"), *lines[1:]]:
         click.echo(line)
     for a in status.agents:
-        if a.note:
-            click.echo(f"{a.name}: {a.note}")
+        started = f"{a.sessions} session{'s' if a.sessions != 1 else ''} (--restart)" if a.sessions else None
+        if a.note or started:
+            click.echo(f"{a.name}: {'; '.join(w for w in (started, a.note) if w)}")
     if status.agents:
         first = status.agents[0]
         click.echo(f"logs: {first.stdout.parent.parent}/AGENT/stdout.log, stderr.log; clones in AGENT/clone")

@@ -90,6 +90,7 @@ class AgentStatus:
     note: str | None
     job_id: str | None = None  # under a scheduler: its job
     scheduler_state: str | None = None  # the scheduler's word for the job (TIMEOUT, CANCELLED, ...)
+    sessions: int | None = None  # with --restart: how many sessions its job started so far
 
     @property
     def signal(self) -> str | None:
@@ -474,6 +475,11 @@ def _agent_status(agent: AgentRecord, state: LaunchState, supervised: bool, now:
         used = (agent.ended_at if agent.ended_at is not None else now) - agent.started_at
     left = max(0.0, state.budget_seconds - used) if used is not None and state.budget_seconds is not None else None
     count, queued, last = _contributions(Path(agent.clone), agent.name)
+    started = None
+    if state.restart:
+        from .launch_jobs import sessions
+
+        started = sessions(agent)
     return AgentStatus(
         name=agent.name,
         state=shown,
@@ -495,6 +501,7 @@ def _agent_status(agent: AgentRecord, state: LaunchState, supervised: bool, now:
         note=note,
         job_id=agent.job_id,
         scheduler_state=agent.scheduler_state,
+        sessions=started,
     )
 
 

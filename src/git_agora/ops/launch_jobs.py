@@ -23,6 +23,9 @@ NODE_LOCAL = ("/tmp", "/var/tmp", "/dev/shm", "/run")  # plainly one node's own
 LOCAL_FILESYSTEMS = {"tmpfs", "ramfs", "devtmpfs"}
 RESTART_PAUSE_SECONDS = 5
 JOB_SCRIPT = "job.sh"
+SESSIONS = "sessions.log"  # a --restart job's sessions: "start N EPOCH", "end N EPOCH EXIT"
+CRASH_LOOP = 3  # sessions in a row that failed quickly, after which a --restart job gives up
+CRASH_LOOP_SECONDS = 30
 
 
 def check_shared(where: Path, node_local_ok: bool) -> None:
@@ -61,7 +64,10 @@ def _filesystem(where: Path) -> str | None:
 
 def job_script(agent: AgentRecord, restart: bool) -> str:
     """The agent's session as a job: its account and this installation's `git agora` first on PATH,
-    in its clone; with `restart` a loop that starts a new session when one ends."""
+    in its clone; with `restart` a loop that starts a new session when one ends (`AGORA_SESSION` its
+    number), each session's start and end a line of `AGENT/sessions.log`, until the job's time limit
+    ends it, or until `CRASH_LOOP` sessions in a row each failed within `CRASH_LOOP_SECONDS` (then the
+    job fails, exit 3, rather than hold its node for nothing)."""
     bin_dir = str(Path(sys.executable).parent)
     command = shlex.join(agent.argv)
     head = [
@@ -73,20 +79,47 @@ def job_script(agent: AgentRecord, restart: bool) -> str:
     ]
     if not restart:
         return "\n".join([*head, f"exec {command}", ""])
+    log = shlex.quote(str(Path(agent.directory) / SESSIONS))
     loop = [
         "# --restart: this script (never a process on the login node) starts a new session on the same",
         "# account and key each time one ends, until the scheduler's time limit ends the job.",
         "session=0",
+        "failed=0",
         "while :; do",
         "  session=$((session + 1))",
+        "  began=$(date +%s)",
+        f'  echo "start $session $began" >> {log}',
         '  echo "git agora launch: session $session starts" >&2',
+        "  AGORA_SESSION=$session; export AGORA_SESSION",
         f"  {command}",
-        '  echo "git agora launch: session $session ended with exit $?" >&2',
+        "  code=$?",
+        "  ended=$(date +%s)",
+        f'  echo "end $session $ended $code" >> {log}',
+        '  echo "git agora launch: session $session ended with exit $code" >&2',
+        f'  if [ "$code" -ne 0 ] && [ $((ended - began)) -lt {CRASH_LOOP_SECONDS} ]; then',
+        "    failed=$((failed + 1))",
+        "  else",
+        "    failed=0",
+        "  fi",
+        f'  if [ "$failed" -ge {CRASH_LOOP} ]; then',
+        f'    echo "git agora launch: {CRASH_LOOP} sessions in a row failed within {CRASH_LOOP_SECONDS} s each:'
+        ' not restarting" >&2',
+        "    exit 3",
+        "  fi",
         f"  sleep {RESTART_PAUSE_SECONDS}",
         "done",
         "",
     ]
     return "\n".join([*head, *loop])
+
+
+def sessions(agent: AgentRecord) -> int:
+    """How many sessions a `--restart` job started (the lines its script wrote; 0 before the first)."""
+    try:
+        lines = (Path(agent.directory) / SESSIONS).read_text(errors="replace").splitlines()
+    except OSError:
+        return 0
+    return sum(1 for line in lines if line.startswith("start "))
 
 
 def submit_all(where: Path, state: LaunchState) -> None:
