@@ -220,7 +220,18 @@ def test_reruns_as_slurm_jobs_publish_one_verdict_per_claim_also_when_cancelled_
     assert len([c for c in report["checked"] if c["verification"]]) == 3
     assert sorted(verdicts_by(remote, "alice").values()) == [1, 1, 1]
 
-    # two runs at once: the claim left is rerun and published once, by one of them
+    # the run itself ended by SIGTERM (as a cancelled CI job is) cancels its job first; nothing published
+    ended_run = subprocess.Popen(argv, cwd=alice, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    orphan = wait_for(a_running_rerun, 120, "the left claim's rerun job")
+    ended_run.terminate()
+    ended_run.communicate(timeout=120)
+    assert ended_run.returncode in (143, -15)  # git passes the signal on to git-agora, waits, and dies of it
+    shown = lambda: slurm.run("scontrol", "show", "job", "-o", orphan).stdout  # noqa: E731
+    wait_for(lambda: "JobState=CANCELLED" in shown(), 60, "its job cancelled")
+    assert sorted(verdicts_by(remote, "alice").values()) == [1, 1, 1]
+
+    # two runs at once: the claim left is rerun and published once, by one of them, and only one of
+    # them submits a job for it (the other finds it locked, or already verified)
     runs = [subprocess.Popen(argv, cwd=alice, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in "ab"]
     outcomes = [run.communicate(timeout=600) for run in runs]
     assert all(run.returncode == 0 for run in runs), outcomes
@@ -228,6 +239,8 @@ def test_reruns_as_slurm_jobs_publish_one_verdict_per_claim_also_when_cancelled_
     assert [c["target"] for c in published] == [lost[0]["target"]], outcomes
     counted = verdicts_by(remote, "alice")
     assert counted == {sha[:12]: 1 for sha in claims}, counted
+    folders = list((alice / ".git" / "agora" / "reruns").glob(f"{claims[-1][:12]}-*"))
+    assert len(folders) == 3, folders  # the cancelled job's, the ended run's, the pair's one
     assert "nothing to verify" in agora(alice, "verify", "--pending", "--scheduler", "slurm", "--node-local-ok").stdout
 
 

@@ -11,8 +11,8 @@ exclusive lock under `.git/agora/reruns/locks/` (flock: released when this proce
 ends), and before submitting and again before publishing this account's log is read for a verdict on
 it: two such commands at once in one clone never publish two verdicts on one claim. A job that ends
 without a bundle (cancelled, killed at its time, its node lost) publishes nothing: its claim stays
-pending for the next run. The job folders (script, logs, bundle) stay under `.git/agora/reruns/` on
-the clone, which the nodes must share.
+pending for the next run. This process ended by Ctrl-C or SIGTERM cancels its jobs first. The job
+folders (script, logs, bundle) stay under `.git/agora/reruns/` on the clone, which the nodes must share.
 """
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ import fcntl
 import os
 import secrets
 import shlex
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,21 +152,25 @@ class _Run:
         deadline = None if self.budget.max_minutes is None else time.monotonic() + self.budget.max_minutes * 60
         queue = list(claims)
         try:
-            while queue or self.running:
-                while queue and len(self.running) < self.jobs:
-                    spent = self.budget.max_evaluations is not None and self.submitted >= self.budget.max_evaluations
-                    if spent or (deadline is not None and time.monotonic() >= deadline):
-                        self.left.extend(queue)
-                        queue.clear()
-                        break
-                    self._start(queue.pop(0))
-                if self.running:
-                    time.sleep(POLL_SECONDS)
-                    self._collect()
+            with _terminated_raises():
+                self._loop(queue, deadline)
         except BaseException:
             self._cancel_all()
             raise
         return tuple(self.checked), tuple(self.left)
+
+    def _loop(self, queue: list[str], deadline: float | None) -> None:
+        while queue or self.running:
+            while queue and len(self.running) < self.jobs:
+                spent = self.budget.max_evaluations is not None and self.submitted >= self.budget.max_evaluations
+                if spent or (deadline is not None and time.monotonic() >= deadline):
+                    self.left.extend(queue)
+                    queue.clear()
+                    break
+                self._start(queue.pop(0))
+            if self.running:
+                time.sleep(POLL_SECONDS)
+                self._collect()
 
     def _start(self, sha: str) -> None:
         lock = _try_lock(self.work / "locks" / f"{sha}.{self.project.account}.lock")
@@ -243,6 +251,25 @@ class _Run:
         for job in self.running.values():
             os.close(job.lock)
         self.running.clear()
+
+
+@contextmanager
+def _terminated_raises() -> Iterator[None]:
+    """SIGTERM (a CI job cancelled, `kill`) ends a run as Ctrl-C does, through its cleanup: its jobs are
+    cancelled rather than left running for nobody (a job's bundle is read only by the run that submitted
+    it). Main thread only, where Python runs signal handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _try_lock(path: Path) -> int | None:
