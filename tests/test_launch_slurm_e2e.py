@@ -1,5 +1,6 @@
 """`git agora launch --scheduler slurm` against a real single-node Slurm (`tests/slurm.py`): each agent a
-batch job, its budget the job's --time, its end state read from Slurm and kept in launch.json."""
+batch job, its budget the job's --time, its end state read from Slurm and kept in launch.json; reruns as
+jobs (`verify --pending`, `ci`), on Slurm and, with no Slurm, as local jobs."""
 
 from __future__ import annotations
 
@@ -284,3 +285,37 @@ def test_ci_on_slurm_reruns_as_jobs_and_signs_here_also_split_in_two_halves(tmp_
     assert verdicts_by(remote, "ci") == {baseline[:12]: 1, inflated[:12]: 1, third[:12]: 1}
     refused = agora(runner, "ci", "--publish", str(out), "--scheduler", "slurm", check=False)
     assert refused.returncode == 2 and "--scheduler goes with reruns" in refused.stderr
+
+
+@pytest.mark.slow
+def test_reruns_as_local_jobs_leave_a_claim_another_run_of_the_clone_holds_and_publish_the_rest(tmp_path, remote):
+    """`--scheduler local`: the same jobs as processes here (no Slurm). A claim whose lock another run
+    of this clone holds is left to it (not rerun, nothing published), and picked up once it is free."""
+    import fcntl
+    import os
+
+    from test_ci_e2e import joined
+
+    alice = demo_task_clone(tmp_path, remote)
+    baseline = agora(alice, "push", "--check", "--rerun", "-m", "baseline", "--tag", "result", "--json").json()["sha"]
+    bob = joined(tmp_path, remote, "bob", baseline)
+    claims = []
+    for order in ("1", "3"):
+        set_choice(bob, "ORDER", order)
+        claims.append(agora(bob, "push", "--check", "-m", f"order {order}", "--tag", "result", "--json").json()["sha"])
+    locks = alice / ".git" / "agora" / "reruns" / "locks"
+    locks.mkdir(parents=True)
+    held = os.open(locks / f"{claims[0]}.alice.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(held, fcntl.LOCK_EX)  # as a run of this clone that reruns claims[0] now holds it
+    try:
+        argv = ("verify", "--pending", "--scheduler", "local", "--jobs", "2", "--json")
+        first = agora(alice, *argv, timeout=600)
+    finally:
+        os.close(held)
+    report = first.json()
+    assert [(c["target"], bool(c["verification"])) for c in report["checked"]] == [(claims[1], True)], report
+    assert f"{claims[0][:12]} is being rerun by another run here: left to it" in first.stderr
+    assert verdicts_by(remote, "alice") == {claims[1][:12]: 1}
+    second = agora(alice, *argv, timeout=600).json()
+    assert [(c["target"], bool(c["verification"])) for c in second["checked"]] == [(claims[0], True)], second
+    assert verdicts_by(remote, "alice") == {sha[:12]: 1 for sha in claims}
