@@ -122,3 +122,48 @@ def test_the_split_ci_drill(tmp_path):
         assert status[baseline] == "confirmed" and status[inflated] == "failed", status
         objects = git(remote, "cat-file", "--batch-all-objects", "--batch-check")
         assert objects and "BEGIN OPENSSH" not in (bundle / "bundle.json").read_text()
+
+
+@pytest.mark.slow
+def test_a_sandbox_that_stops_mid_run_keeps_the_verdicts_reached(tmp_path, monkeypatch):
+    """The sandbox failing at the second claim (a runner losing user namespaces mid-run) ends the
+    verify half with exit 4, but the verdict it reached is in the bundle and the publish half
+    publishes it; the claim it did not reach stays pending for the next run."""
+    from git_agora.errors import AgoraError, ExitCode
+    from git_agora.evaluate.sandbox import SandboxUnavailable
+    from git_agora.ops import ci_split, verify
+    from git_agora.project import Project
+
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    alice = founded_with_ci(tmp_path, remote)
+    agora(alice, "fetch")
+    first = agora(alice, "push", "--check", "--rerun", "-m", "baseline", "--tag", "result", "--json").json()["sha"]
+    mallory = joined(tmp_path, remote, "mallory", first)
+    set_choice(mallory, "ORDER", "4")
+    agora(mallory, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=1.5")
+    verifier = make_clone(tmp_path, "verify-job", str(remote), "ci")
+    real, calls = verify.verify, []
+
+    def stops_at_the_second(project, sha, **options):
+        calls.append(sha)
+        if len(calls) > 1:
+            raise SandboxUnavailable("the sandbox cannot start: bwrap: No permissions to create new namespace")
+        return real(project, sha, **options)
+
+    monkeypatch.setattr(verify, "verify", stops_at_the_second)
+    monkeypatch.setenv("AGORA_CI_KEY", "")
+    bundle = tmp_path / "bundle"
+    with pytest.raises(AgoraError) as stopped:
+        ci_split.verify_only(Project.open(verifier, account="ci"), bundle)
+    assert stopped.value.exit_code == ExitCode.UNVERIFIED and "1 claim(s) reached before" in str(stopped.value)
+    header = json.loads((bundle / "bundle.json").read_text())
+    assert header["left"] == [calls[1]], header
+    assert [p.stem for p in (bundle / "verdicts").iterdir()] == [calls[0]]
+
+    secret, _ = ci_secret(tmp_path)
+    publisher = make_clone(tmp_path, "publish-job", str(remote), "ci")
+    job = {"AGORA_CI_KEY": secret, "PATH": no_bwrap_path(tmp_path)}
+    published = agora(publisher, "ci", "--publish", str(bundle), "--json", check=False, env=job).json()
+    assert [c["target"] for c in published["checked"] if c["verification"]] == [calls[0]], published
+    assert published["left"] == [calls[1]], published  # left for the next run (the recipe fails the job: exit 4)

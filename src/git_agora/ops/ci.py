@@ -355,8 +355,8 @@ def _verify_within(
         timeout = None if remaining is None else min(remaining, project.policy(sha).config.evaluation.timeout)
         try:
             done = verify(project, sha, timeout=timeout, publish_verdict=publish_verdicts, sandbox=True)
-        except SandboxUnavailable:
-            raise
+        except SandboxUnavailable as exc:
+            raise SandboxStopped(exc.reason, tuple(checked), claims[at:]) from None
         except AgoraError as exc:
             cause = NotRerun.CLAIM if isinstance(exc, ClaimError) else NotRerun.ENVIRONMENT
             seconds = round(time.monotonic() - began, 3)
@@ -367,6 +367,18 @@ def _verify_within(
         reason = done.judgement.reason
         checked.append(Checked(sha, who, title, done.verdict, reason, published, seconds, None, done.metadata))
     return tuple(checked), ()
+
+
+class SandboxStopped(SandboxUnavailable):
+    """The sandbox failed to start at a claim: `checked` holds what the run reached before it (each
+    verdict already published, or kept as data by a split run), `left` the claims from that one on."""
+
+    def __init__(self, reason: str, checked: tuple[Checked, ...] = (), left: tuple[str, ...] = ()):
+        super().__init__(reason)
+        self.checked, self.left = checked, left
+
+    def __reduce__(self):
+        return type(self), (self.reason, self.checked, self.left)
 
 
 def _shared(published: Published | None) -> Published:

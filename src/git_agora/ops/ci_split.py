@@ -32,7 +32,18 @@ from ..evaluate.sandbox import SandboxUnavailable
 from ..leaks import redact, secret_in
 from ..project import Project
 from .bundle import MAX_LINE, Bundle, BundleError, Rerun, read_bundle, write_bundle
-from .ci import Budget, Checked, CiReport, _check_counted, _pending, _shared, _verify_within, _witness, ci_site
+from .ci import (
+    Budget,
+    Checked,
+    CiReport,
+    SandboxStopped,
+    _check_counted,
+    _pending,
+    _shared,
+    _verify_within,
+    _witness,
+    ci_site,
+)
 from .ci_summary import NotRerun
 from .publish import publish
 from .scorer_env import check_scorer_environment
@@ -102,7 +113,11 @@ def verify_only(
             require_bwrap()
             checked, left = _verify_within(project, claims, budget, False)
     except SandboxUnavailable as exc:
-        raise AgoraError(f"git agora ci verifies only in the sandbox: {exc.reason}", ExitCode.UNVERIFIED) from None
+        unverified = f"git agora ci verifies only in the sandbox: {exc.reason}"
+        if isinstance(exc, SandboxStopped) and exc.checked:  # keep what was reached: the publish half can take it
+            write_bundle(out, Bundle(project.account, project.setup, tuple(map(as_rerun, exc.checked)), exc.left))
+            unverified += f"; the {len(exc.checked)} claim(s) reached before are in the bundle in {out}"
+        raise AgoraError(unverified, ExitCode.UNVERIFIED) from None
     write_bundle(out, Bundle(project.account, project.setup, tuple(map(as_rerun, checked)), left))
     made = sum(c.verdict is not None for c in checked)
     note = f"wrote {made} verdict{'s' if made != 1 else ''} to {out}: `git agora ci --publish {out}` publishes them"
