@@ -216,6 +216,11 @@ def observe(
         "verified_share": (sum(verified) / len(verified)) if verified else 0.0,
         "confirmed_results": sum(frame.status[i] == "confirmed" for i in results),  # by the founder or a worker
         "verifications": int(sum(1 for i in range(frame.n) if frame.verification[i] and owners[i] in accounts)),
+        "verification_targets": [  # what the workers' verdicts reran (the noisy diagnosis counts the leader's)
+            shas[int(target)]
+            for node, target in zip(verdicts.node.tolist(), verdicts.target.tolist())
+            if owners[node] in accounts
+        ],
     }
 
 

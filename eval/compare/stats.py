@@ -16,12 +16,16 @@
 - ``best_so_far``: the running best (smaller is better).
 - ``reported_best``: the result a community hands in: the setting of lowest mean measured value.
 - ``first_reaching``: evaluations spent until a result's true loss first reaches a target.
+- ``corrected_level``, ``non_inferiority`` (with ``t_cdf``, ``t_upper_quantile``): the confirmatory
+  question's test (`QUESTION-11.md`): Agora no worse than an arm by more than a margin, the one-sided
+  upper bound's level divided by the comparisons and by the questions asked so far.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
 
 # Two-sided 95% quantiles of Student's t, t_{0.975, df}, df = 1..30 (beyond: the normal's 1.96 is
 # within 2% of the exact value, and this harness runs far fewer seeds).
@@ -137,3 +141,106 @@ def first_reaching(true_losses: Sequence[float], spent: Sequence[int], target: f
         if loss <= target:
             return used
     return None
+
+
+# The confirmatory question's statistics (`QUESTION-11.md`, `confirm.py`): a one-sided non-inferiority
+# test per task and arm, its level corrected (Bonferroni) for every comparison of the run and for every
+# question asked so far, so that each further question makes the test harder.
+
+
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny, eps = 1e-300, 1e-15
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 500):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < eps:
+            break
+    return h
+
+
+def incomplete_beta(a: float, b: float, x: float) -> float:
+    """I_x(a, b), the regularized incomplete beta function, for a, b > 0 and 0 <= x <= 1."""
+    if not 0.0 <= x <= 1.0:
+        raise ValueError("x must lie in [0, 1]")
+    if x in (0.0, 1.0):
+        return x
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def t_cdf(t: float, df: int) -> float:
+    """P(T <= t) for Student's t with ``df`` degrees of freedom."""
+    if df < 1:
+        raise ValueError("df must be at least 1")
+    tail = 0.5 * incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t >= 0 else tail
+
+
+def t_upper_quantile(p: float, df: int) -> float:
+    """The t with P(T > t) = ``p`` (0 < p < 1/2): the one-sided critical value, by bisection on the cdf."""
+    if not 0.0 < p < 0.5:
+        raise ValueError("p must lie in (0, 1/2)")
+    low, high = 0.0, 1.0
+    while 1.0 - t_cdf(high, df) > p:
+        high *= 2.0
+    for _ in range(200):
+        middle = (low + high) / 2.0
+        if 1.0 - t_cdf(middle, df) > p:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2.0
+
+
+def corrected_level(alpha: float, comparisons: int, questions: int) -> float:
+    """Bonferroni: the one-sided level of each test when a run makes ``comparisons`` tests and ``questions``
+    questions have been asked so far (this one included), so that the chance of any false claim of
+    non-inferiority across all of them stays at most ``alpha``."""
+    if comparisons < 1 or questions < 1 or not 0.0 < alpha < 1.0:
+        raise ValueError("need alpha in (0, 1) and at least one comparison and one question")
+    return alpha / (comparisons * questions)
+
+
+@dataclass(frozen=True)
+class NonInferiority:
+    """One task and arm: the paired excess loss of the reference (Agora minus the arm, per seed; positive:
+    Agora worse), its mean, its one-sided upper confidence bound at the corrected level, and whether the
+    bound lies below the margin (Agora is no worse than the arm by more than the margin)."""
+
+    n: int
+    mean: float
+    sd: float
+    level: float  # the one-sided level of this test (already corrected)
+    critical: float  # t_{1 - level, n - 1}
+    upper: float  # mean + critical * sd / sqrt(n)
+    margin: float
+
+    @property
+    def non_inferior(self) -> bool:
+        return self.upper < self.margin
+
+
+def non_inferiority(excess: Sequence[float], margin: float, level: float) -> NonInferiority:
+    """The test on paired differences ``excess`` (reference minus arm, one per seed) at one-sided ``level``."""
+    xs = [float(v) for v in excess]
+    if len(xs) < 2:
+        raise ValueError("a non-inferiority test needs at least two paired differences")
+    if margin <= 0:
+        raise ValueError("the margin must be positive")
+    mean = sum(xs) / len(xs)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
+    critical = t_upper_quantile(level, len(xs) - 1)
+    return NonInferiority(len(xs), mean, sd, level, critical, mean + critical * sd / math.sqrt(len(xs)), margin)

@@ -1,0 +1,364 @@
+"""`python -m eval.compare.confirm`: the confirmatory run that `QUESTION-11.md` freezes.
+
+    python -m eval.compare.confirm [--out eval/compare/results/confirm-11] [--jobs 2]
+    python -m eval.compare.confirm --resume            # go on where a stopped run left off
+    python -m eval.compare.confirm --report            # only the tables and plots, from runs.jsonl
+    python -m eval.compare.confirm --recheck noisy:agora:SEED ...   # rerun stored runs, compare
+
+Everything that could be chosen after seeing an outcome is fixed here and in `QUESTION-11.md`, which
+must be committed, unchanged since, before the run starts: the seeds (`seeds_from_commit`: 40 seeds
+from a hash of the commit that added the question file, none of them used before), every task and arm,
+3 workers x 8 evaluations, the setting `git agora init` writes (no `--ucb`), the margins (each task's
+reach), and the level (one-sided 0.05, divided by the 12 comparisons and the 11 questions asked so far).
+Only how many processes run at once (`--jobs`) and where the files go can be chosen, and neither
+changes a result.
+
+Runs go in seed order (every task and arm of a seed before the next seed), each appended to
+`runs.jsonl` as it finishes, so a run stopped part way keeps whole seeds and `--resume` finishes it.
+At the end, and with `--report`: `results.md`/`results.csv`/`runs.csv`/`compare-TASK.png` (run.py's
+table and plots) and `confirm.md`/`confirm.csv`/`confirm.png`, the non-inferiority test per task and
+arm, computed on the seeds where every arm of the task finished (a partial run says so in every file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import stats
+from .arms import ARMS, LABELS
+from .community import found_template, run_community
+from .report import REFERENCE
+from .run import ROOT, prepare, write_report
+from .tasks import TASKS
+
+HERE = Path(__file__).resolve().parent
+QUESTION = HERE / "QUESTION-11.md"
+SEEDS_PER_TASK = 40
+SEED_LOW, SEED_SPAN = 1_000_000, 9_000_000  # every seed used before this question is below 10,000
+WORKERS, BUDGET = 3, 8
+ALPHA = 0.05  # one-sided, for the whole family below
+QUESTIONS_ASKED = 11  # QUESTION.md, QUESTION-2.md .. QUESTION-10.md, and QUESTION-11.md
+COMPARED = tuple(a for a in ARMS if a != REFERENCE)
+COMPARISONS = len(TASKS) * len(COMPARED)  # 4 tasks x 3 arms
+MARGINS = {name: task.reach for name, task in TASKS.items()}  # demo 0.001, noisy 0.01, deceptive 0.05, wide 0.02
+
+
+def seeds_from_commit(sha: str, count: int) -> list[int]:
+    """The seed rule: seed i is SEED_LOW + (the first 8 bytes of sha256("SHA/i"), big-endian) mod
+    SEED_SPAN, for i = 0, 1, ..., a seed already drawn skipped, until `count` seeds. A function of the
+    freezing commit's name and the count only: no outcome can move it, and a longer list starts with a
+    shorter one."""
+    if not re.fullmatch(r"[0-9a-f]{40}", sha):
+        raise ValueError(f"not a full commit name: {sha!r}")
+    seeds: list[int] = []
+    i = 0
+    while len(seeds) < count:
+        digest = hashlib.sha256(f"{sha}/{i}".encode()).digest()
+        seed = SEED_LOW + int.from_bytes(digest[:8], "big") % SEED_SPAN
+        if seed not in seeds:
+            seeds.append(seed)
+        i += 1
+    return seeds
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"git {' '.join(args)}: {done.stderr.strip() or 'failed'}")
+    return done.stdout.strip()
+
+
+def freezing_commit(question: Path = QUESTION, root: Path = ROOT) -> str:
+    """The commit that added the question file. Refuses a question that is not committed, or changed since
+    (in a later commit or in the work tree): the seeds and the rule must be those frozen."""
+    relative = str(question.resolve().relative_to(root.resolve()))
+    history = _git(root, "log", "--format=%H", "--", relative).split()
+    if not history:
+        raise SystemExit(f"{relative} is not committed: commit the question before the run")
+    if len(history) > 1:
+        raise SystemExit(f"{relative} changed after it was frozen ({len(history)} commits touch it)")
+    if _git(root, "status", "--porcelain", "--", relative):
+        raise SystemExit(f"{relative} differs from its frozen commit: restore it")
+    return history[0]
+
+
+def check_code_committed(root: Path = ROOT) -> str:
+    """HEAD, when the code the run uses is committed (a rerun of the command must reproduce the run)."""
+    dirty = _git(root, "status", "--porcelain", "--untracked-files=no", "--", "src", "eval", "pyproject.toml")
+    if any(line.endswith(".py") or line.endswith(".toml") for line in dirty.splitlines()):
+        raise SystemExit("uncommitted changes to the code in src/ or eval/: commit them before the run")
+    return _git(root, "rev-parse", "HEAD")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One task and arm of the confirmatory table."""
+
+    task: str
+    arm: str
+    seeds: int
+    arm_mean: float  # the arm's reported best (true loss), mean over the seeds
+    agora_mean: float
+    test: stats.NonInferiority
+
+    def as_dict(self) -> dict[str, Any]:
+        t = self.test
+        return {
+            "task": self.task,
+            "arm": self.arm,
+            "seeds": self.seeds,
+            "arm_reported_true": self.arm_mean,
+            "agora_reported_true": self.agora_mean,
+            "agora_minus_arm": t.mean,
+            "sd": t.sd,
+            "level": t.level,
+            "critical_t": t.critical,
+            "upper_bound": t.upper,
+            "margin": t.margin,
+            "non_inferior": t.non_inferior,
+        }
+
+
+def complete_seeds(records: list[dict[str, Any]], task: str) -> list[int]:
+    """The seeds where every arm of `task` finished (only these pair)."""
+    done: dict[int, set[str]] = {}
+    for r in records:
+        if r["task"] == task:
+            done.setdefault(r["seed"], set()).add(r["arm"])
+    return sorted(seed for seed, arms in done.items() if arms >= set(ARMS))
+
+
+def confirm_rows(records: list[dict[str, Any]], level: float, margins: dict[str, float] = MARGINS) -> list[Row]:
+    """The non-inferiority test per task and compared arm, over the task's complete seeds."""
+    rows = []
+    for task in [t for t in TASKS if any(r["task"] == t for r in records)]:
+        seeds = set(complete_seeds(records, task))
+        if len(seeds) < 2:
+            continue
+        value = {(r["arm"], r["seed"]): r["reported_true"] for r in records if r["task"] == task}
+        order = sorted(seeds)
+        agora = [value[(REFERENCE, s)] for s in order]
+        for arm in COMPARED:
+            other = [value[(arm, s)] for s in order]
+            test = stats.non_inferiority([a - o for a, o in zip(agora, other)], margins[task], level)
+            rows.append(Row(task, arm, len(order), sum(other) / len(other), sum(agora) / len(agora), test))
+    return rows
+
+
+def verdicts(rows: list[Row]) -> dict[str, bool]:
+    """Per task: confirmed when Agora is non-inferior to every compared arm."""
+    out: dict[str, bool] = {}
+    for row in rows:
+        out[row.task] = out.get(row.task, True) and row.test.non_inferior
+    return out
+
+
+def markdown(rows: list[Row], note: str) -> str:
+    lines = [
+        "| task | arm | seeds | arm's reported best | Agora's | Agora minus arm (mean) | sd | corrected upper bound "
+        "| margin | Agora no worse by more than the margin |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        t = row.test
+        lines.append(
+            f"| {row.task} | {LABELS[row.arm]} | {row.seeds} | {row.arm_mean:.4f} | {row.agora_mean:.4f} "
+            f"| {t.mean:+.4f} | {t.sd:.4f} | {t.upper:+.4f} | {t.margin:g} | {'yes' if t.non_inferior else 'no'} |"
+        )
+    lines.append("")
+    lines += [f"- **{task}: {'confirmed' if ok else 'not confirmed'}**" for task, ok in verdicts(rows).items()]
+    return "\n".join(lines) + "\n\n" + note
+
+
+def plot(path: Path, rows: list[Row]) -> None:
+    """One panel per task: per arm, the mean excess of Agora (dot) up to its corrected upper bound (bar),
+    and the margin (dashed): a bar that ends left of the line is non-inferior."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(dict.fromkeys(r.task for r in rows))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.4), squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        mine = [r for r in rows if r.task == task]
+        for k, row in enumerate(mine):
+            color = "#2ca02c" if row.test.non_inferior else "#d62728"
+            ax.plot([row.test.mean, row.test.upper], [k, k], color=color, linewidth=3)
+            ax.plot([row.test.mean], [k], "o", color=color)
+        ax.axvline(mine[0].test.margin, linestyle="--", color="black", label="margin")
+        ax.axvline(0.0, color="#999999", linewidth=0.8)
+        ax.set_yticks(range(len(mine)), [LABELS[r.arm] for r in mine])
+        ax.set_title(f"{task} ({mine[0].seeds} seeds)")
+        ax.set_xlabel("Agora minus arm: mean .. corrected upper bound")
+    axes[0][0].legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_confirm(out: Path, records: list[dict[str, Any]], note: str) -> list[Row]:
+    level = stats.corrected_level(ALPHA, COMPARISONS, QUESTIONS_ASKED)
+    rows = confirm_rows(records, level)
+    (out / "confirm.md").write_text(markdown(rows, note))
+    with open(out / "confirm.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0].as_dict()) if rows else ["task"])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: f"{v:.6g}" if isinstance(v, float) else v for k, v in row.as_dict().items()})
+    if rows:
+        plot(out / "confirm.png", rows)
+    return rows
+
+
+def read_runs(path: Path) -> list[dict[str, Any]]:
+    """The records of runs.jsonl (a line cut short by a stop is skipped)."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def describe(freeze: str, seeds: list[int], head: str, done: int, planned: int, timing: str) -> str:
+    level = stats.corrected_level(ALPHA, COMPARISONS, QUESTIONS_ASKED)
+    state = "complete" if done == planned else f"PARTIAL: {done} of {planned} community runs finished"
+    return (
+        f"{state}. Question {QUESTION.name}, frozen in commit {freeze}; code at {head}. "
+        f"Seeds: {len(seeds)} per task, sha256('{freeze}/i') rule ({seeds[0]}, {seeds[1]}, ... {seeds[-1]}). "
+        f"{WORKERS} workers x {BUDGET} evaluations, every task and arm, [ucb] as git agora init writes it. "
+        f"Non-inferiority per task and arm: Agora minus the arm's reported best (true loss), one-sided level "
+        f"{ALPHA} / ({COMPARISONS} comparisons x {QUESTIONS_ASKED} questions) = {level:.3g}; margins (each task's "
+        f"reach): {', '.join(f'{t} {m:g}' for t, m in MARGINS.items())}. "
+        f"{timing}\n"
+        f"Command: `python -m eval.compare.confirm` (then `--resume` if it stopped)\n"
+    )
+
+
+def recheck(out: Path, keys: list[str]) -> int:
+    """Rerun stored runs (TASK:ARM:SEED) with the same templates' setting and compare them value by value."""
+    stored = {(r["task"], r["arm"], r["seed"]): r for r in read_runs(out / "runs.jsonl")}
+    work = ROOT / "bench-out" / "confirm-recheck"
+    prepare(work)
+    _environment(work)
+    differ = 0
+    templates: dict[str, dict] = {}
+    for key in keys:
+        task, arm, seed_text = (key.split(":") + ["", ""])[:3]
+        if (task, arm, int(seed_text or -1)) not in stored:
+            raise SystemExit(f"--recheck {key}: no such run in {out / 'runs.jsonl'}")
+        old = stored[(task, arm, int(seed_text))]
+        if task not in templates:
+            templates[task] = found_template(TASKS[task], work / f"template-{task}", {})
+        new = run_community(task, arm, int(seed_text), WORKERS, BUDGET, templates[task], work / key.replace(":", "-"))
+        same = [(a["choices"], a["measured"], a["slot"]) for a in old["ledger"]] == [
+            (b["choices"], b["measured"], b["slot"]) for b in new["ledger"]
+        ] and old["reported_true"] == new["reported_true"]
+        differ += not same
+        verdict = "identical" if same else "DIFFERS"
+        print(f"{key}: {verdict} (reported {old['reported_true']} then {new['reported_true']})")
+    shutil.rmtree(work, ignore_errors=True)
+    return 1 if differ else 0
+
+
+def _environment(work: Path) -> None:
+    from git_agora.demo.run import environment
+
+    os.environ["XDG_CONFIG_HOME"] = str(work / "config")  # the accounts' signing keys: not the user's
+    os.environ.pop("AGORA_ACCOUNT", None)
+    os.environ["PATH"] = environment()["PATH"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eval.compare.confirm", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "confirm-11", help="output folder")
+    parser.add_argument("--jobs", type=int, default=2, help="community runs at once (processes)")
+    parser.add_argument("--resume", action="store_true", help="keep runs.jsonl's runs and do only the others")
+    parser.add_argument("--report", action="store_true", help="only write the tables and plots from runs.jsonl")
+    parser.add_argument("--recheck", nargs="+", metavar="TASK:ARM:SEED", help="rerun stored runs and compare")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    out = args.out.resolve()
+    if args.recheck:
+        return recheck(out, args.recheck)
+    freeze = freezing_commit()
+    seeds = seeds_from_commit(freeze, SEEDS_PER_TASK)
+    planned = [(task, arm, seed) for seed in seeds for task in TASKS for arm in ARMS]
+    path = out / "runs.jsonl"
+    if args.report:
+        records = read_runs(path)
+        head = records[0].get("code", "?") if records else "?"
+        timing = f"{sum(r['wall_s'] for r in records):.0f} s of community rounds in all (summed over runs)."
+        return report(out, records, describe(freeze, seeds, head, len(records), len(planned), timing))
+    head = check_code_committed()
+    out.mkdir(parents=True, exist_ok=True)
+    records = read_runs(path) if args.resume else []
+    if not args.resume and path.exists() and records:
+        raise SystemExit(f"{path} holds runs: --resume to go on, or choose another --out")
+    have = {(r["task"], r["arm"], r["seed"]) for r in records}
+    todo = [run for run in planned if run not in have]
+    work = ROOT / "bench-out" / "confirm-work"
+    prepare(work)
+    _environment(work)
+    started = time.perf_counter()
+    templates = {name: found_template(TASKS[name], work / f"template-{name}", {}) for name in TASKS}
+    with (
+        open(path, "a") as sink,
+        ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool,
+    ):
+        futures = [
+            pool.submit(run_community, t, a, s, WORKERS, BUDGET, templates[t], work / f"{t}-{a}-{s}")
+            for t, a, s in todo
+        ]
+        for number, future in enumerate(as_completed(futures), 1):
+            record = future.result()
+            record["code"] = head
+            sink.write(json.dumps(record) + "\n")
+            sink.flush()
+            print(
+                f"[{len(have) + number}/{len(planned)}] {record['task']:<9} {record['arm']:<9} "
+                f"seed {record['seed']}: reported {record['reported_true']:.4f} (true), "
+                f"{len(record['errors'])} errors, {record['wall_s']:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    records = read_runs(path)
+    wall = time.perf_counter() - started
+    shutil.rmtree(work, ignore_errors=True)
+    timing = f"This invocation: {wall:.0f} s wall with --jobs {args.jobs} on {os.cpu_count()} cores."
+    return report(out, records, describe(freeze, seeds, head, len(records), len(planned), timing))
+
+
+def report(out: Path, records: list[dict[str, Any]], note: str) -> int:
+    if not records:
+        raise SystemExit(f"no runs in {out / 'runs.jsonl'}")
+    order = {seed: i for i, seed in enumerate(dict.fromkeys(r["seed"] for r in records))}
+    records.sort(key=lambda r: (list(TASKS).index(r["task"]), ARMS.index(r["arm"]), order[r["seed"]]))
+    write_report(out, records, note)
+    rows = write_confirm(out, records, note)
+    for task, ok in verdicts(rows).items():
+        print(f"{task}: {'confirmed' if ok else 'not confirmed'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

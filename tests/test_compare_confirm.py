@@ -1,0 +1,129 @@
+"""The confirmatory question's pure parts (`QUESTION-11.md`, `eval/compare/confirm.py`, `stats.py`): the
+corrected one-sided bound on hand-computed numbers, the seed rule (a function of the freezing commit
+only), the pairing over complete seeds, and the refusal to run an unfrozen or changed question."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from eval.compare import confirm, stats  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "table"),
+    [(0.05, 4, 2.132), (0.025, 4, 2.776), (0.005, 4, 4.604), (0.025, 30, 2.042), (0.05, 1, 6.314), (0.005, 10, 3.169)],
+)
+def test_the_one_sided_critical_value_is_the_t_tables(p, df, table):
+    assert stats.t_upper_quantile(p, df) == pytest.approx(table, abs=6e-4)
+
+
+def test_the_t_distribution_is_symmetric_and_its_median_is_zero():
+    assert stats.t_cdf(0.0, 7) == pytest.approx(0.5)
+    assert stats.t_cdf(-1.3, 5) == pytest.approx(1 - stats.t_cdf(1.3, 5))
+    assert stats.t_cdf(1.0, 1) == pytest.approx(0.75)  # Cauchy: 1/2 + atan(1)/pi
+
+
+def test_the_bound_on_hand_computed_numbers_and_the_correction_makes_it_harder():
+    # d = 0, .02, .01, .03, .04: mean .02, sd sqrt(.001 / 4) = .0158114, sd / sqrt(5) = .0070711
+    excess = [0.0, 0.02, 0.01, 0.03, 0.04]
+    alone = stats.non_inferiority(excess, margin=0.05, level=0.05)
+    assert (alone.n, alone.mean, alone.sd) == (5, pytest.approx(0.02), pytest.approx(0.0158114, abs=1e-7))
+    assert alone.upper == pytest.approx(0.02 + 2.1318 * 0.0070711, abs=1e-5)  # 0.035075
+    assert alone.non_inferior
+    # the same data, one of ten tests: t(0.995, 4) = 4.604, so .02 + 4.604 x .0070711 = .05256 > .05
+    level = stats.corrected_level(0.05, comparisons=5, questions=2)
+    assert level == pytest.approx(0.005)
+    corrected = stats.non_inferiority(excess, margin=0.05, level=level)
+    assert corrected.upper == pytest.approx(0.05256, abs=1e-4)
+    assert not corrected.non_inferior
+    assert stats.non_inferiority(excess, margin=0.0352, level=0.05).non_inferior
+    assert not stats.non_inferiority(excess, margin=0.0350, level=0.05).non_inferior
+
+
+def test_the_eleventh_questions_level_counts_every_test_and_every_question():
+    assert confirm.COMPARISONS == 12 and confirm.QUESTIONS_ASKED == 11
+    level = stats.corrected_level(confirm.ALPHA, confirm.COMPARISONS, confirm.QUESTIONS_ASKED)
+    assert level == pytest.approx(0.05 / 132)
+    assert stats.t_upper_quantile(level, 39) == pytest.approx(3.654, abs=1e-3)
+    more = stats.corrected_level(confirm.ALPHA, confirm.COMPARISONS, confirm.QUESTIONS_ASKED + 1)
+    assert stats.t_upper_quantile(more, 39) > stats.t_upper_quantile(level, 39)  # another question: harder
+
+
+def test_bad_inputs_are_refused():
+    for call in (
+        lambda: stats.non_inferiority([0.1], 0.01, 0.05),
+        lambda: stats.non_inferiority([0.1, 0.2], 0.0, 0.05),
+        lambda: stats.corrected_level(0.05, 0, 11),
+        lambda: stats.t_upper_quantile(0.5, 3),
+        lambda: confirm.seeds_from_commit("HEAD", 3),
+    ):
+        with pytest.raises(ValueError):
+            call()
+
+
+def test_the_seed_rule_is_a_function_of_the_commit_name_only():
+    sha = "0" * 40
+    # sha256("000...0/0") starts cbe92dc2dd6e3390 = 14693325574234846096; mod 9,000,000 = 4,846,096
+    assert confirm.seeds_from_commit(sha, 5) == [5846096, 9995374, 1368666, 6388733, 4283457]
+    assert confirm.seeds_from_commit(sha, 5) == confirm.seeds_from_commit(sha, 5)
+    assert confirm.seeds_from_commit(sha, 40)[:5] == confirm.seeds_from_commit(sha, 5)  # a longer list extends
+    seeds = confirm.seeds_from_commit("ab" * 20, 40)
+    assert len(set(seeds)) == 40 and all(1_000_000 <= s < 10_000_000 for s in seeds)  # never an earlier seed
+    assert seeds != confirm.seeds_from_commit("ac" * 20, 40)
+
+
+def record(task: str, arm: str, seed: int, value: float) -> dict:
+    return {"task": task, "arm": arm, "seed": seed, "reported_true": value}
+
+
+def test_the_table_pairs_only_seeds_where_every_arm_finished():
+    runs = []
+    for seed, agora in ((1, 1.00), (2, 1.02), (3, 1.01)):
+        runs += [record("noisy", "agora", seed, agora), record("noisy", "flat_log", seed, 1.03)]
+        runs += [record("noisy", "isolated", seed, agora - 0.01), record("noisy", "planner", seed, agora)]
+    runs += [record("noisy", "agora", 4, 2.0), record("noisy", "isolated", 4, 1.0)]  # seed 4: unfinished
+    assert confirm.complete_seeds(runs, "noisy") == [1, 2, 3]
+    rows = {row.arm: row for row in confirm.confirm_rows(runs, level=0.05)}
+    assert set(rows) == {"isolated", "flat_log", "planner"} and rows["isolated"].seeds == 3
+    iso = rows["isolated"].test  # Agora minus isolated: 0.01 on every seed, sd 0
+    assert (iso.mean, iso.upper, iso.non_inferior) == (pytest.approx(0.01), pytest.approx(0.01), False)
+    flat = rows["flat_log"].test  # -0.03, -0.01, -0.02: mean -0.02, sd 0.01, t(0.95, 2) = 2.920
+    assert flat.upper == pytest.approx(-0.02 + 2.920 * 0.01 / math.sqrt(3), abs=1e-4)
+    assert flat.non_inferior and rows["planner"].test.non_inferior  # equal on every seed: 0 < 0.01
+    assert confirm.verdicts(list(rows.values())) == {"noisy": False}
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_question_runs_only_as_frozen(tmp_path):
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "config", "user.email", "t@example.org")
+    git(tmp_path, "config", "user.name", "t")
+    git(tmp_path, "commit", "-q", "--allow-empty", "-m", "start")
+    question = tmp_path / "Q.md"
+    question.write_text("the rule\n")
+    with pytest.raises(SystemExit, match="not committed"):
+        confirm.freezing_commit(question, tmp_path)
+    git(tmp_path, "add", "Q.md")
+    git(tmp_path, "commit", "-q", "-m", "freeze")
+    frozen = git(tmp_path, "rev-parse", "HEAD")
+    (tmp_path / "other.txt").write_text("later work\n")
+    git(tmp_path, "add", "other.txt")
+    git(tmp_path, "commit", "-q", "-m", "later")
+    assert confirm.freezing_commit(question, tmp_path) == frozen  # later commits elsewhere keep the seeds
+    question.write_text("the rule, edited after seeing something\n")
+    with pytest.raises(SystemExit, match="differs from its frozen commit"):
+        confirm.freezing_commit(question, tmp_path)
+    git(tmp_path, "commit", "-q", "-am", "edit")
+    with pytest.raises(SystemExit, match="changed after it was frozen"):
+        confirm.freezing_commit(question, tmp_path)
