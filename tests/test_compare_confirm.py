@@ -127,3 +127,40 @@ def test_a_question_runs_only_as_frozen(tmp_path):
     git(tmp_path, "commit", "-q", "-am", "edit")
     with pytest.raises(SystemExit, match="changed after it was frozen"):
         confirm.freezing_commit(question, tmp_path)
+
+
+def test_the_noisy_diagnosis_of_a_hand_made_run():
+    """A lucky result A (measured 1.05, true 1.07) leads; B, built on it, is truly better by 0.02 but
+    measured worse: the reported best is an artefact, and the two verifications that reran A reproduced
+    its luck."""
+    from eval.compare import noisy_diagnostic
+
+    def row(sha, parent, slot, setting, measured, true, seed="0"):
+        choices = f"{setting};SEED={seed}"
+        return {"sha": sha, "parent": parent, "slot": slot, "setting": setting, "choices": choices,
+                "measured": measured, "true": true, "round": 0}  # fmt: skip
+
+    template = {"baseline_setting": "K0=4", "baseline": 1.2, "baseline_true": 1.2}
+    ledger = [
+        row("a", "base", "exploit", "K0=5", 1.05, 1.07),
+        row("b", "a", "exploit", "K0=6", 1.06, 1.05),
+        row("c", "a", "explore_novel", "K0=3", 1.10, 1.09),
+        row("d", "c", "exploit", "K0=3", 1.11, 1.09, seed="77"),  # a replicate of C under another SEED
+    ]
+    record = {"arm": "agora", "seed": 7, "ledger": ledger, "verification_targets": ["a", "a", "b"], "verifications": 3}
+    got = noisy_diagnostic.diagnose(record, template)
+    assert got["reported_setting"] == "K0=5" and got["artefact"]
+    assert got["reported_luck"] == pytest.approx(-0.02)
+    assert (got["reported_verifications"], got["built_on_reported"], got["built_on_reported_exploit"]) == (2, 2, 1)
+    assert (got["distinct_settings"], got["truly_better_settings"], got["results_not_seed_0"]) == (4, 1, 1)
+    assert (got["reported_evaluations"], got["reported_seeds"]) == (1, 1)
+
+
+def test_the_wilson_interval_and_the_binomial_tail_on_hand_computed_numbers():
+    from eval.compare.noisy_diagnostic import binomial_tail, wilson
+
+    assert wilson(0, 9) == (pytest.approx(0.0, abs=1e-12), pytest.approx(0.2991, abs=1e-4))
+    assert wilson(3, 9) == (pytest.approx(0.1206, abs=1e-4), pytest.approx(0.6458, abs=1e-4))
+    assert binomial_tail(20, 0.25, 0, 0) == pytest.approx(0.75**20)  # 0.003171
+    assert binomial_tail(4, 0.5, 0, 4) == pytest.approx(1.0)
+    assert binomial_tail(4, 0.5, 3, 4) == pytest.approx(5 / 16)
