@@ -248,3 +248,21 @@ def test_a_commit_dated_more_than_ten_minutes_ahead_is_pending(project):
     for ahead in (1200, 82_800):
         assert any(reason.startswith("dated in the future") for reason in rejected[shas[ahead]]), rejected
         assert shas[ahead] not in valid
+
+
+def test_verify_reads_the_targets_policy_once(task_project, monkeypatch):
+    """The policy in force for the target judges the rerun and names the verdict's metric: asked once."""
+    from git_agora.ops.verify import verify
+    from git_agora.project import Project
+
+    a, b = task_project
+    set_choice(a, "ORDER", "ORDER = 3")
+    honest = agora(a, "push", "--check", "-m", "order 3", "--tag", "result", "--json").json()
+    agora(b, "fetch")
+    asked: list[str] = []
+    policy = Project.policy
+    monkeypatch.setattr(Project, "policy", lambda self, sha: asked.append(sha) or policy(self, sha))
+    done = verify(Project.open(b), honest["sha"])
+    assert done.verdict == "confirmed" and done.published is not None
+    assert asked == [honest["sha"]]
+    assert agora(b, "show", done.published.sha, "--json").json()["metrics"] == {"bpc": done.judgement.reproduced["bpc"]}

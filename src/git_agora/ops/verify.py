@@ -88,12 +88,14 @@ def weigh(project: Project, sha: str | None) -> Weight:
 
 @dataclass(frozen=True)
 class Reproduction:
-    """A claim re-evaluated here: the judgement and what a verification records about it."""
+    """A claim re-evaluated here: the judgement and what a verification records about it, under the
+    metric of the policy in force for the target (`metric`: what its verification reports)."""
 
     target: Contribution
     judgement: Judgement
     metadata: dict[str, Any]
     run_folder: str | None = None
+    metric: str | None = None
 
 
 def reproduce(
@@ -148,7 +150,7 @@ def reproduce(
         "sandbox": evaluation.sandbox,
         "limits": record["limits"],
     }
-    return Reproduction(target, judgement, metadata, evaluation.run_folder)
+    return Reproduction(target, judgement, metadata, evaluation.run_folder, config.metric)
 
 
 def verify(
@@ -172,8 +174,7 @@ def verify(
     assert target.sha is not None and target.tree is not None
     if not publish_verdict:
         return Verification(target.sha, judgement, metadata, None, done.run_folder, weigh(project, None))
-    metric = project.policy(target.sha).config.metric
-    verification = verification_of(project.account, target, judgement, metadata, metric)
+    verification = verification_of(project.account, target, judgement, metadata, done.metric)
     published = publish(project, verification, target.tree)
     return Verification(target.sha, judgement, metadata, published, done.run_folder, weigh(project, published.sha))
 
