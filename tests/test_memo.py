@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from agora_testing import git
-from git_agora import memo
+import os
+
+from agora_testing import agora, git
+from git_agora import amendments, memo
 from git_agora.policy import POLICY_MEMO, policy_sha_for
 from git_agora.project import Project
 
@@ -28,10 +30,21 @@ def test_remembered_facts_are_recalled_bounded_and_optional(tmp_path, monkeypatc
 
 
 def test_the_policy_in_force_is_found_once_per_contribution(project, monkeypatch):
+    """Remembered per contribution; a contribution built on one remembered needs no git process (its
+    first-parent line is walked to the remembered one), and a line longer than the walk asks git."""
+    first = agora(project, "post", "-m", "one", "--tag", "insight", "--json").json()["sha"]
+    second = agora(project, "post", "-m", "two", "--tag", "insight", "--parent", first, "--json").json()["sha"]
     p = Project.open(project)
     setup = p.setup
+    os.unlink(os.path.join(p.repo.agora_path, POLICY_MEMO))  # what the posts remembered
     assert policy_sha_for(p.repo, setup, setup) == setup
     assert memo.recall(p.repo.agora_path, POLICY_MEMO, f"{setup}-{setup}") == setup
+    ran = type(p.repo.git).run
     monkeypatch.setattr(type(p.repo.git), "run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran git")))
     assert policy_sha_for(p.repo, setup, setup) == setup
+    assert policy_sha_for(p.repo, second, setup) == setup  # walked: second, first, then the setup's answer
+    assert memo.recall(p.repo.agora_path, POLICY_MEMO, f"{setup}-{second}") == setup
+    monkeypatch.setattr(type(p.repo.git), "run", ran)
+    monkeypatch.setattr(amendments, "WALK", 0)
+    assert policy_sha_for(p.repo, first, setup) == setup  # git's candidates (none)
     assert git(project, "rev-parse", setup).strip() == setup

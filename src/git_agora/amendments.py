@@ -17,25 +17,37 @@ def is_amendment(contribution: Contribution, root_account: str | None) -> bool:
 
 def policy_sha_for(repo: Repository, sha: str, root: str) -> str:
     """The policy in force for `sha`: the nearest amendment by the setup's account on its first-parent
-    line (itself included), else the setup. Amendments are rare: git finds the candidates. The answer
-    depends on immutable commits only, so it is remembered per clone (`memo`): publishing on the same
-    contribution again does not walk its first-parent line again."""
-    from .memo import recall, remember
+    line (itself included), else the setup. The answer depends on immutable commits only, so it is
+    remembered per clone (`memo`), and it is the first parent's answer unless `sha` is an amendment: the
+    line is walked here up to a commit whose answer is remembered (a post on a contribution built on one
+    posted on before: a step or two, no git process). Beyond `WALK` steps git finds the candidates
+    (amendments are rare)."""
+    from .memo import facts, remember
 
-    key = f"{root}-{sha}"
-    known = recall(repo.agora_path, POLICY_MEMO, key)
-    if known is not None:
-        return known
-    root_account = account_of(repo, root)
-    out = repo.git.run("log", "--first-parent", "--format=%H", "-E", f"--grep=^Agora-Tag: {POLICY_TAG}$", sha)
-    found = root
-    for candidate in out.split():
-        contribution = repo.contribution(candidate)
+    known = facts(repo.agora_path, POLICY_MEMO)
+    found = known.get(f"{root}-{sha}")
+    if found is not None:
+        return found
+    root_account, at = account_of(repo, root), sha
+    for _ in range(WALK):
+        contribution = repo.contribution(at)
         if contribution is not None and is_amendment(contribution, root_account):
-            found = candidate
+            found = at
             break
-    remember(repo.agora_path, POLICY_MEMO, key, found)
+        parents = contribution.parents if contribution else getattr(repo.commit_info(at), "parents", ())
+        at = parents[0] if parents else root
+        found = known.get(f"{root}-{at}") if parents else root
+        if found is not None:
+            break
+    if found is None:
+        out = repo.git.run("log", "--first-parent", "--format=%H", "-E", f"--grep=^Agora-Tag: {POLICY_TAG}$", at)
+        amendments = (c.sha for c in map(repo.contribution, out.split()) if c and is_amendment(c, root_account))
+        found = next(amendments, None) or root
+    remember(repo.agora_path, POLICY_MEMO, f"{root}-{sha}", found)
     return found
+
+
+WALK = 8  # first-parent steps taken here before git is asked (`policy_sha_for`)
 
 
 def account_of(repo: Repository, sha: str) -> str | None:

@@ -11,11 +11,13 @@ KEEP = 256
 
 
 def recall(folder: str | os.PathLike[str], kind: str, key: str) -> str | None:
-    for line in _lines(os.path.join(folder, kind)):
-        found, _, value = line.partition(" ")
-        if found == key and value:
-            return value
-    return None
+    return facts(folder, kind).get(key)
+
+
+def facts(folder: str | os.PathLike[str], kind: str) -> dict[str, str]:
+    """Every remembered fact of this kind, key -> value (one read of the file, for many keys)."""
+    pairs = (line.partition(" ") for line in _lines(os.path.join(folder, kind)))
+    return {key: value for key, _, value in pairs if value}
 
 
 def remember(folder: str | os.PathLike[str], kind: str, key: str, value: str) -> None:
