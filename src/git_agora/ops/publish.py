@@ -273,15 +273,19 @@ RECENT_ENTRIES = 200  # how far back in the account's log a duplicate publicatio
 def _onto_current_epoch(project: Project, base: str):
     """When `base` was scored under another evaluator than the current policy's
     (`ops.standing.current_policy`): that policy, and the paths either policy fixes (what a rerun of
-    `base` takes from it). Else None."""
+    `base` takes from it). Else None. An amendment is its own policy in force, so the index's policy
+    column names every candidate: only their rows are read, none without an amendment."""
     import pyarrow.compute as pc
 
     from ..policy import load_policy
-    from .indexing import load
+    from .indexing import load, load_rows
     from .standing import ROOT_COLUMNS, current_policy
 
-    contributions = load(project, ROOT_COLUMNS).contributions
-    current = current_policy(project.setup, contributions.filter(pc.fill_null(contributions["valid"], False)))
+    policies = pc.unique(load(project, ("policy",)).contributions["policy"]).drop_null().to_pylist()
+    if set(policies) <= {project.setup}:
+        return None
+    candidates = load_rows(project, ROOT_COLUMNS, [project.setup, *policies])
+    current = current_policy(project.setup, candidates.filter(pc.fill_null(candidates["valid"], False)))
     old = project.policy(base)
     if current == old.sha:
         return None
