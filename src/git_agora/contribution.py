@@ -60,7 +60,6 @@ def valid_account(name: str) -> bool:
 TAG_PATTERN = re.compile(f"^{TAG_VALUE}$")
 METRIC_NAME_PATTERN = re.compile(f"^{METRIC_NAME}$")
 _FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
-_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 _TRAILER_LINE = re.compile(r"^([A-Za-z0-9-]+):(.*)$", re.MULTILINE)
 _PATCH_DIVIDER = re.compile(r"^---([ \t\v\f\r]|$)")  # Git's isspace, ASCII only
 _CUT_LINE = "------------------------ >8 ------------------------"  # Git's scissors, after "# "
@@ -387,26 +386,6 @@ def decode_metadata(text: str) -> dict[str, object]:
     if not isinstance(value, dict):
         raise ContributionError("Agora-Meta is not a JSON object")
     return value
-
-
-def carries_run(metadata: Mapping[str, object]) -> bool:
-    """Whether a verdict's metadata records the rerun behind it, as `git agora verify` writes it: the
-    measured values (`reproduced`), the evaluator identity (`evaluator.sha256`), the sandbox flag and
-    the duration. A verdict without them (a hand-written `post --verdict`) is an opinion. The record is
-    a requirement, not proof: its author can forge it (who counts is the trust root's rule)."""
-    reproduced, evaluator, duration = metadata.get("reproduced"), metadata.get("evaluator"), metadata.get("duration_s")
-    return (
-        isinstance(reproduced, dict)
-        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in reproduced.values())
-        and isinstance(evaluator, dict)
-        and isinstance(evaluator.get("sha256"), str)
-        and bool(_SHA256.match(evaluator["sha256"]))
-        and isinstance(metadata.get("sandbox"), bool)
-        and isinstance(duration, (int, float))
-        and not isinstance(duration, bool)
-        and math.isfinite(duration)
-        and duration >= 0
-    )
 
 
 def json_depth(text: str) -> int:

@@ -1,6 +1,6 @@
 """Run-backed results: a result published with `push --check` carries the run record of that check
 (``check`` in Agora-Meta: the measured values, the evaluator identity, the sandbox flag, the duration,
-as `contribution.carries_run` reads a verdict's). One without it is *unchecked*: a number typed on the
+as `records.carries_run` reads a verdict's). One without it is *unchecked*: a number typed on the
 command line. This is a usability signal, not a defence: anyone can write such a record by hand, and
 only verification by others (``evidence``) says a claim reproduces. Readers mark an unchecked result
 where they would say "unverified", with the one word ``UNCHECKED``."""
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..contribution import carries_run
+from ..records import carries_run
 from .frame import Frame
 from .views import ranked_by_metric
 

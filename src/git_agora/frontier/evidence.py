@@ -96,7 +96,7 @@ class Verdicts:
     verdict: np.ndarray  # object array of "confirmed" / "partial" / "failed"
     current: np.ndarray  # bool
     verifier: np.ndarray  # int64 account code of the verifier
-    run_backed: np.ndarray  # bool: records its rerun (`contribution.carries_run`)
+    run_backed: np.ndarray  # bool: records its rerun (`records.carries_run`)
     standing: np.ndarray  # bool per account code: trusted from the start or established
     outranked: np.ndarray | None = None  # bool per verdict: a derived verdict the root's overrules (ranks)
     trusted: np.ndarray | None = None  # bool per account code: the trust root (default: ``standing``)

@@ -17,13 +17,13 @@ import pyarrow.compute as pc
 from ..contribution import (
     LIMITS,
     PENDING_FUTURE,
-    carries_run,
     encode_metadata,
     identity_problems,
     intrinsic_problems,
     time_problems,
 )
 from ..leaks import redact
+from ..records import carries_run
 from .listing import NOT_LISTED, listed_mask
 from .schema import ACCOUNTS, CONTRIBUTIONS, EDGES, TAGS, VERDICTS
 

@@ -23,11 +23,11 @@ from ..contribution import (
     READABLE_FORMATS,
     WITNESS_TAG,
     Trailer,
-    carries_run,
     git_identity,
     time_problems,
 )
 from ..leaks import secret_in
+from ..records import carries_run
 from .reader import RawCommit
 
 

@@ -4,8 +4,9 @@ the publish half (`git agora ci --publish DIR`), as data (docs/ci.md, "The split
 A folder: `bundle.json` (the header: `format`, the CI account, the setup it verified for, the claims the
 budget left) and `verdicts/<target sha>.json`, one file per claim the verify half took up (so that jobs
 on several machines can each write their own). Each holds the claim's SHA and either a verdict (the
-verdict, its fixed reason code and the rerun record `ops.verify.reproduce` returns as metadata) or why it
-was not rerun (`cause`: the claim's fault or the runner's, and a line for the summary).
+verdict, its fixed reason code and the rerun record `ops.verify.reproduce` returns, a `records.RunRecord`
+of today's era, every key) or why it was not rerun (`cause`: the claim's fault or the runner's, and a
+line for the summary).
 
 `write_bundle` is the one writer and `read_bundle` the one reader; the reader checks the shape only
 (known keys, types, sizes: a verify job that ran contributed code is not trusted for more), and
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AgoraError
+from ..records import RUN_KEYS, RunRecord
 
 FORMAT = 1
 HEADER = "bundle.json"
@@ -49,14 +51,14 @@ class Rerun:
     target: str
     verdict: str | None  # confirmed | partial | failed; None: not rerun
     reason: str  # a verdict: its fixed reason code (`evaluate.record.Reason` value); else a line for the summary
-    record: dict[str, Any] | None = None  # `reproduce`'s metadata, with a verdict only
+    record: RunRecord | None = None  # `reproduce`'s record, with a verdict only
     cause: str | None = None  # claim | environment, when not rerun
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         shown: dict[str, Any] = {"target": self.target, "verdict": self.verdict, "reason": self.reason}
         if self.verdict is not None:
-            shown["record"] = self.record
+            shown["record"] = self.record.to_metadata() if self.record else None
         else:
             shown["cause"] = self.cause
         return shown | {"seconds": self.seconds}
@@ -138,7 +140,22 @@ def _rerun(value: Any, where: str, target: str) -> Rerun:
         raise BundleError(f"{where}: the reason is not one printable line")
     if not _number(seconds) or seconds < 0:
         raise BundleError(f"{where}: seconds is not a number")
-    return Rerun(target, data["verdict"], reason, data.get("record"), data.get("cause"), float(seconds))
+    return Rerun(target, data["verdict"], reason, _record(data.get("record"), where), data.get("cause"), float(seconds))
+
+
+def _record(value: dict[str, Any] | None, where: str) -> RunRecord | None:
+    """A verdict's record: today's run record, every key of it and each of its type."""
+    if value is None:
+        return None
+    if set(value) != RUN_KEYS:
+        raise BundleError(
+            f"{where}: the record's fields are not the fixed ones ({', '.join(sorted(set(value) ^ RUN_KEYS))})"
+        )
+    record = RunRecord.read(value)
+    if record is None or record.unreadable:
+        wrong = ", ".join(record.unreadable if record else ("reproduced",))
+        raise BundleError(f"{where}: {wrong} is not what a rerun records")
+    return record
 
 
 def _read(path: Path) -> Any:

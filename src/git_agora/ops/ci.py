@@ -39,6 +39,7 @@ from ..identity.chain import ensure_pinned_identity
 from ..identity.keys import SigningKey, held_key, same_key
 from ..leaks import redact, secret_in
 from ..project import Project
+from ..records import RunRecord, WitnessRecord
 from ..refs.names import REMOTES_PREFIX, ROOT
 from .ci_summary import CiOutcome, CiSummary, NotRerun, summarise
 from .publish import Published, publish
@@ -73,7 +74,7 @@ class Checked:
     verification: str | None = None
     seconds: float = 0.0
     cause: NotRerun | None = None  # None: a verdict
-    record: dict[str, Any] | None = None  # the rerun record (`reproduce`'s metadata), for a verdict bundle
+    record: RunRecord | None = None  # the rerun record (`reproduce`'s), for a verdict bundle
 
     def to_dict(self) -> dict[str, Any]:
         shown = {k: v for k, v in self.__dict__.items() if k != "record"}
@@ -365,7 +366,7 @@ def _verify_within(
         published = _shared(done.published).sha if publish_verdicts else None
         seconds = round(time.monotonic() - began, 3)
         reason = done.judgement.reason
-        checked.append(Checked(sha, who, title, done.verdict, reason, published, seconds, None, done.metadata))
+        checked.append(Checked(sha, who, title, done.verdict, reason, published, seconds, None, done.record))
     return tuple(checked), ()
 
 
@@ -432,7 +433,7 @@ def _witness(project: Project, contributions: pa.Table, account: str) -> tuple[t
             tags=(WITNESS_TAG,),
             description=f"Witness: the tips of {count} as {account} saw them at {seen_at}",
             parents=(project.setup,),
-            metadata={"witness": {"tips": chunk}},
+            metadata=WitnessRecord(chunk).to_metadata(),
         )
         records.append(_shared(publish(project, record, setup.tree)).sha)
     return tuple(records), len(moved)

@@ -31,6 +31,7 @@ from ..evaluate.run import EvalRun
 from ..evaluate.sandbox import SandboxUnavailable
 from ..leaks import redact, secret_in
 from ..project import Project
+from ..records import RunRecord
 from .bundle import MAX_LINE, Bundle, BundleError, Rerun, read_bundle, write_bundle
 from .ci import (
     Budget,
@@ -49,24 +50,6 @@ from .publish import publish
 from .scorer_env import check_scorer_environment
 
 JUDGED = frozenset({Reason.REPRODUCED, Reason.PARTLY_REPRODUCED, Reason.CONTRADICTS_CLAIM, Reason.NO_CLAIMED_METRIC})
-RECORD_KEYS = frozenset(
-    {
-        "claimed",
-        "reproduced",
-        "difference",
-        "tolerance",
-        "reason",
-        "evaluator",
-        "claimed_under_evaluator",
-        "same_evaluator",
-        "output",
-        "hardware",
-        "duration_s",
-        "exit_status",
-        "sandbox",
-        "limits",
-    }
-)
 
 
 def verify_only(
@@ -142,8 +125,8 @@ def as_rerun(checked: Checked) -> Rerun:
         cause = (checked.cause or NotRerun.ENVIRONMENT).value
         line = redact(" ".join(checked.reason.split()))[:MAX_LINE]
         return Rerun(checked.target, None, line, None, cause, checked.seconds)
-    record = checked.record or {}
-    return Rerun(checked.target, checked.verdict, str(record.get("reason")), record, None, checked.seconds)
+    record = checked.record
+    return Rerun(checked.target, checked.verdict, str(record and record.reason), record, None, checked.seconds)
 
 
 def publish_bundle(project: Project, folder: Path | str, site_dir: Path | str | None = None, key=None) -> CiReport:
@@ -170,7 +153,7 @@ def publish_bundle(project: Project, folder: Path | str, site_dir: Path | str | 
 
 
 def publish_rerun(
-    project: Project, rerun: Rerun, accepted: dict[str, tuple[Judgement, dict[str, Any]]], publishing: bool = True
+    project: Project, rerun: Rerun, accepted: dict[str, tuple[Judgement, RunRecord]], publishing: bool = True
 ) -> Checked:
     """One claim of an accepted bundle: its verdict signed and published (unless not `publishing`: then
     kept as data, with its record, for a bundle), or why it was not rerun."""
@@ -191,7 +174,7 @@ def publish_rerun(
     return Checked(rerun.target, who, title, rerun.verdict, judgement.reason, published.sha, rerun.seconds)
 
 
-def accept(project: Project, bundle: Bundle, pending: tuple[str, ...]) -> dict[str, tuple[Judgement, dict[str, Any]]]:
+def accept(project: Project, bundle: Bundle, pending: tuple[str, ...]) -> dict[str, tuple[Judgement, RunRecord]]:
     """Each verdict's judgement and record as the publish half will publish them, once the whole
     bundle is checked (module docstring); BundleError, naming the first problem, otherwise."""
     if bundle.account != project.account:
@@ -208,60 +191,57 @@ def accept(project: Project, bundle: Bundle, pending: tuple[str, ...]) -> dict[s
     return accepted
 
 
-def _accepted(project: Project, rerun: Rerun) -> tuple[Judgement, dict[str, Any]]:
+def _accepted(project: Project, rerun: Rerun) -> tuple[Judgement, RunRecord]:
     from .verify import _verification, claimed_evaluator
 
     short = rerun.target[:12]
     target = project.contribution(rerun.target)
     policy = project.policy(rerun.target)
     config = policy.config
-    record = rerun.record or {}
-    if set(record) != RECORD_KEYS:
-        extra = sorted(set(record) ^ RECORD_KEYS)
-        raise BundleError(f"{short}: the record's fields are not the fixed ones ({', '.join(extra)})")
+    record = rerun.record
+    assert record is not None  # a verdict's, read whole by `bundle.read_bundle`
     try:
-        code = Reason(record["reason"])
+        code = Reason(record.reason)
     except ValueError:
-        raise BundleError(f"{short}: {str(record['reason'])[:40]!r} is not a fixed reason") from None
+        raise BundleError(f"{short}: {str(record.reason)[:40]!r} is not a fixed reason") from None
     if rerun.reason != code.value:
         raise BundleError(f"{short}: the verdict's reason is not its record's")
     fields = config.evaluation.declared_output
     reported = {config.metric, *fields}
-    reproduced = record["reproduced"]
-    if not isinstance(reproduced, dict) or not all(k in reported and _number(v) for k, v in reproduced.items()):
+    reproduced = record.reproduced or {}
+    if not all(k in reported and _number(v) for k, v in reproduced.items()):
         raise BundleError(f"{short}: reproduced holds other than the setup's metric and fields, as numbers")
     run = EvalRun(code in JUDGED, reproduced, 0.0, None if code in JUDGED else code)
     judgement = judge(dict(target.metrics), run, config.tolerance, config.metric, fields)
     if judgement.verdict != rerun.verdict or judgement.code is not code:
         gives = f"{judgement.verdict} ({judgement.code.value})"
         raise BundleError(f"{short}: the policy's judge gives {gives} for its numbers")
-    output = record["output"]
-    if not isinstance(output, dict) or declared_output(output, fields) != output:
+    output = record.output
+    if output is None or declared_output(output, fields) != output:
         raise BundleError(f"{short}: output holds other than the setup's declared fields")
     claimed_under = claimed_evaluator(target)
-    identity = _identity(project, policy, record["evaluator"], short)
-    exit_status, duration = record["exit_status"], record["duration_s"]
-    if not (exit_status is None or (isinstance(exit_status, int) and not isinstance(exit_status, bool))):
-        raise BundleError(f"{short}: exit_status is not a number")
-    if not _number(duration) or duration < 0 or record["sandbox"] is not True:
+    identity = _identity(project, policy, record.evaluator, short)
+    duration = record.duration_s
+    if duration is None or not _number(duration) or duration < 0 or record.sandbox is not True:
         raise BundleError(f"{short}: duration_s or sandbox is not what a sandboxed rerun records")
-    expected = {
-        "claimed": {name: value for name, value in judgement.claimed.items() if name in reported},
-        "reproduced": dict(judgement.reproduced),
-        "difference": {k: round(v, 12) for k, v in judgement.differences.items()},
-        "tolerance": config.tolerance,
-        "reason": code.value,
-        "evaluator": identity,
-        "claimed_under_evaluator": claimed_under,
-        "same_evaluator": claimed_under == identity["sha256"] if claimed_under else None,
-        "output": output,
-        "hardware": _plain(record["hardware"], short, "hardware"),
-        "duration_s": duration,
-        "exit_status": exit_status,
-        "sandbox": True,
-        "limits": _plain(record["limits"], short, "limits"),
-    }
-    differs = sorted(k for k in RECORD_KEYS if expected[k] != record[k])
+    expected = RunRecord(
+        claimed={name: value for name, value in judgement.claimed.items() if name in reported},
+        reproduced=dict(judgement.reproduced),
+        difference={k: round(v, 12) for k, v in judgement.differences.items()},
+        tolerance=config.tolerance,
+        reason=code.value,
+        evaluator=identity,
+        claimed_under_evaluator=claimed_under,
+        same_evaluator=claimed_under == identity["sha256"] if claimed_under else None,
+        output=output,
+        hardware=_plain(record.hardware, short, "hardware"),
+        duration_s=duration,
+        exit_status=record.exit_status,
+        sandbox=True,
+        limits=_plain(record.limits, short, "limits"),
+    )
+    written, wanted = record.to_metadata(), expected.to_metadata()
+    differs = sorted(k for k in wanted if wanted[k] != written[k])
     if differs:
         raise BundleError(f"{short}: {', '.join(differs)} is not what a rerun under its policy records")
     try:

@@ -14,6 +14,7 @@ from ..errors import AgoraError
 from ..frontier.comparable import differences, measured_under, warning
 from ..leaks import SECRET_MARK, redact, redact_data, secret_in
 from ..project import Project
+from ..records import RunRecord
 
 if TYPE_CHECKING:
     from ..frontier.lineage import Lineage
@@ -216,9 +217,10 @@ def _run_notes(project: Project, c: Contribution) -> tuple[str, ...]:
     """A verdict or checked claim that ran unsandboxed says so; a setup or amendment says how its
     evaluations run (network, limits)."""
     check = c.metadata.get("check")
-    ran = c.metadata if c.is_verification else check if isinstance(check, dict) else {}
+    record = RunRecord.read(c.metadata) if c.is_verification else None
+    sandboxed = record.sandbox if record else check.get("sandbox") if isinstance(check, dict) else None
     notes = []
-    if ran.get("sandbox") is False:
+    if sandboxed is False:
         what = "this verdict" if c.is_verification else "this claim's check"
         notes.append(f"{what} ran unsandboxed: its author ran the code as itself, with its files and network")
     if c.sha is not None and (c.is_setup or "policy" in c.tags):

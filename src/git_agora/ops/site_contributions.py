@@ -12,6 +12,7 @@ from typing import Any
 from ..contribution import Contribution, Verdict
 from ..frontier.verdict_rows import unsettled_note
 from ..leaks import redact
+from ..records import RunRecord
 from ..web.model import ContributionView, Evidence, Ref, VerdictInfo
 from .site_data import SiteData, cut
 
@@ -82,9 +83,9 @@ class Verdicts:
         own = rows.pick("primary_metric", row)
         claimed, reproduced = [], []
         for text, fallback, value in zip(rows.pick("metadata", row), claimed_fallback, own, strict=True):
-            meta = _meta(text)
-            claimed.append(_value(meta.get("claimed"), metric, fallback))
-            reproduced.append(_value(meta.get("reproduced"), metric, value))
+            record = RunRecord.read(_meta(text))
+            claimed.append(_value(record.claimed if record else None, metric, fallback))
+            reproduced.append(_value(record.reproduced if record else None, metric, value))
         timestamp = [t or 0 for t in rows.pick("timestamp", row)]
         times = np.asarray(timestamp, dtype=np.int64)
         order = np.lexsort((np.arange(len(row)), -times, target)) if len(row) else np.zeros(0, np.int64)
@@ -106,10 +107,8 @@ def _meta(text: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _value(values: Any, metric: str | None, fallback: float | None) -> float | None:
-    if isinstance(values, dict) and metric in values and isinstance(values[metric], int | float):
-        return float(values[metric])
-    return fallback
+def _value(values: dict[str, float] | None, metric: str | None, fallback: float | None) -> float | None:
+    return float(values[metric]) if values and metric in values else fallback
 
 
 class ChunkDiffs:

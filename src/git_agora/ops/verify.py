@@ -10,6 +10,7 @@ from ..contribution import Contribution, ContributionError, Verdict, check
 from ..errors import ClaimError
 from ..evaluate import Judgement, evaluate_tree, hardware, judge
 from ..project import Project
+from ..records import RunRecord
 from .publish import Published, publish
 
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 class Verification:
     target: str
     judgement: Judgement
-    metadata: dict[str, Any]
+    record: RunRecord  # what the verdict records of the rerun
     published: Published | None  # None with publish=False
     run_folder: str | None = None  # the evaluation's stdout and stderr, kept on this machine only
     weight: Weight | None = None  # whether the verdict counts for readers of this clone, and why (`weigh`)
@@ -29,6 +30,11 @@ class Verification:
     @property
     def verdict(self) -> str:
         return self.judgement.verdict
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The record as the verdict's Agora-Meta holds it."""
+        return self.record.to_metadata()
 
     def to_dict(self) -> dict:
         report = {"target": self.target, "verdict": self.verdict, **self.metadata, "run_folder": self.run_folder}
@@ -93,9 +99,14 @@ class Reproduction:
 
     target: Contribution
     judgement: Judgement
-    metadata: dict[str, Any]
+    record: RunRecord
     run_folder: str | None = None
     metric: str | None = None
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The record as the verdict's Agora-Meta holds it."""
+        return self.record.to_metadata()
 
 
 def reproduce(
@@ -132,25 +143,25 @@ def reproduce(
         )
     if not run.ok:
         project.feedback.notice(f"the evaluation ended: {run.error}")
-    record = evaluation.record(config.evaluation, config.metric)
+    ran = evaluation.record(config.evaluation, config.metric)
     reported = {config.metric, *fields}  # the names the setup chose, never the claim's own
-    metadata = {
-        "claimed": {name: value for name, value in judgement.claimed.items() if name in reported},
-        "reproduced": dict(judgement.reproduced),
-        "difference": {k: round(v, 12) for k, v in judgement.differences.items()},
-        "tolerance": tolerance,
-        "reason": judgement.code.value,
-        "evaluator": evaluation.identity,
-        "claimed_under_evaluator": claimed_under,
-        "same_evaluator": claimed_under == evaluation.identity["sha256"] if claimed_under else None,
-        "output": record["output"],
-        "hardware": hardware(),
-        "duration_s": record["duration_s"],
-        "exit_status": record["exit_status"],
-        "sandbox": evaluation.sandbox,
-        "limits": record["limits"],
-    }
-    return Reproduction(target, judgement, metadata, evaluation.run_folder, config.metric)
+    record = RunRecord(
+        claimed={name: value for name, value in judgement.claimed.items() if name in reported},
+        reproduced=dict(judgement.reproduced),
+        difference={k: round(v, 12) for k, v in judgement.differences.items()},
+        tolerance=tolerance,
+        reason=judgement.code.value,
+        evaluator=evaluation.identity,
+        claimed_under_evaluator=claimed_under,
+        same_evaluator=claimed_under == evaluation.identity["sha256"] if claimed_under else None,
+        output=ran["output"],
+        hardware=hardware(),
+        duration_s=ran["duration_s"],
+        exit_status=ran["exit_status"],
+        sandbox=evaluation.sandbox,
+        limits=ran["limits"],
+    )
+    return Reproduction(target, judgement, record, evaluation.run_folder, config.metric)
 
 
 def verify(
@@ -170,23 +181,23 @@ def verify(
     except ContributionError as exc:
         raise ClaimError(str(exc)) from None
     done = reproduce(project, rev, tolerance, timeout, sandbox)
-    judgement, metadata = done.judgement, done.metadata
+    judgement, record = done.judgement, done.record
     assert target.sha is not None and target.tree is not None
     if not publish_verdict:
-        return Verification(target.sha, judgement, metadata, None, done.run_folder, weigh(project, None))
-    verification = verification_of(project.account, target, judgement, metadata, done.metric)
+        return Verification(target.sha, judgement, record, None, done.run_folder, weigh(project, None))
+    verification = verification_of(project.account, target, judgement, record, done.metric)
     published = publish(project, verification, target.tree)
-    return Verification(target.sha, judgement, metadata, published, done.run_folder, weigh(project, published.sha))
+    return Verification(target.sha, judgement, record, published, done.run_folder, weigh(project, published.sha))
 
 
 def verification_of(
-    account: str, target: Contribution, judgement: Judgement, metadata: dict[str, Any], metric: str | None
+    account: str, target: Contribution, judgement: Judgement, record: RunRecord, metric: str | None
 ) -> Contribution:
     """The verification `account` publishes of `target` judged so (`verify`; also the publish half of a
     split CI, from a verdict bundle's record)."""
     primary = metric if metric in judgement.reproduced else None
     metrics = {primary: judgement.reproduced[primary]} if primary else {}
-    return _verification(account, target, Verdict(judgement.verdict), judgement.reason, metadata, metrics)
+    return _verification(account, target, Verdict(judgement.verdict), judgement.reason, record.to_metadata(), metrics)
 
 
 def claimed_evaluator(target: Contribution) -> str | None:

@@ -22,10 +22,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..contribution import WITNESS_TAG, witness_tips
+from ..contribution import WITNESS_TAG
 from ..frontier.graph import tag_mask
 from ..frontier.root import Witnessed
 from ..project import Project
+from ..records import WitnessRecord
 from ..refs.git import GitError
 
 CACHE = "witnessed.parquet"
@@ -44,7 +45,7 @@ def ci_records(contributions: pa.Table, witnesses: frozenset[str]) -> pa.Table:
 
 
 def record_tips(project: Project, records: pa.Table) -> list[dict[str, str]]:
-    """What each record lists (`contribution.witness_tips`), in the order of `records`."""
+    """What each record lists (`records.WitnessRecord`), in the order of `records`."""
     from .indexing import load_rows
 
     if "metadata" in records.column_names:
@@ -55,7 +56,8 @@ def record_tips(project: Project, records: pa.Table) -> list[dict[str, str]]:
     found = []
     for sha in records["sha"].to_pylist():
         meta = json.loads(text.get(sha) or "{}")
-        found.append((witness_tips(meta) if isinstance(meta, dict) else None) or {})
+        record = WitnessRecord.read(meta) if isinstance(meta, dict) else None
+        found.append(record.tips if record else {})
     return found
 
 
