@@ -332,17 +332,15 @@ def _explore_known(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray
         note = "no metric reported yet: promising work cannot be judged; see explore_novel"
         return Slot("explore_known", purpose, (), note), np.zeros(0, np.int64)
     promising = allowed & (f.q_inherited >= p.explore_q)
-    metric_note = None
     if ctx.clustering is None:
         pool = np.flatnonzero(promising & (f.follow_ons <= p.few_follow_ons))
-        thin_note = _join(
+        thin_note = (
             f"no clusters (too few embeddings): thin means at most {p.few_follow_ons} follow-on(s) "
-            "instead of a small cluster",
-            metric_note,
+            "instead of a small cluster"
         )
         return _fill(ctx, "explore_known", purpose, pool, thin_note)
     pool = np.flatnonzero(promising & (ctx.size > 0) & (ctx.size <= p.thin_cluster))
-    return _fill(ctx, "explore_known", purpose, pool, metric_note)
+    return _fill(ctx, "explore_known", purpose, pool, None)
 
 
 def _explore_novel(ctx: _Context, allowed: np.ndarray) -> tuple[Slot, np.ndarray]:
@@ -493,8 +491,3 @@ class Replicas:
         loss = f.loss()
         edge = np.nanmin(loss[f.scored]) + params.replicate_within * f.tolerance
         return bool((loss[f.scored] <= edge).sum() >= 2 and loss[node] <= edge)
-
-
-def _join(*notes: str | None) -> str | None:
-    kept = [n for n in notes if n]
-    return "; ".join(kept) or None
