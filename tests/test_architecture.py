@@ -266,3 +266,21 @@ def test_imports_are_deferred_only_at_the_seams():
                     if not any(is_heavy(t) or t in heavy for t in targets):
                         misplaced.append(f"{name}:{node.lineno} {module}")
     assert not misplaced, "\n".join(misplaced)
+
+
+def test_no_function_imports_again_what_its_module_imports_at_the_top():
+    """A deferred import of a module already imported at the top level defers nothing (a submodule
+    imported from a package that is loaded still defers that submodule)."""
+    modules = {module_name(p) for p in SRC.rglob("*.py")}
+    again = []
+    for path in sorted(SRC.rglob("*.py")):
+        top = top_level_imports(path)
+        for function in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    base, *names = sorted(imported(path, node), key=len)
+                    if base in top and not set(names) & modules:
+                        again.append(f"{module_name(path)}:{node.lineno} {ast.unparse(node)}")
+    assert not again, "\n".join(again)

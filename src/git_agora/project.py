@@ -8,7 +8,7 @@ from contextlib import suppress
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from .contribution import Contribution
+from .contribution import Contribution, ContributionError, NewerFormat
 from .errors import AgoraError
 from .feedback import Feedback
 from .refs.names import ROOT, RefNameError, check_account, check_remote
@@ -300,8 +300,6 @@ class Project:
 
     def contribution(self, rev: str) -> Contribution:
         """The contribution a sha (or unique prefix) names; a clear error otherwise."""
-        from .contribution import ContributionError, NewerFormat
-
         sha = self.repo.resolve(rev)
         if sha is None:
             raise AgoraError(f"unknown commit {rev!r}")

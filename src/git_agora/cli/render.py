@@ -550,8 +550,6 @@ def _duration(seconds: float | None) -> str:
 
 def print_launch_status(status) -> None:
     """The agents of a launch: state, pid, budget used and left, exit, contributions, the last one."""
-    import time
-
     supervisor = "running" if status.supervisor_running else "ended"
     scheduled = status.scheduler != "local"
     who = f"scheduler {status.scheduler}" if scheduled else f"supervisor pid {status.supervisor_pid}"

@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from ..contribution import WITNESS_TAG, Contribution
 from ..errors import AgoraError, ClaimError, ExitCode
-from ..evaluate.sandbox import SandboxUnavailable
+from ..evaluate.sandbox import SandboxUnavailable, require_bwrap
 from ..identity.chain import ensure_pinned_identity
 from ..identity.keys import SigningKey, held_key, same_key
 from ..leaks import redact, secret_in
@@ -155,7 +155,6 @@ def run_ci(
     account's key file; `site_dir`: where to build the site (None: no site). With `scheduler` ("slurm",
     "local"): each rerun is a job of it, `jobs` at once, that hands back a verdict bundle and never sees
     the key; this process checks, signs and publishes each (`ops.rerun_jobs`)."""
-    from ..evaluate.sandbox import require_bwrap
     from .indexing import FRAME_COLUMNS, load
     from .rerun_jobs import prepare, rerun_as_jobs
     from .standing import root_and_config

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..errors import AgoraError
 from ..project import Project
-from .ci_recipes import GITLAB_CI, GITLAB_INCLUDE, Recipe, recipe
+from .ci_recipes import GITLAB_CI, GITLAB_INCLUDE, PATHS, Recipe, recipe
 
 COMMITTER = {"GIT_AUTHOR_NAME": "git agora ci --init", "GIT_AUTHOR_EMAIL": "ci-init@agora"}
 
@@ -107,8 +107,6 @@ def init_ci(project: Project, forge: str, branch: str = "main", force: bool = Fa
 def _gitlab_ci(project: Project, base: str | None) -> str | None:
     """The .gitlab-ci.yml the branch gets: new, or with the include appended; "" where it already
     includes the recipe; None where it has an `include:` of its own (a second key would break it)."""
-    from .ci_recipes import PATHS
-
     info = project.repo.commit_info(base) if base else None
     text = project.repo.file_text(info.tree, GITLAB_CI) if info else None
     if not text:

@@ -28,11 +28,11 @@ from ..evaluate.export import tree_entries
 from ..evaluate.identity import evaluator_paths
 from ..evaluate.record import Reason, declared_output
 from ..evaluate.run import EvalRun
-from ..evaluate.sandbox import SandboxUnavailable
+from ..evaluate.sandbox import SandboxUnavailable, require_bwrap
 from ..leaks import redact, secret_in
 from ..project import Project
 from ..records import RunRecord
-from .bundle import MAX_LINE, Bundle, BundleError, Rerun, read_bundle, write_bundle
+from .bundle import HEADER, MAX_LINE, VERDICTS, Bundle, BundleError, Rerun, read_bundle, write_bundle
 from .ci import (
     Budget,
     Checked,
@@ -72,8 +72,6 @@ def verify_only(
         raise AgoraError("--verify-only holds no key: unset AGORA_CI_KEY and drop --key-file (docs/ci.md)")
     if out is None:
         raise AgoraError("--verify-only needs --out DIR, the folder the verdict bundle goes into")
-    from ..evaluate.sandbox import require_bwrap
-    from .bundle import HEADER, VERDICTS
     from .indexing import FRAME_COLUMNS, load
     from .rerun_jobs import prepare, rerun_as_jobs
     from .standing import root_and_config

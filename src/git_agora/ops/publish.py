@@ -8,7 +8,17 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ..contribution import Contribution, ContributionError, Verdict, check, parse_cross_ref
+from ..contribution import (
+    DOTGIT_REASON,
+    POLICY_TAG,
+    RESERVED_TAGS,
+    Contribution,
+    ContributionError,
+    Verdict,
+    check,
+    parse_cross_ref,
+    parse_metric,
+)
 from ..errors import AgoraError, ExitCode
 from ..lookalike import skeleton
 from ..project import Project
@@ -94,7 +104,6 @@ def _refuse_dotgit(project: Project, contribution: Contribution, tree: str) -> N
     first = project.repo.commit_info(contribution.parents[0]) if contribution.parents else None
     if first is not None and first.tree == tree:
         return  # the parent's tree, unchanged: not judged again
-    from ..contribution import DOTGIT_REASON
     from ..refs.trees import dotgit_paths
 
     found = dotgit_paths(project.repo.common_path, [tree]).get(tree)
@@ -297,7 +306,6 @@ def _policy_for_new_tree(project: Project, base: str, tree: str, tags: tuple[str
     """The policy that judges a new tree built on `base`; refuses a tree that changes agora.toml or an
     evaluator file, unless this is a policy amendment by the setup's account (then its own policy)."""
     from ..config import ConfigError
-    from ..contribution import POLICY_TAG
     from ..policy import changed_protected_files, load_policy_of_tree
 
     policy = project.policy(base)
@@ -440,8 +448,6 @@ def _refuse_typos(
     """Refuse a tag or metric name that looks like a typo of a known one (`ops.names`), unless meant;
     a result without the project's metric gets a notice. The policy in force for `parent` (its
     agora.toml) is read only for a tag that is not reserved, or when there are metrics or a result."""
-    from ..contribution import RESERVED_TAGS
-
     tags = tuple(tags)
     if set(tags) <= RESERVED_TAGS and not metrics and "result" not in tags:
         return  # a plain post: nothing to read, nothing more to import
@@ -462,8 +468,6 @@ def _refuse_typos(
 
 def _remember_tags(project: Project, tags: Iterable[str]) -> None:
     """A published tag that is not reserved joins the kept list of used tags (`ops.names`)."""
-    from ..contribution import RESERVED_TAGS
-
     if not set(tags) <= RESERVED_TAGS:
         from .names import remember_tags
 
@@ -536,8 +540,6 @@ def record_fields(project: Project, record: Mapping[str, Any]) -> dict[str, Any]
 
 
 def _number(value: Any) -> float:
-    from ..contribution import parse_metric
-
     try:
         return parse_metric(f"metric={value}")[1]
     except ContributionError as exc:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..contribution import Contribution, Verdict
-from ..frontier.verdict_rows import unsettled_note
+from ..frontier.verdict_rows import unsettled, unsettled_note
 from ..leaks import redact
 from ..records import RunRecord
 from ..web.model import ContributionView, Evidence, Ref, VerdictInfo
@@ -71,7 +71,6 @@ class Verdicts:
         import numpy as np
 
         from ..frontier.evidence import verdicts_of
-        from ..frontier.verdict_rows import unsettled
 
         frame = data.analysis.frame
         rows = data.rows

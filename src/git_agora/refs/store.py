@@ -12,7 +12,7 @@ from functools import cached_property
 
 from ..contribution import Contribution, ContributionError, git_identity
 from .catfile import CatFile
-from .files import NotPlain, read_ref, swap_ref
+from .files import NotPlain, read_ref, read_refs, swap_ref
 from .git import Git
 from .names import LogRef
 from .objects import CommitInfo, commit_body, parse_commit, write_loose
@@ -164,8 +164,6 @@ class Repository:
     def refs_under(self, prefix: str) -> dict[str, str]:
         """Ref name -> sha for every ref under `prefix` (ending in "/"), as `git for-each-ref` lists them:
         read from the ref files where that is plain (`files.read_refs`), else by git."""
-        from .files import read_refs
-
         found = read_refs(self.common_path, prefix)
         return found if found is not None else self.git.for_each_ref(prefix)
 
