@@ -434,7 +434,7 @@ def replace_rows(column: pa.ChunkedArray, at: list[int], values: pa.Array) -> pa
 def _policy_column(
     work: pa.Table, first_at: pa.Array, known: Mapping[str, build.Known], root: str | None, is_contribution: pa.Array
 ) -> pa.Array:
-    """`build._policies` over columns, null for the rows that are no contribution: a setup or an
+    """`amendments.policy_sha_for` over columns, null for the rows that are no contribution: a setup or an
     amendment (tagged policy by the root setup's account) is its own policy, any other contribution
     has its first parent's; a first parent outside the batch gives its known policy, one in the batch
     that is no contribution none. Resolved by pointer jumping (each round halves every chain)."""

@@ -1,4 +1,4 @@
-"""The Parquet index: table schemas and the format version.
+"""The Parquet index: table schemas (the format version is `state.FORMAT_VERSION`, read without pyarrow).
 
 One row per commit, keyed by commit SHA. Commits never change, so a row's own fields never change;
 an update adds rows for commits not reachable from the previously indexed ref tips and re-applies
@@ -8,8 +8,6 @@ the rules that depend on the whole set (the setup root, log_seq) to all rows.
 from __future__ import annotations
 
 import pyarrow as pa
-
-from .state import FORMAT_VERSION  # noqa: F401 - defined where reading it needs no pyarrow
 
 CONTRIBUTIONS = pa.schema(
     [

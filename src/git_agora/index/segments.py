@@ -39,8 +39,8 @@ import pyarrow.parquet as pq
 from ..errors import AgoraError
 from ..locks import READ_ONLY_ERRORS
 from .osfiles import reading, writing
-from .schema import CONTRIBUTIONS, CROSS_REFS, FORMAT_VERSION
-from .state import checksum, intact, tips_digest
+from .schema import CONTRIBUTIONS, CROSS_REFS
+from .state import FORMAT_VERSION, checksum, intact, tips_digest
 
 MANIFEST = "manifest.json"
 SEGMENTS = "segments"

@@ -28,9 +28,9 @@ from ..refs.names import ROOT
 from ..refs.store import Repository
 from . import build, compare, delta, rows, segments, signatures
 from .rows import IndexRules
-from .schema import CONTRIBUTIONS, FORMAT_VERSION, TABLES
+from .schema import CONTRIBUTIONS, TABLES
 from .segments import MANIFEST, Damaged, Manifest, OtherFormat, Segment, WriteFailed
-from .state import current, index_dir, read_state
+from .state import FORMAT_VERSION, current, index_dir, read_state
 
 STORED = ("contributions", "cross_refs")  # the rest is derived on load
 LOCK = "lock"
