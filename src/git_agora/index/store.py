@@ -30,7 +30,7 @@ from . import build, compare, delta, rows, segments, signatures
 from .rows import IndexRules
 from .schema import CONTRIBUTIONS, TABLES
 from .segments import MANIFEST, Damaged, Manifest, OtherFormat, Segment, WriteFailed
-from .state import FORMAT_VERSION, current, index_dir, read_state
+from .state import FORMAT_VERSION, current, index_dir, read_state, tips_digest
 
 STORED = ("contributions", "cross_refs")  # the rest is derived on load
 LOCK = "lock"
@@ -74,9 +74,18 @@ class Index:
 
 @dataclass(frozen=True)
 class UpdateReport:
+    """What an update did. `policies`: the policies (`policy` column) of the valid rows it wrote, when
+    the set of policies in force can only have grown by them: no stored row stopped being valid and the
+    index was not rebuilt (None otherwise: a caller that needs the set reads the whole column); `since`
+    and `digest`: the tips digest (`state.tips_digest`) of the manifest it started from and of the one
+    it wrote, so a caller can tell whether what it remembered of the index is what `policies` adds to."""
+
     new_rows: int
     rebuilt: bool
     warnings: tuple[str, ...] = ()
+    policies: frozenset[str] | None = None
+    since: str | None = None
+    digest: str | None = None
 
 
 @contextmanager
@@ -166,16 +175,18 @@ def _update_locked(
     # a rebuild never reuses the name of a file the old manifest may still name
     empty = Manifest(FORMAT_VERSION, {}, rules.recorded(), next_id=segments.unused_id(directory))
     try:
-        manifest, new_rows = _advance(repo, directory, base or empty, tips, rules, now, progress)
+        manifest, new_rows, policies = _advance(repo, directory, base or empty, tips, rules, now, progress)
     except Damaged as exc:
         warnings.append(f"the index was damaged ({exc}); rebuilt it from Git")
         base = None
-        manifest, new_rows = _advance(repo, directory, empty, tips, rules, now, progress)
+        manifest, new_rows, policies = _advance(repo, directory, empty, tips, rules, now, progress)
     segments.commit(directory, manifest)
     for name in LEGACY_FILES:
         if (directory / name).exists():
             segments.discard(directory / name)
-    return UpdateReport(new_rows, base is None, tuple(warnings))
+    since = tips_digest(base.tips) if base is not None else None
+    policies = policies if base is not None else None
+    return UpdateReport(new_rows, base is None, tuple(warnings), policies, since, tips_digest(manifest.tips))
 
 
 def _stored_manifest(directory: Path, warnings: list[str]) -> Manifest | None:
@@ -213,9 +224,10 @@ def _advance(
     rules: IndexRules,
     now: int,
     progress: Callable[[int], None] | None = None,
-) -> tuple[Manifest, int]:
+) -> tuple[Manifest, int, frozenset[str] | None]:
     """The manifest after indexing the commits the tips add to `base` (new segments written, not yet
-    committed), and how many rows are new."""
+    committed), how many rows are new, and the policies of the valid rows written (`UpdateReport`; None
+    when a stored row stopped being valid)."""
     new_rows, new_refs, listed = rows.new_rows(repo, directory, base, tips, rules, now, progress)
     stored = segments.find_rows(directory, base.segments, _revisited(directory, base, new_rows, listed, rules, now))
     worked = pa.concat_tables([new_rows, stored])
@@ -225,6 +237,7 @@ def _advance(
     is_new = pc.invert(pc.is_in(worked.column("sha"), value_set=stored.column("sha")))
     worked = delta.place_log_seq(worked, stored, is_new, base.accounts)
     rows_out, replaces = delta.changes(worked, stored)
+    policies = _written_policies(worked, stored)
 
     new_keys = worked.select(["account", "timestamp", "sha"]).filter(is_new)  # not a copy of every column
     found = list(base.segments)
@@ -243,7 +256,18 @@ def _advance(
         delta.advance(base.watch, worked),
         base.tables,
     )
-    return manifest, new_rows.num_rows
+    return manifest, new_rows.num_rows, policies
+
+
+def _written_policies(worked: pa.Table, stored: pa.Table) -> frozenset[str] | None:
+    """The policies of the valid rows among `worked` (new and revisited), None when a revisited row
+    that was valid (in `stored`) no longer is: then a policy may have left the set in force."""
+    valid = worked.filter(pc.fill_null(worked.column("valid"), False))
+    if stored.num_rows:
+        was = set(stored.filter(pc.fill_null(stored.column("valid"), False)).column("sha").to_pylist())
+        if was - set(valid.column("sha").to_pylist()):
+            return None
+    return frozenset(pc.unique(valid.column("policy")).drop_null().to_pylist())
 
 
 def _revisited(

@@ -107,21 +107,29 @@ def refresh(project: Project, rebuild: bool = False) -> UpdateReport:
 def _with_the_policies_pins(project: Project, rules, report: UpdateReport, refs: dict[str, str]) -> UpdateReport:
     """The index judged signatures with the keys the policies pinned as far as this clone knew them
     (`ops.standing.policy_pins`); when the policies in force now pin others (an amendment arrived), it is
-    rebuilt under those, so that a rebuild and an incremental update agree."""
+    rebuilt under those, so that a rebuild and an incremental update agree. The policies in force are
+    those remembered for the index the update started from plus those of the rows it wrote
+    (`UpdateReport.policies`); only when that is not known is the policy column read."""
     from ..index.store import UpdateReport, load_index
     from ..index.store import update_index as update
-    from .standing import policy_pins, remember_pins
+    from .standing import pins_in_force, policies_in_force, remember_pins, remembered_in_force
 
     if not (report.new_rows or report.rebuilt):
         return report
-    table = load_index(project.repo, rules, update=False, columns=("valid", "policy", "account", "tags")).contributions
-    pins = policy_pins(project, table)
+    known = remembered_in_force(project, report.since) if report.policies is not None else None
+    if known is not None and report.policies is not None:
+        in_force = known | report.policies | {project.setup}
+    else:
+        table = load_index(project.repo, rules, update=False, columns=("valid", "policy")).contributions
+        in_force = policies_in_force(project, table)
+    pins = pins_in_force(project, in_force)
+    remember_pins(project, pins, in_force, report.digest)
     if pins == dict(rules.pinned):
         return report
-    remember_pins(project, pins)
     seen = read_state(index_dir(project.repo))
     with on_demand(project.feedback, "indexing commits") as advance:
         again = update(project.repo, _rules(project, refs), rebuild=True, progress=advance, tips=refs, seen=seen)
+    remember_pins(project, pins)  # the rebuild may judge rows otherwise: the next update reads the column
     return UpdateReport(max(report.new_rows, again.new_rows), True, (*report.warnings, *again.warnings))
 
 

@@ -45,18 +45,30 @@ def reader_root(project: Project, contributions: pa.Table) -> Root:
 
 
 def root_and_config(project: Project, contributions: pa.Table) -> tuple[Root, ProjectConfig]:
-    """`reader_root`, and the current policy's configuration it was read from."""
-    valid = contributions.filter(pc.fill_null(contributions["valid"], False))
-    config, epoch = _current_config_and_epoch(project, valid)
+    """`reader_root`, and the current policy's configuration it was read from. Reads the columns of
+    `ROOT_COLUMNS` (and `metadata` when present) through masks: no copy of the table."""
+    config, epoch = _current_config_and_epoch(project, contributions)
     witnesses = frozenset(config.counted_ci_accounts)
-    root = Root(config.trusted_accounts, epoch, witnesses, witnessed(project, valid, witnesses))
+    root = Root(config.trusted_accounts, epoch, witnesses, witnessed(project, contributions, witnesses))
     root = replace(root, ranks=config.verdicts_format >= 2)  # [verdicts] format 2: ranked standing
     return root, config
 
 
-def _current_config_and_epoch(project: Project, valid: pa.Table) -> tuple[ProjectConfig, frozenset[str] | None]:
-    in_force = set(pc.unique(valid["policy"]).drop_null().to_pylist()) | {project.setup}
-    current = current_policy(project.setup, valid)
+def _valid(contributions: pa.Table) -> np.ndarray:
+    return np.asarray(pc.fill_null(contributions["valid"], False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def policies_in_force(project: Project, contributions: pa.Table) -> set[str]:
+    """The setup and every policy a valid contribution is judged by."""
+    policy = contributions["policy"]
+    valid = _valid(contributions)
+    used = policy if valid.all() else policy.filter(pa.array(valid))
+    return set(pc.unique(used).drop_null().to_pylist()) | {project.setup}
+
+
+def _current_config_and_epoch(project: Project, contributions: pa.Table) -> tuple[ProjectConfig, frozenset[str] | None]:
+    in_force = policies_in_force(project, contributions)
+    current = current_policy(project.setup, contributions)
     if in_force == {project.setup}:
         return project.config, None
     policies = {sha: load_policy(project.repo, sha) for sha in sorted(in_force | {current})}
@@ -72,8 +84,11 @@ def policy_pins(project: Project, contributions: pa.Table) -> dict[str, tuple[st
     """The keys the policies in force pin for CI accounts (`[ci] keys` of the setup and of every valid
     amendment any valid contribution is judged by), per account, in a fixed order: a function of the
     history alone. The setup's account is never pinned here (its amendments decide the policies)."""
-    valid = contributions.filter(pc.fill_null(contributions["valid"], False))
-    in_force = set(pc.unique(valid["policy"]).drop_null().to_pylist()) | {project.setup}
+    return pins_in_force(project, policies_in_force(project, contributions))
+
+
+def pins_in_force(project: Project, in_force: set[str] | frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """`policy_pins` of the policies `in_force` (`policies_in_force`)."""
     founder = project.repo.contribution(project.setup)
     pins: dict[str, set[str]] = {}
     for sha in sorted(in_force):
@@ -89,22 +104,50 @@ def policy_pins(project: Project, contributions: pa.Table) -> dict[str, tuple[st
 
 def pinned_keys(project: Project) -> dict[str, tuple[str, ...]]:
     """`policy_pins` as the index last found them (`remember_pins`), else those of the setup."""
-    path = Path(project.repo.agora_path, PINS_FILE)
-    try:
-        data = json.loads(path.read_text())
-        if data.get("setup") == project.setup:
+    data = _remembered(project)
+    if data is not None:
+        try:
             return {str(a): tuple(str(k) for k in keys) for a, keys in data["pins"].items()}
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
-        pass
+        except (AttributeError, KeyError, TypeError):
+            pass
     founder = project.repo.contribution(project.setup)
     keys = {a: k for a, k in project.config.ci_keys.items() if founder is None or a != founder.account}
     return {a: (" ".join(k.split()[:2]),) for a, k in sorted(keys.items())}
 
 
-def remember_pins(project: Project, pins: dict[str, tuple[str, ...]]) -> None:
+def remembered_in_force(project: Project, index: str | None) -> set[str] | None:
+    """The policies in force as `remember_pins` recorded them for the index whose tips digest is
+    `index` (None: not recorded, or for another state of the index)."""
+    data = _remembered(project)
+    if index is None or data is None or data.get("index") != index:
+        return None
+    found = data.get("in_force")
+    return {str(sha) for sha in found} if isinstance(found, list) else None
+
+
+def _remembered(project: Project) -> dict | None:
+    try:
+        data = json.loads(Path(project.repo.agora_path, PINS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("setup") == project.setup else None
+
+
+def remember_pins(
+    project: Project,
+    pins: dict[str, tuple[str, ...]],
+    in_force: set[str] | frozenset[str] | None = None,
+    index: str | None = None,
+) -> None:
+    """Record the pins, and the policies in force they came from with the tips digest of the index
+    they were read from (`remembered_in_force`), so the next update adds to them instead of reading
+    the whole index again."""
     path = Path(project.repo.agora_path, PINS_FILE)
+    data: dict = {"setup": project.setup, "pins": pins}
+    if in_force is not None and index is not None:
+        data |= {"in_force": sorted(in_force), "index": index}
     with contextlib.suppress(OSError):  # a read-only .git/agora: found again by the next update
-        path.write_text(json.dumps({"setup": project.setup, "pins": pins}, indent=1, sort_keys=True) + "\n")
+        path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def amendment_command(account: str, key: str = "ssh-ed25519 AAAA...") -> str:
@@ -134,41 +177,55 @@ def ci_pin_notes(config: ProjectConfig) -> tuple[str, ...]:
 
 def account_look_alikes(contributions: pa.Table) -> dict[str, str]:
     """Each account that looks like an earlier one (`lookalike`), by first contribution (time, then name),
-    mapped to that earlier account. Reads the account and timestamp columns."""
-    named = contributions.filter(pc.is_valid(contributions["account"]))
-    firsts = named.group_by("account").aggregate([("timestamp", "min")])
-    founders = set(_founders(named))
-    founded = pa.array([account not in founders for account in firsts["account"].to_pylist()], pa.bool_())
-    ordered = firsts.append_column("later", founded).sort_by(
-        [("later", "ascending"), ("timestamp_min", "ascending"), ("account", "ascending")]
-    )  # the setup's account came first, even when a look-alike posted within the same second
-    return look_alikes(ordered["account"].to_pylist())
+    mapped to that earlier account. Reads the account, timestamp, tags and valid columns (as one
+    dictionary of names and their codes: no copy of the table)."""
+    return look_alikes(accounts_in_order(*first_appearances(contributions)))
 
 
-def _founders(named: pa.Table) -> list[str]:
-    """The accounts of valid setup contributions (the founder's: another setup is invalid)."""
-    setup = tag_mask(named, "setup") & pc.fill_null(named["valid"], False).to_numpy(zero_copy_only=False)
-    return named["account"].filter(pa.array(setup)).to_pylist()
+def first_appearances(contributions: pa.Table) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Every account name, with its earliest timestamp and whether it founded the project (the account
+    of a valid setup): what `accounts_in_order` sorts. One pass over the columns, grouped by code."""
+    codes = pc.dictionary_encode(contributions["account"].combine_chunks())
+    names = codes.dictionary.to_pylist()
+    index = np.asarray(pc.fill_null(codes.indices, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    named = index >= 0
+    times = np.asarray(pc.fill_null(contributions["timestamp"], np.iinfo(np.int64).max).to_numpy(zero_copy_only=False))
+    first = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, index[named], times[named].astype(np.int64))
+    founder = np.zeros(len(names), dtype=bool)
+    setup = tag_mask(contributions, "setup") & _valid(contributions) & named
+    founder[index[setup]] = True
+    return names, first, founder
+
+
+def accounts_in_order(names: list[str], first: np.ndarray, founder: np.ndarray) -> list[str]:
+    """The accounts by first appearance: the setup's account first (even when a look-alike posted within
+    the same second), then by earliest timestamp, then by name."""
+    return [names[i] for i in sorted(range(len(names)), key=lambda i: (not founder[i], int(first[i]), names[i]))]
 
 
 def look_alike_notes(contributions: pa.Table) -> tuple[str, ...]:
     """One line per look-alike account, for the summary of `analyze`."""
-    return tuple(
-        f"account {later} looks like {earlier}" for later, earlier in account_look_alikes(contributions).items()
-    )
+    return notes_of_look_alikes(account_look_alikes(contributions))
 
 
-def current_policy(setup: str, valid: pa.Table) -> str:
+def notes_of_look_alikes(marked: dict[str, str]) -> tuple[str, ...]:
+    return tuple(f"account {later} looks like {earlier}" for later, earlier in marked.items())
+
+
+def current_policy(setup: str, contributions: pa.Table) -> str:
     """The setup account's newest amendment by its log order (valid rows only), else the setup."""
-    at = pc.index_in(pa.array([setup]), value_set=valid["sha"])[0].as_py()
-    if at is None:
+    at = pc.index(contributions["sha"], setup).as_py()
+    valid = _valid(contributions)
+    if at is None or at < 0 or not valid[at]:
         return setup
-    owner = pc.equal(valid["account"], valid["account"][at]).to_numpy(zero_copy_only=False)
-    amendments = np.flatnonzero(tag_mask(valid, POLICY_TAG) & np.asarray(owner, dtype=bool))
+    owner = pc.equal(contributions["account"], contributions["account"][at]).to_numpy(zero_copy_only=False)
+    mask = tag_mask(contributions, POLICY_TAG) & np.asarray(owner, dtype=bool) & valid
+    amendments = np.flatnonzero(mask)
     if not len(amendments):
         return setup
-    seqs = np.asarray(pc.fill_null(valid["log_seq"], -1).to_numpy(zero_copy_only=False))[amendments]
-    return valid["sha"][int(amendments[np.argmax(seqs)])].as_py()
+    seqs = np.asarray(pc.fill_null(contributions["log_seq"], -1).to_numpy(zero_copy_only=False))[amendments]
+    return contributions["sha"][int(amendments[np.argmax(seqs)])].as_py()
 
 
 def account_key_notes(project: Project, config: ProjectConfig, account: str | None) -> tuple[str, ...]:
