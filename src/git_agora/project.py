@@ -41,6 +41,8 @@ class Project:
         self.account_option = account_option
         self.remote_option = remote_option
         self.feedback = feedback or Feedback()
+        self._setup: str | None = None  # `setup`, once known (or assumed: `assume_setup`)
+        self._signing_key: SigningKey | None = None  # `signing_key`, once read or given (`use_signing_key`)
 
     def __repr__(self) -> str:
         return f"Project({self.repo.worktree_path!r}, account_option={self.account_option!r})"
@@ -104,18 +106,19 @@ class Project:
             )
         return "no Agora project here: `git agora clone URL` joins one, `git agora init` founds one"
 
-    @cached_property
+    @property
     def setup(self) -> str:
         """The setup contribution's sha: pinned in git config, else the setup at the root of the fetched
         logs, pinned once it is known to be the only root setup (`pin_setup`)."""
-        pinned = self.pinned_setup
-        if pinned:
-            return pinned
-        found = self.find_setup()
-        if found is None:
-            raise AgoraError(self._no_project())
-        self.pin_setup(self.setups())  # the whole graph: only where no index has named the root setups yet
-        return found
+        if self._setup is None:
+            pinned = self.pinned_setup
+            found = pinned or self.find_setup()
+            if found is None:
+                raise AgoraError(self._no_project())
+            if not pinned:
+                self.pin_setup(self.setups())  # the whole graph: only where no index has named the root setups yet
+            self._setup = found
+        return self._setup
 
     @property
     def pinned_setup(self) -> str | None:
@@ -126,13 +129,9 @@ class Project:
         """For a command about to index every new commit: take `find_setup` as the setup without the walk
         of the whole graph that ruling out a second root setup needs; the index names every root setup
         and `pin_setup` then refuses competing ones. False when there is no setup."""
-        if "setup" in self.__dict__ or self.pinned_setup:
-            return True
-        found = self.find_setup()
-        if found is None:
-            return False
-        self.__dict__["setup"] = found  # the cached value of the `setup` property, for this process
-        return True
+        if self._setup is None:
+            self._setup = self.pinned_setup or self.find_setup()
+        return self._setup is not None
 
     def pin_setup(self, root_setups: Sequence[str]) -> None:
         """Pin the setup in git config, given every root setup (a root commit tagged setup) reachable
@@ -192,19 +191,21 @@ class Project:
         except ConfigError as exc:
             raise AgoraError(f"the setup {self.setup[:12]}: {exc}") from None
 
-    @cached_property
+    @property
     def signing_key(self) -> SigningKey:
         """The account's SSH key (`identity.keys.signing_key`): configured, or made on first use."""
         from .identity.keys import signing_key
 
-        return signing_key(self.repo, self.account, self.feedback.notice)
+        if self._signing_key is None:
+            self._signing_key = signing_key(self.repo, self.account, self.feedback.notice)
+        return self._signing_key
 
     def use_signing_key(self, key: SigningKey) -> None:
         """Sign as `key` from now on (a CI secret held in memory: `identity.keys.held_key`) instead of the
         configured or default key file."""
         if self.repo.signer is not None:
             raise AgoraError("the signing key cannot change once this project has signed")
-        self.__dict__["signing_key"] = key
+        self._signing_key = key
 
     def enable_signing(self) -> None:
         """Sign every commit written from now on, and make sure the account's identity ref exists."""
