@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 
 from git_agora.embedding.backends import DEFAULT_MODEL, EmbeddingBackend, hashing_backend, load_backend
-from git_agora.embedding.incremental import embed_missing
-from git_agora.frontier.embeddings import contribution_text, embedding_matrix, embeddings_table
-from git_agora.index.schema import EMBEDDINGS
+from git_agora.frontier.embeddings import contribution_text, embedding_matrix, rows_table
 
 WARMUP = "Longer learning rate warmup stabilises training of the hybrid model"
 WARMUP2 = "Training the hybrid model is more stable with a longer learning rate warmup"
@@ -120,34 +118,13 @@ def counting_backend(model="count"):
     return EmbeddingBackend("test", model, 2, encode), calls
 
 
-def test_embed_missing_computes_only_new_rows_per_model():
-    backend, calls = counting_backend()
-    cache = embed_missing({"a": "x", "b": "yy"}, None, backend)
-    assert cache.schema == EMBEDDINGS and cache.num_rows == 2
-    progress = []
-    cache = embed_missing(
-        {"a": "x", "b": "yy", "c": "zzz", "d": "w"},
-        cache,
-        backend,
-        batch_size=1,
-        progress=lambda done, total: progress.append((done, total)),
-    )
-    assert calls == [["x", "yy"], ["w"], ["zzz"]] and progress == [(1, 2), (2, 2)]  # shortest first
-    assert cache["sha"].to_pylist() == ["a", "b", "c", "d"]  # appended in the order given
-    other, other_calls = counting_backend("other")
-    cache = embed_missing({"a": "x"}, cache, other)
-    assert other_calls == [["x"]] and cache.num_rows == 5
-    assert embed_missing({"a": "x"}, cache, backend) is cache  # nothing to do
-    matrix, present = embedding_matrix(cache, ["d", "zz", "c"], "count")
-    assert present.tolist() == [True, False, True]
-    assert np.allclose(matrix[2], np.array([3.0, 1.0]) / np.sqrt(10))
-
-
 def test_embedding_matrix_picks_the_main_model():
-    table = embeddings_table({"a": [1.0, 0.0], "b": [0.0, 2.0]}, "m1")
+    table = rows_table(["a", "b"], "m1", np.array([[1.0, 0.0], [0.0, 2.0]], np.float32))
     matrix, present = embedding_matrix(table, ["b", "a"])
     assert present.all() and matrix.tolist() == [[0.0, 1.0], [1.0, 0.0]]
     assert embedding_matrix(None, ["a"])[1].tolist() == [False]
+    matrix, present = embedding_matrix(table, ["b", "zz", "a"], "m1")  # unit rows, a gap where none is cached
+    assert present.tolist() == [True, False, True] and matrix[0].tolist() == [0.0, 1.0]
 
 
 def test_contribution_text():

@@ -18,7 +18,7 @@ from git_agora.contribution import Contribution
 from git_agora.embedding import exported as exported_module
 from git_agora.embedding.backends import DEFAULT_MODEL, load_backend
 from git_agora.embedding.runtime import length_batches, mean_pool
-from git_agora.frontier.embeddings import contribution_text, embedding_matrix, embeddings_table, vector_index
+from git_agora.frontier.embeddings import contribution_text, embedding_matrix, rows_table, vector_index
 from git_agora.frontier.search import search
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def test_length_batches_group_short_texts_together():
 
 
 def random_cache(rng, shas, dim=8, models=("m",)):
-    tables = [embeddings_table({s: rng.standard_normal(dim) for s in shas}, m) for m in models]
+    tables = [rows_table(shas, m, rng.standard_normal((len(shas), dim)).astype(np.float32)) for m in models]
     return pa.concat_tables(tables).combine_chunks()
 
 

@@ -2,9 +2,9 @@
 second, new path against today's, on the same descriptions, in the same run.
 
 Target (issue 15): at least 3x today's descriptions per second on 2 cores. Today's path is
-sentence-transformers on torch, fed as `embed_missing` fed it (the texts in the given order, 256 per
-call, batches of 64 sorted by length inside each call). The new path is `embed_missing` with the
-default backend: the model exported to ONNX (int8 where it keeps the vectors), all texts sorted by
+sentence-transformers on torch, fed as the first embedding code fed it (the texts in the given order, 256 per
+call, batches of 64 sorted by length inside each call). The new path is `embedding.incremental.encode_plan`
+with the default backend: the model exported to ONNX (int8 where it keeps the vectors), all texts sorted by
 length, batches of 32, onnxruntime on every usable core. Each side runs in its own process (its peak
 RSS is its own), twice, alternating; the better round counts for each.
 
@@ -34,13 +34,15 @@ from _common import BIN, ROOT, WORK_DIR, env, plain_clone, project, ratio, sh, w
 WORKER = """
 import json, sys, time, numpy as np
 from git_agora.embedding.backends import load_backend
-from git_agora.embedding.incremental import embed_missing
+from git_agora.embedding.incremental import encode_plan
+from git_agora.embedding.plan import EmbedBudget, EmbedPlan
 texts = json.load(open(sys.argv[2]))
 if sys.argv[1] == "new":
     backend = load_backend(fallback=False)
     assert backend.name == "onnxruntime", backend.notice
     start = time.perf_counter()
-    table = embed_missing({str(i): t for i, t in enumerate(texts)}, None, backend)
+    keys = tuple(str(i) for i in range(len(texts)))
+    table = encode_plan(EmbedPlan(keys, (), len(keys), 0), dict(zip(keys, texts)), backend, EmbedBudget()).rows
     seconds = time.perf_counter() - start
     vectors = np.asarray(table["vector"].combine_chunks().values).reshape(len(texts), -1)
 else:
@@ -96,12 +98,14 @@ def paper_clone(work: Path) -> Path:
 
 ANALYZE_WITH = """
 import json, sys, numpy as np, git_agora as a
-from git_agora.embedding.cache import write_embeddings
-from git_agora.frontier.embeddings import rows_table, texts_by_sha
+from git_agora.embedding.cache import EMBEDDINGS_FILE, VECTORS_FILE, append_embeddings, index_dir
+from git_agora.frontier.embeddings import TextsOf, rows_table
 from git_agora.ops.indexing import load
 p = a.open_project(sys.argv[1])
-shas = list(texts_by_sha(load(p).contributions))
-write_embeddings(p.repo, rows_table(shas, "all-MiniLM-L6-v2", np.load(sys.argv[2])))
+shas = list(TextsOf(load(p).contributions))
+for name in (EMBEDDINGS_FILE, VECTORS_FILE):  # these vectors only
+    (index_dir(p.repo) / name).unlink(missing_ok=True)
+append_embeddings(p.repo, rows_table(shas, "all-MiniLM-L6-v2", np.load(sys.argv[2])))
 d = a.analyze(p, embed=False).to_dict()
 slots = {s["name"]: [x["sha"] for x in s["suggestions"]] for s in d["slots"]["slots"]}
 print(json.dumps({"count": d["diversity"]["count"], "sizes": d["diversity"]["sizes"], "slots": slots}))
@@ -131,10 +135,10 @@ def differences(new: dict, old: dict) -> list[str]:
 def descriptions_of(clone: Path) -> list[str]:
     code = (
         "import sys, json, git_agora as a\n"
-        "from git_agora.frontier.embeddings import texts_by_sha\n"
+        "from git_agora.frontier.embeddings import TextsOf\n"
         "from git_agora.ops.indexing import load\n"
         "p = a.open_project(sys.argv[1])\n"
-        "print(json.dumps(list(texts_by_sha(load(p).contributions).values())))\n"
+        "print(json.dumps(list(dict(TextsOf(load(p).contributions)).values())))\n"
         "del p\n"  # the repository's cat-file process ends before the interpreter tears down
     )
     e = {**env(), "PYTHONPATH": str(ROOT / "src")}

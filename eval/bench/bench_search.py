@@ -80,13 +80,13 @@ def write_random_vectors(clone: Path, src: Path = ROOT / "src") -> None:
     sh(str(BIN / "git-agora"), "index", cwd=clone, extra_env={"PYTHONPATH": str(src)})
     code = (
         "import sys, numpy as np, git_agora as a\n"
-        "from git_agora.embedding.cache import write_embeddings\n"
+        "from git_agora.embedding.cache import append_embeddings\n"
         "from git_agora.frontier.embeddings import rows_table, unit_rows\n"
         "from git_agora.ops.indexing import load\n"
         "p = a.open_project(sys.argv[1])\n"
         "shas = load(p).contributions['sha']\n"
         "v = unit_rows(np.random.default_rng(0).standard_normal((len(shas), 384)).astype(np.float32))\n"
-        "write_embeddings(p.repo, rows_table(shas.to_pylist(), 'all-MiniLM-L6-v2', v))\n"
+        "append_embeddings(p.repo, rows_table(shas.to_pylist(), 'all-MiniLM-L6-v2', v))\n"
         "del p, shas\n"  # the repository's cat-file process ends before the interpreter tears down
     )
     subprocess.run([sys.executable, "-c", code, str(clone)], env={**env(), "PYTHONPATH": str(src)}, check=True)

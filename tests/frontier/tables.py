@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 from frontier_tables import sha
 
-from git_agora.frontier.embeddings import embeddings_table
+from git_agora.frontier.calibration import ALPHA, Calibration, grouped
+from git_agora.frontier.embeddings import rows_table
 
 MODEL = "test-vectors"
 
@@ -24,4 +25,13 @@ def direction_vector(cluster: int, member: int = 0, dim: int = 16, spread: float
 
 def vectors_table(vectors: Mapping[str, Sequence[float]], model: str = MODEL) -> pa.Table:
     """An EMBEDDINGS table keyed by the shas of row names."""
-    return embeddings_table({sha(name): list(v) for name, v in vectors.items()}, model)
+    return rows_table([sha(name) for name in vectors], model, np.asarray(list(vectors.values()), np.float32))
+
+
+def calibrate(account, measured, bands, direction: str, tolerance: float = 0.0, alpha: float = ALPHA) -> Calibration:
+    """One group's calibration of results ``measured`` with their ``bands`` (None: no prediction), through
+    the path the view takes (`calibration.grouped`, `Grouped.calibration`)."""
+    ends = np.array([b if b is not None else (np.nan, np.nan) for b in bands], np.float64).reshape(-1, 2)
+    measured = np.asarray(measured, np.float64)
+    one = grouped(np.zeros(len(ends), np.int64), 1, measured, ends[:, 0], ends[:, 1], direction, tolerance)
+    return one.calibration(0, account, alpha)

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
 from git_agora.frontier.bands import as_band, band_of, parse_band
-from git_agora.frontier.calibration import _read_all, band_ends, calibrate, frame_calibration, sign_test
+from git_agora.frontier.calibration import _read_all, band_ends, frame_calibration, sign_test
 from git_agora.frontier.frame import build_frame
 from git_agora.frontier.views import compute_views
+from tables import calibrate
 
 
 @pytest.mark.parametrize(

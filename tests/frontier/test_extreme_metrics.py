@@ -10,9 +10,9 @@ import numpy as np
 from frontier_tables import node, table
 
 from git_agora.frontier.analyze import analyze
-from git_agora.frontier.calibration import calibrate
 from git_agora.frontier.frame import build_frame
 from git_agora.frontier.ucb import UcbParams, exploration_constant
+from tables import calibrate
 
 EXTREMES = [1.0, 1.1, 1.2, 1.3, -1.7e308, 1.7e308, 5e-324, -0.0]
 

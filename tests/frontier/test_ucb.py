@@ -7,7 +7,7 @@ import pytest
 from frontier_tables import everyone, node, random_table, sha, table, verify
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
-from git_agora.frontier.embeddings import embeddings_table
+from git_agora.frontier.embeddings import rows_table
 from git_agora.frontier.frame import build_frame, inherit_quality
 from git_agora.frontier.ucb import UcbParams, exploration_constant, ucb_scores
 from tables import direction_vector, vectors_table
@@ -94,7 +94,7 @@ def test_slots_on_a_random_history_respect_the_rules():
     contributions = random_table(400, seed=3)
     rng = np.random.default_rng(0)
     shas = contributions["sha"].to_pylist()
-    emb = embeddings_table({s: rng.normal(size=8) for s in shas}, "random")
+    emb = rows_table(shas, "random", rng.normal(size=(len(shas), 8)).astype(np.float32))
     result = analyze(contributions, embeddings=emb, config=AnalyzeConfig(tolerance=0.01))
     frame = result.frame
     allowed = set(np.asarray(frame.table["sha"].to_pylist())[frame.candidates()])

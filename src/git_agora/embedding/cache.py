@@ -191,35 +191,3 @@ def _write_keys(keys: pa.Table, path: Path) -> None:
 
 def _replace(src: Path, dst: Path) -> None:
     os.replace(src, dst)
-
-
-def write_embeddings(repo: Repository, table: pa.Table) -> None:
-    """Replace the whole cache with ``table`` (benchmarks and imports; runs use `append_embeddings`)."""
-    directory = index_dir(repo)
-    table = table.combine_chunks()
-    vectors = table.column("vector")
-    vectors = vectors.chunk(0) if vectors.num_chunks else pa.array([], pa.list_(pa.float32()))
-    lengths = pc.list_value_length(vectors).fill_null(0).to_numpy().astype(np.int64)
-    starts = np.r_[0, np.cumsum(lengths)[:-1]] if len(lengths) else np.zeros(0, np.int64)
-    flat = pc.list_flatten(vectors).to_numpy(zero_copy_only=False).astype("<f4", copy=False)
-    keys = pa.table(
-        {
-            "sha": table["sha"],
-            "model": table["model"],
-            "start": pa.array(starts, pa.int64()),
-            "dim": pa.array(lengths, pa.int32()),
-        }
-    )
-    with locked(directory, exclusive=True):
-        tmp_vectors = directory / f".{VECTORS_FILE}.{os.getpid()}"
-        tmp_keys = directory / f".{EMBEDDINGS_FILE}.{os.getpid()}"
-        try:
-            flat.tofile(tmp_vectors)
-            with writing(tmp_keys) as sink:
-                pq.write_table(keys, sink, compression="zstd", use_dictionary=["model"], row_group_size=KEYS_GROUP)
-            os.replace(tmp_vectors, directory / VECTORS_FILE)
-            os.replace(tmp_keys, directory / EMBEDDINGS_FILE)
-        except OSError as exc:  # a full disk: one line naming the file, nothing half-written left
-            discard(tmp_vectors)
-            discard(tmp_keys)
-            raise WriteFailed(exc, directory) from None

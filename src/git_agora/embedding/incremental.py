@@ -10,11 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..feedback import Advance
 from ..frontier.embeddings import empty_cache, rows_table
-from ..index.schema import EMBEDDINGS
 from .backends import EmbeddingBackend
 from .plan import EmbedBudget, EmbedPlan
 
@@ -119,41 +117,3 @@ def _bar(progress: Progress | None, what: str, count: int, total: int | None) ->
     if progress is None or count < PROGRESS_FROM:
         return nullcontext(lambda done: None)
     return progress(what, total)
-
-
-def embed_missing(
-    texts: Mapping[str, str],
-    cache: pa.Table | None,
-    backend: EmbeddingBackend,
-    *,
-    batch_size: int = 256,
-    progress: Callable[[int, int], None] | None = None,
-) -> pa.Table:
-    """Return ``cache`` plus vectors for the shas in ``texts`` it lacks for ``backend.model``.
-
-    The cache is keyed by (sha, model): rows of other models are kept untouched, existing rows are
-    never recomputed (commits never change). New rows are appended in the order of ``texts``; with
-    nothing new the same table object is returned. Texts are encoded shortest first, ``batch_size``
-    at a time, so that the encoder's own batches pad little.
-    ``progress(done, total)`` is called after each batch when more than one batch is needed.
-    """
-    if cache is None:
-        cache = empty_cache()
-    elif cache.schema != EMBEDDINGS:
-        cache = cache.select(EMBEDDINGS.names).cast(EMBEDDINGS)
-    have = set(cache.filter(pc.equal(cache["model"], backend.model))["sha"].to_pylist()) if cache.num_rows else set()
-    todo = [sha for sha in texts if sha not in have]
-    if not todo:
-        return cache
-    order = sorted(range(len(todo)), key=lambda i: len(texts[todo[i]]))
-    vectors: np.ndarray | None = None
-    for start in range(0, len(todo), batch_size):
-        rows = order[start : start + batch_size]
-        part = np.asarray(backend.encode([texts[todo[i]] for i in rows]), dtype=np.float32)
-        if vectors is None:
-            vectors = np.zeros((len(todo), part.shape[1]), dtype=np.float32)
-        vectors[rows] = part
-        if progress is not None and len(todo) > batch_size:
-            progress(min(start + batch_size, len(todo)), len(todo))
-    assert vectors is not None
-    return pa.concat_tables([cache, rows_table(todo, backend.model, vectors)])

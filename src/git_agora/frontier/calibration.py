@@ -51,22 +51,6 @@ class Calibration:
         return asdict(self)
 
 
-def calibrate(
-    account: str | None,
-    measured: np.ndarray,
-    bands: Sequence[Band | None],
-    direction: str,
-    tolerance: float = 0.0,
-    alpha: float = ALPHA,
-) -> Calibration:
-    """The calibration of results ``measured`` with their ``bands`` (None: no prediction)."""
-    low, high = _ends(bands)
-    groups = grouped(
-        np.zeros(len(bands), np.int64), 1, np.asarray(measured, np.float64), low, high, direction, tolerance
-    )
-    return groups.calibration(0, account, alpha)
-
-
 @dataclass(frozen=True)
 class Grouped:
     """Per group: counts and the sum of errors (``grouped``)."""

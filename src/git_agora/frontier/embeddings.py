@@ -88,11 +88,6 @@ class TextsOf(Mapping[str, str]):
         return len(self._row)
 
 
-def texts_by_sha(contributions: pa.Table) -> dict[str, str]:
-    """``{sha: contribution_text}`` for the valid contributions of an index table, all at once."""
-    return dict(TextsOf(contributions))
-
-
 def unit_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return (matrix / np.where(norms > 0, norms, 1.0)).astype(np.float32)
@@ -110,14 +105,6 @@ def rows_table(shas: Sequence[str], model: str, vectors: np.ndarray) -> pa.Table
     return pa.table(
         {"sha": pa.array(shas, pa.string()), "model": pa.array([model] * n, pa.string()), "vector": column}
     ).cast(EMBEDDINGS)
-
-
-def embeddings_table(vectors: Mapping[str, Sequence[float]], model: str) -> pa.Table:
-    """Build an EMBEDDINGS table from ``{sha: vector}`` (handy for tests and imports)."""
-    shas = list(vectors)
-    if not shas:
-        return empty_cache()
-    return rows_table(shas, model, np.asarray([vectors[s] for s in shas], dtype=np.float32))
 
 
 def pick_model(embeddings: pa.Table | None, model: str | None = None) -> str | None:
