@@ -10,7 +10,7 @@ import pytest
 
 import git_agora.cli.post as post_module
 from git_agora.cli.group import cli
-from git_agora.cli.quick import MULTIPLE, RECORD, SINGLE, VERDICTS, PostCall, parse_post
+from git_agora.cli.quick import MULTIPLE, RECORD, SINGLE, PostCall, parse_post
 from git_agora.contribution import Verdict
 
 VALUES = ["x", "an insight: it helps", "-x", "-", "", "=", "a=b", "--tag", "post", "ünï ✓", "-m", "confirmed", "1..2"]
@@ -47,7 +47,7 @@ def random_argv(rng: random.Random, file_path: str) -> list[str]:
     words.append(rng.choice(["post"] * 12 + ["pots", "-h"]))
     options = [*SINGLE, *MULTIPLE, RECORD, "--unknown", "-h", "--", "-q", "positional"]
     for _ in range(rng.randrange(0, 8)):
-        name, value = rng.choice(options), rng.choice(VALUES + list(VERDICTS))
+        name, value = rng.choice(options), rng.choice(VALUES + [v.value for v in Verdict])
         form = rng.random()
         if form < 0.15 and name.startswith("--"):
             words.append(f"{name}={value}")
@@ -58,10 +58,6 @@ def random_argv(rng: random.Random, file_path: str) -> list[str]:
         else:
             words += [name, value]
     return words
-
-
-def test_the_verdicts_are_the_protocols():
-    assert VERDICTS == tuple(v.value for v in Verdict)
 
 
 @pytest.mark.parametrize("argv", CANONICAL, ids=lambda a: " ".join(a)[:40])

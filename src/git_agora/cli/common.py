@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import click
 
+from ..contribution import Verdict
 from .output import (  # noqa: F401 (what every command imports from here)
     cli_feedback,
     emit_json,
@@ -15,6 +17,7 @@ from .output import (  # noqa: F401 (what every command imports from here)
     report_published,
 )
 from .output import open_project as open_project_at
+from .quick import OPTIONS, RECORD
 
 
 def run_cli(group: click.Group, argv: list[str] | None) -> int:
@@ -50,12 +53,6 @@ def open_project(ctx: click.Context, account: str | None = None, remote: str | N
     return open_project_at(obj.get("directory", "."), account, remote, as_json)
 
 
-def account_option(f: Callable) -> Callable:
-    return click.option("--account", help="Publish as this account (else AGORA_ACCOUNT or git config agora.account).")(
-        f
-    )
-
-
 def sandbox_option(f: Callable) -> Callable:
     return click.option(
         "--sandbox/--no-sandbox",
@@ -70,41 +67,24 @@ def json_option(f: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for programs instead of text.")(f)
 
 
-def ref_option(f: Callable) -> Callable:
+def post_option(name: str) -> Callable[[Callable], Callable]:
+    """The click option of `git agora post`'s parameter `name` as `quick.OPTIONS` declares it: post's
+    own, and those other commands share with it (`account_option`, `band_option`, ...)."""
+    option = next(o for o in OPTIONS if o.name == name)
+    extra: dict[str, Any] = {"type": click.Choice([v.value for v in Verdict])} if name == "verdict" else {}
+    if option.flags == (RECORD,):  # a flag, or a FILE (`quick.RECORD`)
+        extra = {"is_flag": False, "flag_value": "", "default": None}
     return click.option(
-        "--ref",
-        "cross_refs",
-        multiple=True,
-        metavar="URL#SHA",
-        help="Cite a commit of another Agora project (repeatable).",
-    )(f)
+        *option.flags, name, multiple=option.multiple, metavar=option.metavar, help=option.help, **extra
+    )
+
+
+account_option, band_option, ref_option = post_option("account"), post_option("prediction"), post_option("cross_refs")
 
 
 def new_names_options(f: Callable) -> Callable:
     """--new-tag and --new-metric: a name meant, though it is close to a known one (else refused as a typo)."""
-    f = click.option(
-        "--new-metric",
-        "new_metrics",
-        multiple=True,
-        metavar="NAME",
-        help="A metric name meant, though close to the project's metric or an output field (repeatable).",
-    )(f)
-    return click.option(
-        "--new-tag",
-        "new_tags",
-        multiple=True,
-        metavar="TAG",
-        help="A new tag, meant though close to a known one: added to the tags (repeatable).",
-    )(f)
-
-
-def band_option(f: Callable) -> Callable:
-    return click.option(
-        "--predict",
-        "prediction",
-        metavar="LOW..HIGH",
-        help="The band you predict the primary metric in, e.g. 2.6..3.0 (recorded; analyze's calibration view).",
-    )(f)
+    return post_option("new_tags")(post_option("new_metrics")(f))
 
 
 SCHEDULED = ("scheduler", "jobs", "scheduler_options", "node_local_ok")

@@ -12,6 +12,7 @@ from .common import (
     open_project,
     parse_meta,
     parse_metrics,
+    post_option,
     ref_option,
     report_published,
     sandbox_option,
@@ -30,7 +31,7 @@ from .common import (
 )
 @click.option("--metric", "metrics", multiple=True, metavar="NAME=VALUE", help="A measured metric (repeatable).")
 @new_names_options
-@click.option("--meta", "meta", multiple=True, metavar="KEY=VALUE", help="Structured metadata (VALUE may be JSON).")
+@post_option("meta")
 @band_option
 @click.option(
     "--check", is_flag=True, help="Evaluate a clean export first; record the measured metric, refuse a wrong claim."

@@ -1,26 +1,71 @@
 """`git agora post` without click: the command an agent runs after every idea, so its start-up is most of
 its cost (click alone took 20-25 ms of a 120 ms post).
 
-`parse_post` reads the plain command lines (the options of `git agora post` and the group's `--account`
-and `-C`, each spelled as click spells it) into the very arguments click would pass; anything else (help,
-a typo, an unknown option, a value click would refuse) returns None and goes to click, which parses it
-again and says what is wrong. tests/test_cli_quick.py holds the two parsers to the same result.
-`run_post` is the command's body for both.
+`OPTIONS` declares the options of `git agora post` once: click's command (`cli.post`, and the options
+`push` shares with it: `cli.common.post_option`) is built from it, and `parse_post` reads the plain
+command lines (those options and the group's `--account` and `-C`, each spelled as click spells it) into
+the very arguments click would pass; anything else (help, a typo, an unknown option, a value click would
+refuse) returns None and goes to click, which parses it again and says what is wrong.
+tests/test_cli_quick.py holds the two parsers to the same result. `run_post` is the command's body for both.
 """
 
 import os
 import sys
 from typing import NamedTuple
 
+from ..contribution import Verdict
 from .output import open_project, parse_meta, parse_metrics, report_failure, report_published
 
-VERDICTS = ("confirmed", "partial", "failed")  # contribution.Verdict's values (checked by the tests)
-SINGLE = {"-m": "description", "--message": "description", "--verdict": "verdict", "--predict": "prediction"}
-SINGLE["--account"] = "account"
-MULTIPLE = {"--tag": "tags", "--parent": "parents", "--target": "targets", "--metric": "metrics", "--meta": "meta"}
-MULTIPLE["--ref"] = "cross_refs"
-MULTIPLE.update({"--new-tag": "new_tags", "--new-metric": "new_metrics"})
+
+class Option(NamedTuple):
+    flags: tuple[str, ...]
+    name: str  # the parameter's name (`PostCall`'s field)
+    help: str
+    multiple: bool = False
+    metavar: str | None = None
+
+
 RECORD = "--json"  # a flag, or a value when the next word does not look like an option (click's rule)
+OPTIONS = (
+    Option(("-m", "--message"), "description", "The insight, hypothesis, report...; the first line is the title."),
+    Option(("--tag",), "tags", "A tag (repeatable): insight, hypothesis, report, endorsed, ...", True),
+    Option(("--parent",), "parents", "A contribution this builds on (repeatable).", True, "SHA"),
+    Option(("--target",), "targets", "The contribution a verification checks.", True, "SHA"),
+    Option(("--verdict",), "verdict", "The verification verdict."),  # one of `Verdict`'s values
+    Option(("--metric",), "metrics", "A metric (repeatable).", True, "NAME=VALUE"),
+    Option(
+        ("--new-tag",),
+        "new_tags",
+        "A new tag, meant though close to a known one: added to the tags (repeatable).",
+        True,
+        "TAG",
+    ),
+    Option(
+        ("--new-metric",),
+        "new_metrics",
+        "A metric name meant, though close to the project's metric or an output field (repeatable).",
+        True,
+        "NAME",
+    ),
+    Option(("--meta",), "meta", "Structured metadata (VALUE may be JSON).", True, "KEY=VALUE"),
+    Option(
+        ("--predict",),
+        "prediction",
+        "The band you predict the primary metric in, e.g. 2.6..3.0 (recorded; analyze's calibration view).",
+        metavar="LOW..HIGH",
+    ),
+    Option(
+        (RECORD,),
+        "record",
+        "Print JSON; with FILE ('-': stdin), publish the minimal contribution record in it "
+        "(agent_id, parent_hashes, tags, description, value with metric_value and free keys).",
+        metavar="[FILE]",
+    ),
+    Option(("--ref",), "cross_refs", "Cite a commit of another Agora project (repeatable).", True, "URL#SHA"),
+    Option(("--account",), "account", "Publish as this account (else AGORA_ACCOUNT or git config agora.account)."),
+)
+SINGLE = {flag: o.name for o in OPTIONS if not o.multiple and o.flags != (RECORD,) for flag in o.flags}
+MULTIPLE = {flag: o.name for o in OPTIONS if o.multiple for flag in o.flags}
 
 
 class PostCall(NamedTuple):
@@ -79,7 +124,7 @@ def parse_post(argv: list[str]) -> PostCall | None:
             values[SINGLE[name]] = value
     if None in (values.get("group_account", ""), values.get("directory", "")):
         return None  # an option without its value
-    if values.get("verdict") is not None and values["verdict"] not in VERDICTS:
+    if values.get("verdict") is not None and values["verdict"] not in {v.value for v in Verdict}:
         return None
     directory = str(values.pop("directory", None) or ".")
     if os.path.isfile(directory):
