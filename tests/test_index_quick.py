@@ -75,14 +75,14 @@ def test_a_format_2_commit_whose_git_identity_is_not_its_accounts_is_left_to_the
     wrong = ("founder <founder@agora>", "mallory <mallory@agora>")
     posing = raw(message, people=wrong)
     assert quick.row_values(posing, "bpb", NOW) is None
-    reasons = parallel.general_values(posing, "bpb", NOW)[16]
+    reasons = parallel.general_values(posing, "bpb", NOW).reasons
     assert reasons == [
         "its Git author is 'founder <founder@agora>', not 'mallory <mallory@agora>': plain git log names someone "
         "else than its account"
     ]
     older = raw(message.replace("Agora-Format: 2\n", "Agora-Format: 1\n"), people=wrong)
     values = quick.row_values(older, "bpb", NOW)
-    assert values is not None and values == parallel.general_values(older, "bpb", NOW) and values[16] == []
+    assert values is not None and values == parallel.general_values(older, "bpb", NOW) and values.reasons == []
 
 
 def test_the_hostile_corpus_is_read_the_same():

@@ -5,14 +5,14 @@ Kept apart from `policy` so that a post, which asks only this question, loads no
 
 from __future__ import annotations
 
-from .contribution import POLICY_TAG, Contribution
+from .contribution import POLICY, Contribution
 from .refs.store import Repository
 
 POLICY_MEMO = "policy-in-force"  # under .git/agora: "<setup>-<contribution> <policy sha>"
 
 
 def is_amendment(contribution: Contribution, root_account: str | None) -> bool:
-    return POLICY_TAG in contribution.tags and contribution.account == root_account
+    return POLICY in contribution.tags and contribution.account == root_account
 
 
 def policy_sha_for(repo: Repository, sha: str, root: str) -> str:
@@ -40,7 +40,7 @@ def policy_sha_for(repo: Repository, sha: str, root: str) -> str:
         if found is not None:
             break
     if found is None:
-        out = repo.git.run("log", "--first-parent", "--format=%H", "-E", f"--grep=^Agora-Tag: {POLICY_TAG}$", at)
+        out = repo.git.run("log", "--first-parent", "--format=%H", "-E", f"--grep=^Agora-Tag: {POLICY}$", at)
         amendments = (c.sha for c in map(repo.contribution, out.split()) if c and is_amendment(c, root_account))
         found = next(amendments, None) or root
     remember(repo.agora_path, POLICY_MEMO, f"{root}-{sha}", found)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .contribution import DEFAULT_TAG_WEIGHTS, METRIC_NAME_PATTERN, valid_account
+from .contribution import METRIC_NAME_PATTERN, default_weights, valid_account
 from .formats import section_format
 
 CONFIG_FILE = "agora.toml"
@@ -326,7 +326,7 @@ class ProjectConfig:
     tolerance: float = 0.0
     evaluation: EvalSpec = field(default_factory=EvalSpec)
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
-    tag_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TAG_WEIGHTS))
+    tag_weights: Mapping[str, float] = field(default_factory=default_weights)
     sections: Mapping[str, Any] = field(default_factory=dict)  # everything else, e.g. [ucb]
 
     def __post_init__(self) -> None:
@@ -418,7 +418,7 @@ class ProjectConfig:
         metric = data.pop("metric", {})
         evaluation = data.pop("eval", {})
         policy = data.pop("policy", {})
-        weights = {**DEFAULT_TAG_WEIGHTS, **{k: float(v) for k, v in data.pop("tags", {}).items()}}
+        weights = {**default_weights(), **{k: float(v) for k, v in data.pop("tags", {}).items()}}
         try:
             return cls(
                 name=str(project.get("name", cls.name)),

@@ -29,20 +29,103 @@ class Verdict(str, Enum):
     FAILED = "failed"
 
 
-DEFAULT_TAG_WEIGHTS: dict[str, float] = {
-    "setup": 5.0,
-    "result": 5.0,
-    "insight": 5.0,
-    "hypothesis": 5.0,
-    "report": 5.0,
-    "endorsed": 0.0,
-    "wip": 0.0,
-}
 VERDICT_WEIGHTS: dict[str, float] = {"confirmed": 20.0, "partial": 10.0, "failed": -20.0}
-NON_PROPAGATING_TAGS = frozenset({"wip", "endorsed", "witness"})
-POLICY_TAG = "policy"  # a policy amendment, when the setup's account publishes it
-WITNESS_TAG = "witness"  # a CI account's record of the log tips it saw, and when (`witness_tips`)
-RESERVED_TAGS = frozenset({*DEFAULT_TAG_WEIGHTS, "verification", POLICY_TAG, WITNESS_TAG})  # never typos
+
+
+class Kind(NamedTuple):
+    """A reserved tag and what it means: the one definition. The writers' and readers' rules
+    (`kind_problems`, both row paths), the evidence, the frontier's masks (`frontier.graph.kind_mask`), the
+    CLI's help and docs/protocol.md's table read it; docs/architecture.md lists the rest ("Adding a kind")."""
+
+    name: str
+    weight: float | None  # added to a direct parent from another account; None: none of its own
+    meaning: str  # one line, for the protocol's table
+    propagates: bool = True  # follow-on work that passes weight on (False: weighs 0, whatever its other tags)
+    buildable: bool = True  # work to build on: a scored result when it reports the project's metric
+    work: bool = True  # its description is work of its own: clustered, a leaf
+    counted: bool = True  # counted in UCB's N
+    posted: bool = False  # published with `git agora post --tag` (listed in its help)
+    trailers: tuple[str, ...] = ()  # the trailers it needs besides format, account and tag
+    rule: Callable[..., list[str]] | None = None  # (tags, parents, metrics, targets, verdict, metadata) -> problems
+
+
+def _setup_rule(tags, parents, metrics, targets, verdict, metadata) -> list[str]:
+    return ["a setup has no parents"] if parents else []
+
+
+def _hypothesis_rule(tags, parents, metrics, targets, verdict, metadata) -> list[str]:
+    return ["a hypothesis carries no metric"] if metrics else []
+
+
+def _verification_rule(tags, parents, metrics, targets, verdict, metadata) -> list[str]:
+    problems, found = [], [t for t in targets if t]
+    if len(found) != 1:
+        problems.append(f"a verification has exactly one target, found {len(found)}")
+    elif tuple(parents) != tuple(found):
+        problems.append("a verification has exactly one parent, its target")
+    if verdict is None:
+        problems.append("a verification needs a verdict (confirmed, partial or failed)")
+    if VERIFICATION not in tags:
+        problems.append("a target or verdict needs the verification tag")
+    return problems
+
+
+def _witness_rule(tags, parents, metrics, targets, verdict, metadata) -> list[str]:
+    problems = []
+    if len(parents) != 1:
+        problems.append("a witness record has exactly one parent, the setup")
+    if metrics or targets or verdict is not None or VERIFICATION in tags or SETUP in tags:
+        problems.append("a witness record carries no metric, verdict or setup")
+    if witness_tips(metadata) is None:
+        problems.append('a witness record lists log tips: Agora-Meta {"witness": {"tips": {account: sha}}}')
+    return problems
+
+
+# fmt: off
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("setup", 5.0, "the project's root (agora.toml, brief); the only one without parents", rule=_setup_rule),
+    Kind("result", 5.0, "work measured by the project's evaluation (`git agora push`)"),
+    Kind("insight", 5.0, "an observation others can build on", posted=True),
+    Kind("hypothesis", 5.0, "an idea not yet measured: no metric", posted=True, rule=_hypothesis_rule),
+    Kind("report", 5.0, "a write-up of work so far", posted=True),
+    Kind("verification", None, "a rerun of another account's result, its only parent", buildable=False, work=False,
+         trailers=("Agora-Target", "Agora-Verdict"), rule=_verification_rule),
+    Kind("endorsed", 0.0, "visible, excluded from fitness", propagates=False, buildable=False, work=False, posted=True),
+    Kind("wip", 0.0, "visible, does not propagate score (a claim: `git agora claim`)", propagates=False,
+         buildable=False),
+    Kind("witness", None, "a CI account's record of the log tips it saw (`witness_tips`)", propagates=False,
+         buildable=False, work=False, counted=False, trailers=("Agora-Meta",), rule=_witness_rule),
+    Kind("policy", None, "a policy amendment, when the setup's account publishes it"),
+    Kind("replicate", None, "a result repeating its first parent's setting under another seed (UCB)"),
+)}
+# fmt: on
+SETUP, RESULT, INSIGHT, HYPOTHESIS, REPORT, VERIFICATION, ENDORSED, WIP, WITNESS, POLICY, REPLICATE = KINDS
+RESERVED_TAGS = KINDS.keys()  # never typos; a live view of KINDS
+
+
+def default_weights() -> dict[str, float]:
+    """The tag weights of the reserved kinds that have one (a project's `[tags]` override them)."""
+    return {k.name: k.weight for k in KINDS.values() if k.weight is not None}
+
+
+def kind_problems(tags, parents, metrics, targets, verdict, metadata) -> list[str]:
+    """The rules of the kinds a commit has (a root without the setup tag, then each kind's `rule`, in
+    KINDS order): the one definition, for a `Contribution` (`intrinsic_problems`) and for the values
+    the index's fast path reads (`index.quick`)."""
+    problems = [] if parents or SETUP in tags else ["no parents: only the setup is a root"]
+    ruled = []
+    for tag in tags:  # a loop: this runs for every commit a rebuild reads
+        kind = KINDS.get(tag)
+        if kind is not None and kind.rule is not None:
+            ruled.append(kind)
+    if (targets or verdict is not None) and VERIFICATION not in tags:
+        ruled.append(KINDS[VERIFICATION])
+    if len(ruled) > 1:  # each once, in KINDS order
+        ruled = [kind for kind in KINDS.values() if kind in ruled]
+    for kind in ruled:
+        problems += kind.rule(tags, parents, metrics, targets, verdict, metadata)  # type: ignore[misc]
+    return problems
+
 
 ACCOUNT_VALUE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 TAG_VALUE = r"[a-z0-9][a-z0-9._:+-]{0,63}"
@@ -51,10 +134,14 @@ ACCOUNT_PATTERN = re.compile(f"^{ACCOUNT_VALUE}$")
 
 
 def valid_account(name: str) -> bool:
-    """Letters, digits, '.', '_' and '-', at most 64, and a name Git can store as a ref component
-    (not ending in '.' or '.lock', no '..')."""
+    """Letters, digits, '.', '_' and '-', at most 64 (`ACCOUNT_VALUE`), and `storable_account`."""
+    return bool(ACCOUNT_PATTERN.match(name)) and storable_account(name)
+
+
+def storable_account(name: str) -> bool:
+    """A name Git can store as a ref component: not ending in '.' or '.lock', no '..', no HEAD."""
     special = name.upper() in {"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD"}
-    return bool(ACCOUNT_PATTERN.match(name)) and not name.endswith((".", ".lock")) and ".." not in name and not special
+    return not name.endswith((".", ".lock")) and ".." not in name and not special
 
 
 TAG_PATTERN = re.compile(f"^{TAG_VALUE}$")
@@ -122,13 +209,14 @@ class NewerFormat(ContributionError):
 def contribution_weight(tags: Sequence[str], verdict: str | None, weights: Mapping[str, float] | None = None) -> float:
     """What a child adds to each direct parent's evidence when it comes from another account.
 
-    A verification weighs its verdict (+20 / +10 / -20). Otherwise wip and endorsed weigh nothing, and
-    any other contribution weighs the largest weight among its tags (unknown tags weigh 0).
+    A verification weighs its verdict (+20 / +10 / -20). Otherwise a kind that does not propagate (wip,
+    endorsed, witness) weighs nothing, and any other contribution weighs the largest weight among its
+    tags (unknown tags weigh 0).
     """
-    weights = DEFAULT_TAG_WEIGHTS if weights is None else weights
+    weights = default_weights() if weights is None else weights
     if verdict is not None:
         return VERDICT_WEIGHTS[verdict]
-    if NON_PROPAGATING_TAGS.intersection(tags):
+    if any(not kind.propagates for kind in map(KINDS.get, tags) if kind is not None):
         return 0.0
     return max((weights[t] for t in tags if t in weights), default=0.0)
 
@@ -174,11 +262,11 @@ class Contribution(NamedTuple):
 
     @property
     def is_verification(self) -> bool:
-        return "verification" in self.tags or self.verdict is not None or self.target is not None
+        return VERIFICATION in self.tags or self.verdict is not None or self.target is not None
 
     @property
     def is_setup(self) -> bool:
-        return "setup" in self.tags
+        return SETUP in self.tags
 
     def to_message(self) -> str:
         """The commit message: encoded description, blank line, one trailer block."""
@@ -375,7 +463,7 @@ def encode_metadata(metadata: Mapping[str, object]) -> str:
 def decode_metadata(text: str) -> dict[str, object]:
     """The Agora-Meta object; size and nesting are checked before parsing (so no input can exhaust the
     parser's recursion)."""
-    if len(text.encode("utf-8", "surrogatepass")) > LIMITS.meta_bytes:
+    if len(text) * 4 > LIMITS.meta_bytes and len(text.encode("utf-8", "surrogatepass")) > LIMITS.meta_bytes:
         raise ContributionError(f"Agora-Meta is over {LIMITS.meta_bytes // 1024} KiB")
     if text.count("[") + text.count("{") > LIMITS.meta_depth and json_depth(text) > LIMITS.meta_depth:
         raise ContributionError(f"Agora-Meta nests deeper than {LIMITS.meta_depth}")
@@ -437,17 +525,9 @@ def intrinsic_problems(c: Contribution) -> list[str]:
     problems += [f"tag {t!r} is not a valid tag" for t in c.tags if not TAG_PATTERN.match(t)]
     problems += [f"metric {n} is not finite" for n, v in c.metrics.items() if not math.isfinite(v)]
     problems += _cross_ref_problems(c.cross_refs)
-    if c.is_setup and c.parents:
-        problems.append("a setup has no parents")
-    if not c.is_setup and not c.parents:
-        problems.append("no parents: only the setup is a root")
-    if "hypothesis" in c.tags and c.metrics:
-        problems.append("a hypothesis carries no metric")
-    if c.is_verification:
-        problems += _verification_problems(c)
-    if WITNESS_TAG in c.tags:
-        problems += _witness_problems(c)
-    return problems
+    targets = ([] if c.target is None else [c.target]) + list(c.extra_targets)
+    verdict = None if c.verdict is None else c.verdict.value
+    return problems + kind_problems(c.tags, c.parents, c.metrics, targets, verdict, c.metadata)
 
 
 def git_identity(account: str) -> str:
@@ -455,13 +535,13 @@ def git_identity(account: str) -> str:
     return f"{account} <{account}@agora>"
 
 
-def identity_problems(c: Contribution, author: str, committer: str) -> list[str]:
-    """From format 2 on, a Git author or committer other than `git_identity(c.account)` makes a
+def identity_problems(declared: str, account: str, author: str, committer: str) -> list[str]:
+    """From format 2 on (`declared`), a Git author or committer other than `git_identity(account)` makes a
     contribution invalid: plain `git log` would name someone else than the account that counts (format 1
     contributions are only flagged, by `show`)."""
-    if c.format == "1":
+    if declared == "1" or author == committer == git_identity(account):
         return []
-    return identity_mismatches(c.account, author, committer)
+    return identity_mismatches(account, author, committer)
 
 
 def older_than_setup(declared: int, setup: int) -> str | None:
@@ -492,17 +572,6 @@ def witness_tips(metadata: Mapping[str, object]) -> dict[str, str] | None:
         if not (isinstance(account, str) and valid_account(account) and isinstance(sha, str) and _FULL_SHA.match(sha)):
             return None
     return dict(tips)
-
-
-def _witness_problems(c: Contribution) -> list[str]:
-    problems = []
-    if len(c.parents) != 1:
-        problems.append("a witness record has exactly one parent, the setup")
-    if c.metrics or c.is_verification or c.is_setup:
-        problems.append("a witness record carries no metric, verdict or setup")
-    if witness_tips(c.metadata) is None:
-        problems.append('a witness record lists log tips: Agora-Meta {"witness": {"tips": {account: sha}}}')
-    return problems
 
 
 def _size_problems(c: Contribution) -> list[str]:
@@ -536,20 +605,6 @@ def _cross_ref_problems(refs: Iterable[str]) -> list[str]:
             parse_cross_ref(ref)
         except ContributionError as exc:
             problems.append(str(exc))
-    return problems
-
-
-def _verification_problems(c: Contribution) -> list[str]:
-    problems = []
-    targets = ([c.target] if c.target else []) + list(c.extra_targets)
-    if len(targets) != 1:
-        problems.append(f"a verification has exactly one target, found {len(targets)}")
-    elif tuple(c.parents) != (c.target,):
-        problems.append("a verification has exactly one parent, its target")
-    if c.verdict is None:
-        problems.append("a verification needs a verdict (confirmed, partial or failed)")
-    if "verification" not in c.tags:
-        problems.append("a target or verdict needs the verification tag")
     return problems
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from .config import ConfigError, ProjectConfig
 from .contribution import (
+    POLICY,
     Contribution,
     ContributionError,
     identity_problems,
@@ -126,7 +127,7 @@ def _is_policy_of(message: str, founder: str) -> bool:
         c = Contribution.from_message(message)
     except ContributionError:
         return False
-    return c.account == founder and "policy" in c.tags
+    return c.account == founder and POLICY in c.tags
 
 
 @cache
@@ -172,7 +173,7 @@ def _entry_problems(
             continue
         found = [] if c.account == account else [f"account {c.account} pushed into the log of {account}"]
         found += time_problems(int(when), now) if when.isdigit() else ["unreadable committer time"]
-        found += intrinsic_problems(c) + identity_problems(c, *people)
+        found += intrinsic_problems(c) + identity_problems(c.format, c.account, *people)
         found += [p for p in [older_than_setup(int(c.format), setup_format)] if p]
         problems += [f"{sha[:12]}: {p}" for p in found]
         checks[sha] = precheck(raws.get(sha), keys, required)

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import NamedTuple
 
-from ..contribution import Verdict
+from ..contribution import KINDS, Verdict
 from .output import open_project, parse_meta, parse_metrics, report_failure, report_published
 
 
@@ -28,7 +28,9 @@ class Option(NamedTuple):
 RECORD = "--json"  # a flag, or a value when the next word does not look like an option (click's rule)
 OPTIONS = (
     Option(("-m", "--message"), "description", "The insight, hypothesis, report...; the first line is the title."),
-    Option(("--tag",), "tags", "A tag (repeatable): insight, hypothesis, report, endorsed, ...", True),
+    Option(
+        ("--tag",), "tags", f"A tag (repeatable): {', '.join(k.name for k in KINDS.values() if k.posted)}, ...", True
+    ),
     Option(("--parent",), "parents", "A contribution this builds on (repeatable).", True, "SHA"),
     Option(("--target",), "targets", "The contribution a verification checks.", True, "SHA"),
     Option(("--verdict",), "verdict", "The verification verdict."),  # one of `Verdict`'s values

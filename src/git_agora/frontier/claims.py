@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..contribution import WIP
 from .graph import tag_mask
 
 UNTIL_KEY = "claim_until"
@@ -76,7 +77,7 @@ def claims_on(claims: list[Claim]) -> dict[str, list[Claim]]:
 
 def _newest_claims(contributions: pa.Table) -> list[Claim]:
     mentions = pc.fill_null(pc.match_substring(contributions["metadata"], f'"{UNTIL_KEY}"'), False)
-    wip = pa.array(tag_mask(contributions, "wip"))
+    wip = pa.array(tag_mask(contributions, WIP))
     table = contributions.filter(pc.and_(pc.and_(contributions["valid"], wip), mentions))
     newest: dict[tuple[str, str], Claim] = {}
     for row in table.select(["sha", "account", "timestamp", "title", "metadata", "parents"]).to_pylist():
@@ -103,7 +104,7 @@ def _followed_up(contributions: pa.Table, claims: list[Claim]) -> set[str]:
     """The claims whose account published non-wip work on the target or the claim since claiming."""
     accounts = pa.array(sorted({c.account for c in claims}))
     oldest = min(c.since for c in claims)
-    not_wip = pa.array(~tag_mask(contributions, "wip"))
+    not_wip = pa.array(~tag_mask(contributions, WIP))
     recent_by_claimers = pc.and_(
         pc.is_in(contributions["account"], value_set=accounts), pc.greater_equal(contributions["timestamp"], oldest)
     )

@@ -251,8 +251,9 @@ class Diversity:
 
 
 def clusterable(frame: Frame) -> np.ndarray:
-    """Nodes whose descriptions describe work: not endorsements, not verifications."""
-    return ~(frame.endorsed | frame.verification | frame.witness)
+    """Nodes whose descriptions describe work of their own (``Kind.work``: not endorsements, verifications
+    or witness records)."""
+    return frame.own_work
 
 
 def recent_clusterable(frame: Frame, window: int) -> np.ndarray:

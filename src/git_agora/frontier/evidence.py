@@ -49,9 +49,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import NON_PROPAGATING_TAGS, VERDICT_WEIGHTS, contribution_weight
+from ..contribution import SETUP, VERDICT_WEIGHTS, VERIFICATION, contribution_weight
 from .descendants import count_descendants
-from .graph import Graph, build_graph, combined, tag_mask
+from .graph import Graph, build_graph, combined, kind_mask, tag_mask
 from .root import Root
 
 EVIDENCE = pa.schema(
@@ -153,7 +153,7 @@ def evidence(
 ) -> pa.Table:
     """One EVIDENCE row per valid contribution: score, child counts, descendants, verification status.
 
-    `weights` are tag weights (default DEFAULT_TAG_WEIGHTS), passed on to `contribution_weight`;
+    `weights` are tag weights (default `contribution.default_weights`), passed on to `contribution_weight`;
     `counter` computes n(v) from the graph and ``follow_on_work`` (default ``count_descendants``; a
     cache may answer instead, with the same numbers); `root`: whose verdicts count from the start
     (``graph.build_graph``).
@@ -247,7 +247,7 @@ def trusted_from_the_start(graph: Graph) -> np.ndarray:
     trusted = np.zeros(size, dtype=bool)
     named = pa.array(sorted(graph.root.accounts), pa.string())
     in_root = pc.fill_null(pc.is_in(graph.table["account"], value_set=named), False).to_numpy(zero_copy_only=False)
-    trusted[graph.account[np.asarray(in_root, dtype=bool) | tag_mask(graph.table, "setup")]] = True
+    trusted[graph.account[np.asarray(in_root, dtype=bool) | tag_mask(graph.table, SETUP)]] = True
     return trusted
 
 
@@ -280,7 +280,7 @@ def kinds_by_target(target: np.ndarray, verdict: np.ndarray, chosen: np.ndarray,
 
 def own_work(graph: Graph) -> np.ndarray:
     """Per node: a contribution of its author's own, not a verification (what a confirmation can establish)."""
-    return ~(pc.is_valid(graph.table["verdict"]).to_numpy(zero_copy_only=False) | tag_mask(graph.table, "verification"))
+    return ~(pc.is_valid(graph.table["verdict"]).to_numpy(zero_copy_only=False) | tag_mask(graph.table, VERIFICATION))
 
 
 def minted(graph: Graph, root_kinds: np.ndarray, trusted: np.ndarray) -> np.ndarray:
@@ -340,9 +340,10 @@ def node_weights(graph: Graph, weights: Mapping[str, float] | None = None) -> np
 
 
 def follow_on_work(graph: Graph, verdicts: Verdicts) -> np.ndarray:
-    """Per node: whether it is follow-on work on its ancestors (not wip, not an endorsement, not a
-    verification whose verdict is failed, replaced or ignored)."""
-    propagating = ~np.logical_or.reduce([tag_mask(graph.table, tag) for tag in sorted(NON_PROPAGATING_TAGS)])
+    """Per node: whether it is follow-on work on its ancestors (of no kind that does not propagate,
+    ``Kind.propagates``: wip, an endorsement, a witness record; not a verification whose verdict is
+    failed, replaced or ignored)."""
+    propagating = ~kind_mask(graph.table, lambda kind: not kind.propagates)
     failed = pc.fill_null(pc.equal(graph.table["verdict"], "failed"), False).to_numpy(zero_copy_only=False)
     return propagating & ~np.asarray(failed, dtype=bool) & ~discarded_verifications(graph, verdicts)
 

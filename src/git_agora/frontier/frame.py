@@ -5,11 +5,12 @@ views, clusters and UCB all read the same ``Frame``.
 
 Vocabulary (used by views, clusters and UCB alike):
 
-- *kinds* come from tags: ``hypothesis``, ``wip``, ``endorsed``, ``setup``, ``witness``; a *verification* is a row
-  with a verdict, a target or the ``verification`` tag (``scored.is_verification``).
-- *scored*: a valid contribution reporting the primary metric that is not a verification (it
-  re-measures a result), not wip or an endorsement, and whose verification status is not ``failed``;
-  the one definition is ``scored.scored_mask`` (stats and lineage use it too).
+- *kinds* come from reserved tags (``contribution.KINDS``: what each means is read from there, through
+  ``graph.kind_mask``); a *verification* is a row with a verdict, a target or the ``verification`` tag
+  (``scored.is_verification``).
+- *scored*: a valid contribution reporting the primary metric, of a kind that may be built on (not a
+  verification, wip or an endorsement), and whose verification status is not ``failed``; the one
+  definition is ``scored.scored_mask`` (stats and lineage use it too).
 - *quality* Q: the percentile of a scored value among all scored values, direction-aware, in [0, 1]:
   the best is 1, the worst 0, equal values share their mid-rank, a lone result is 1.
 - *follow-ons* n(v): the follow-on work on v, the paper's descendant count: distinct valid
@@ -28,9 +29,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import WITNESS_TAG
+from ..contribution import HYPOTHESIS
 from .evidence import FollowOnCounter, evidence_columns
-from .graph import Graph, build_graph, combined, signed, tag_mask
+from .graph import Graph, build_graph, combined, kind_mask, signed, tag_mask
 from .root import Root
 from .scored import buildable_mask, in_epoch, is_verification, primary_metric
 
@@ -52,10 +53,9 @@ class Frame:
     metric: np.ndarray  # float64, nan when not reported
     hypothesis: np.ndarray
     verification: np.ndarray
-    endorsed: np.ndarray
-    wip: np.ndarray
-    setup: np.ndarray
-    witness: np.ndarray  # a witness record (tagged ``witness``): weighs nothing, not counted, not shown as work
+    buildable_kind: np.ndarray  # of no kind that may not be built on (``Kind.buildable``)
+    own_work: np.ndarray  # its description is work of its own (``Kind.work``): clustered, a leaf
+    uncounted: np.ndarray  # bookkeeping (``Kind.counted``: a witness record): not counted, not shown as activity
     witness_time: np.ndarray  # when a counted witness record first reached the node, -1 when none did
     first_parent: np.ndarray  # node of the first parent, -1 when none is a valid contribution
     follow_ons: np.ndarray  # n(v), see the module docstring
@@ -132,7 +132,8 @@ def build_frame(
     else:
         ev = _align(evidence_table, table["sha"])
     status = np.asarray(ev["status"], dtype=object)
-    buildable = buildable_mask(table, status)
+    buildable_kind = ~kind_mask(table, lambda kind: not kind.buildable)
+    buildable = buildable_mask(table, status, buildable_kind)
     metric = primary_metric(table)
     measured = buildable & ~np.isnan(metric)
     current = in_epoch(table, graph.root.epoch)
@@ -148,12 +149,11 @@ def build_frame(
         priority=int_column(table["priority"], 0),
         log_seq=int_column(table["log_seq"], -1),
         metric=metric,
-        hypothesis=tag_mask(table, "hypothesis"),
+        hypothesis=tag_mask(table, HYPOTHESIS),
         verification=is_verification(table),
-        endorsed=tag_mask(table, "endorsed"),
-        wip=tag_mask(table, "wip"),
-        setup=tag_mask(table, "setup"),
-        witness=tag_mask(table, WITNESS_TAG),
+        buildable_kind=buildable_kind,
+        own_work=~kind_mask(table, lambda kind: not kind.work),
+        uncounted=kind_mask(table, lambda kind: not kind.counted),
         witness_time=int_column(table["witness_time"], -1),
         first_parent=first_parent,
         follow_ons=np.asarray(ev["descendants"], dtype=np.int64),

@@ -6,12 +6,14 @@ node numbers 0..n-1, which follow the order of the valid rows in the contributio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..contribution import KINDS, VERIFICATION, Kind
 from .root import Root
 from .witness import UNWITNESSED, priority_order, witness_times
 
@@ -192,12 +194,22 @@ def topological_order(graph: Graph) -> np.ndarray:
     return np.asarray(order, dtype=np.int64)
 
 
-def tag_mask(table: pa.Table, tag: str) -> np.ndarray:
-    """Per row: carries ``tag``."""
-    tags = combined(table["tags"])
-    rows = pc.list_parent_indices(tags).to_numpy()
-    hit = pc.fill_null(pc.equal(pc.list_flatten(tags), tag), False).to_numpy(zero_copy_only=False)
-    return np.bincount(rows[hit], minlength=table.num_rows).astype(bool)
+def tag_mask(table: pa.Table, *tags: str) -> np.ndarray:
+    """Per row: carries any of ``tags``."""
+    found = combined(table["tags"])
+    rows = pc.list_parent_indices(found).to_numpy()
+    hit = pc.is_in(pc.list_flatten(found), value_set=pa.array(tags, pa.string()))
+    return np.bincount(rows[hit.to_numpy(zero_copy_only=False)], minlength=table.num_rows).astype(bool)
+
+
+def kind_mask(table: pa.Table, test: Callable[[Kind], bool]) -> np.ndarray:
+    """Per row: carries a reserved tag whose kind passes ``test`` (``contribution.KINDS``); a target
+    or verdict makes a verification (``Contribution.is_verification``)."""
+    mask = tag_mask(table, *(kind.name for kind in KINDS.values() if test(kind)))
+    if test(KINDS[VERIFICATION]):
+        mask |= np.asarray(pc.is_valid(table["verdict"]).to_numpy(zero_copy_only=False), dtype=bool)
+        mask |= np.asarray(pc.is_valid(table["target"]).to_numpy(zero_copy_only=False), dtype=bool)
+    return mask
 
 
 def signed(values: np.ndarray, direction: str) -> np.ndarray:

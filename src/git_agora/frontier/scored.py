@@ -3,9 +3,10 @@
 
 - *Verification*: a row with a verdict, a target or the ``verification`` tag (it re-measures someone
   else's result, so its metric is not a result of its own).
-- *Buildable*: a valid contribution that is not a verification, not wip, not an endorsement, and whose
-  verification status is not ``failed`` (the status the newest verdict of each verifier gives,
-  ``evidence.verification_status``). Work a worker may be pointed at as a parent.
+- *Buildable*: a valid contribution of no kind that may not be built on (``Kind.buildable``: a
+  verification, wip, an endorsement, a witness record), whose verification status is not ``failed``
+  (the status the newest verdict of each verifier gives, ``evidence.verification_status``). Work a
+  worker may be pointed at as a parent.
 - *Scored result*: a buildable contribution that reports the primary metric, judged by a policy of the
   current evaluator epoch (``root.Root.epoch``; results of earlier epochs are listed apart, never
   compared with the current ones).
@@ -29,21 +30,25 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..contribution import VERIFICATION
 from .evidence import verdicts_of, verification_status
-from .graph import Graph, chronological_order, signed, tag_mask, time_column
+from .graph import Graph, chronological_order, kind_mask, signed, time_column
 
 
 def is_verification(table: pa.Table) -> np.ndarray:
     """Per row: a verification (a verdict, a target or the ``verification`` tag)."""
-    return tag_mask(table, "verification") | _present(table["verdict"]) | _present(table["target"])
+    return kind_mask(table, lambda kind: kind.name == VERIFICATION)
 
 
-def buildable_mask(table: pa.Table, status: Sequence[str] | np.ndarray) -> np.ndarray:
-    """Per row: valid, not a verification, wip, endorsement or witness record, and not failed-verified
-    (``status`` per row)."""
+def buildable_mask(
+    table: pa.Table, status: Sequence[str] | np.ndarray, buildable_kind: np.ndarray | None = None
+) -> np.ndarray:
+    """Per row: valid, of no kind that may not be built on (``buildable_kind``, computed when not given),
+    and not failed-verified (``status`` per row)."""
     valid = np.asarray(pc.fill_null(table["valid"], False).to_numpy(zero_copy_only=False), dtype=bool)
-    kinds = is_verification(table) | tag_mask(table, "wip") | tag_mask(table, "endorsed") | tag_mask(table, "witness")
-    return valid & ~kinds & (np.asarray(status, dtype=object) != "failed")
+    if buildable_kind is None:
+        buildable_kind = ~kind_mask(table, lambda kind: not kind.buildable)
+    return valid & buildable_kind & (np.asarray(status, dtype=object) != "failed")
 
 
 def scored_mask(table: pa.Table, status: Sequence[str] | np.ndarray, epoch: frozenset[str] | None = None) -> np.ndarray:

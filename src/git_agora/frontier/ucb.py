@@ -69,12 +69,11 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
+from ..contribution import REPLICATE
 from .clusters import Clustering
 from .frame import Frame, inherit_quality, quality
 from .graph import tag_mask
 from .ucb_params import UcbParams
-
-REPLICATE_TAG = "replicate"  # a result that repeats its first parent's setting under another seed
 
 
 @dataclass(frozen=True)
@@ -175,7 +174,7 @@ def exploration_constant(frame: Frame, params: UcbParams) -> tuple[float, float]
 def counted(frame: Frame) -> int:
     """N, the contributions UCB counts: every valid one but verifications whose verdict weighs nothing
     (an opinion or a newcomer's verdict must not move a slot) and witness records (bookkeeping, not work)."""
-    return frame.n - int(frame.weightless.sum()) - int(frame.witness.sum())
+    return frame.n - int(frame.weightless.sum()) - int(frame.uncounted.sum())
 
 
 def ucb_scores(q: np.ndarray, n: np.ndarray, rho: np.ndarray, total: int, c: float, d: float) -> np.ndarray:
@@ -454,7 +453,7 @@ class Replicas:
     @classmethod
     def of(cls, frame: Frame) -> Replicas:
         parent = frame.first_parent
-        replica = tag_mask(frame.table, REPLICATE_TAG) & frame.scored & (parent >= 0)
+        replica = tag_mask(frame.table, REPLICATE) & frame.scored & (parent >= 0)
         replica[replica] &= frame.scored[parent[replica]]
         originals = parent[replica]
         while replica[originals].any():  # a replicate of a replicate is another draw of the first original

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
+from ..contribution import SETUP
 from .evidence import Verdicts
 from .graph import Graph, tag_mask
 
@@ -117,7 +118,7 @@ def standing_of(graph: Graph, verdicts: Verdicts, account: str) -> Standing:
     counting verdict confirmed work of its own), or that they do not yet and what would change that."""
     nodes = np.flatnonzero(np.asarray(pc.fill_null(pc.equal(graph.table["account"], account), False), dtype=bool))
     code = int(graph.account[nodes[0]]) if len(nodes) else -1
-    if code >= 0 and tag_mask(graph.table, "setup")[nodes].any():
+    if code >= 0 and tag_mask(graph.table, SETUP)[nodes].any():
         return Standing(account, True, f"{account} founded the project")
     if account in graph.root.accounts:
         return Standing(account, True, f"{account} is a member (the policy's [identity] members or [ci] accounts)")

@@ -261,8 +261,7 @@ def built_on(frame: Frame, limit: int, params: ViewParams) -> Listing:
 def leaves(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Leaves: contributions (not endorsements or verifications) with no follow-on yet, newest first.
     Extra fields: quality, status."""
-    work = ~frame.endorsed & ~frame.verification & ~frame.witness
-    nodes = _newest_first(frame, np.flatnonzero((frame.follow_ons == 0) & work))
+    nodes = _newest_first(frame, np.flatnonzero((frame.follow_ons == 0) & frame.own_work))
     top = nodes[:limit]
     return Listing(frame.rows(top, quality=frame.q[top], status=frame.status[top]), len(nodes))
 
@@ -346,7 +345,7 @@ def open_hypotheses(frame: Frame, limit: int, params: ViewParams) -> Listing:
 def recent(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Recent activity: the newest valid contributions (witness records are bookkeeping: left out). Extra
     fields: status, verdict, target."""
-    nodes = _newest_first(frame, np.flatnonzero(~frame.witness))
+    nodes = _newest_first(frame, np.flatnonzero(~frame.uncounted))
     top = nodes[:limit]
     part = frame.graph.rows(top, ["verdict", "target"])
     rows = frame.rows(

@@ -7,8 +7,9 @@ index updated after many fetches equals one rebuilt from scratch, byte for byte.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -17,15 +18,18 @@ import pyarrow.compute as pc
 from ..contribution import (
     LIMITS,
     PENDING_FUTURE,
+    POLICY,
+    SETUP,
     encode_metadata,
     identity_problems,
     intrinsic_problems,
     time_problems,
+    verified_target,
 )
 from ..leaks import redact
 from ..records import carries_run
 from .listing import NOT_LISTED, listed_mask
-from .schema import ACCOUNTS, CONTRIBUTIONS, EDGES, TAGS, VERDICTS
+from .schema import ACCOUNTS, EDGES, TAGS, VERDICTS
 
 SECOND_SETUP = "a second setup: this clone's project root is pinned to another setup"
 CASE_TWIN = "an account that differs only by case from the earlier account"
@@ -44,36 +48,64 @@ def not_listed(account: str) -> str:
     return f"{NOT_LISTED} ({account}): another account's log carries it, or none yet"
 
 
-# the fields of a row as `local_values` and `not_a_contribution_values` give them: the contributions
-# table's, then the Agora-Ref trailers
-LOCAL_FIELDS = (*CONTRIBUTIONS.names, "_refs")
+class Row(NamedTuple):
+    """One commit's own values, by name, as either row path gives them (`parallel.row_values`): the
+    contributions table's columns but those the other commits decide (log_seq, code_bearing, valid,
+    policy: `parallel.local_rows` starts them empty), then what the graph rules need. A column is built
+    from the field of its name, so the order here is free: what a commit that is no contribution lacks
+    comes last, with its empty value."""
+
+    sha: str
+    timestamp: int
+    title: str
+    description: str
+    parents: list[str]
+    tree: str
+    reasons: list[str]
+    account: str | None = None
+    tags: Sequence[str] = ()
+    metrics: Sequence[tuple[str, float]] = ()
+    primary_metric: float | None = None
+    metadata: str = "{}"
+    target: str | None = None
+    verdict: str | None = None
+    run_backed: bool | None = None
+    refs: Sequence[str] = ()  # the Agora-Ref trailers (the cross_refs table)
+    parsed_account: str | None = None  # the parsed account, also when the row itself failed
+    setup: bool = False  # tagged setup
+    amends: bool = False  # tagged policy: an amendment when its account is the root setup's
+    verifies: str | None = None  # the target of a verification
+    declared_format: int | None = None  # the Agora-Format it declares
 
 
-def local_values(raw, c, primary_metric: str | None, now: int) -> tuple:
-    """The row of one contribution as far as it depends on that commit alone, in `LOCAL_FIELDS` order:
-    `reasons` holds the time, intrinsic and Git identity problems; graph problems, the log listing, `code_bearing`,
-    `valid` and `policy` need the other commits (`parallel.graph_rows`)."""
-    return (
-        raw.sha,
-        c.account,
-        raw.timestamp,
-        None,
-        _bounded(redact(c.title)),
-        _bounded(redact(c.description)),
-        list(c.tags[: LIMITS.tags]),
-        list(c.metrics.items())[: LIMITS.metrics],
-        c.metrics.get(primary_metric) if primary_metric else None,
-        redact(c.meta_text if c.meta_text is not None else encode_metadata(c.metadata)),
-        list(c.parents),
-        raw.tree,
-        False,
-        c.target,
-        c.verdict.value if c.verdict else None,
-        False,
-        time_problems(raw.timestamp, now) + intrinsic_problems(c) + identity_problems(c, raw.author, raw.committer),
-        None,
-        carries_run(c.metadata) if c.verdict else None,
-        list(c.cross_refs[: LIMITS.cross_refs]),
+def local_values(raw, c, primary_metric: str | None, now: int) -> Row:
+    """The row of one contribution as far as it depends on that commit alone: `reasons` holds the time,
+    intrinsic and Git identity problems; graph problems, the log listing, `code_bearing`, `valid` and
+    `policy` need the other commits (`parallel.graph_rows`)."""
+    return Row(
+        sha=raw.sha,
+        account=c.account,
+        timestamp=raw.timestamp,
+        title=_bounded(redact(c.title)),
+        description=_bounded(redact(c.description)),
+        tags=list(c.tags[: LIMITS.tags]),
+        metrics=list(c.metrics.items())[: LIMITS.metrics],
+        primary_metric=c.metrics.get(primary_metric) if primary_metric else None,
+        metadata=redact(c.meta_text if c.meta_text is not None else encode_metadata(c.metadata)),
+        parents=list(c.parents),
+        tree=raw.tree,
+        target=c.target,
+        verdict=c.verdict.value if c.verdict else None,
+        reasons=time_problems(raw.timestamp, now)
+        + intrinsic_problems(c)
+        + identity_problems(c.format, c.account, raw.author, raw.committer),
+        run_backed=carries_run(c.metadata) if c.verdict else None,
+        refs=list(c.cross_refs[: LIMITS.cross_refs]),
+        parsed_account=c.account,
+        setup=c.is_setup,
+        amends=POLICY in c.tags,
+        verifies=verified_target(c),
+        declared_format=int(c.format),
     )
 
 
@@ -89,29 +121,26 @@ def _bounded(text: str) -> str:
     )
 
 
-def not_a_contribution_values(raw, problem: str) -> tuple:
-    """The row of a commit that is no contribution (with why), as a tuple in `LOCAL_FIELDS` order."""
-    return (
-        raw.sha,
-        None,
-        raw.timestamp,
-        None,
-        _bounded(redact(raw.message.split("\n", 1)[0])),
-        _bounded(redact(raw.message.strip())),
-        [],
-        [],
-        None,
-        "{}",
-        list(raw.parents),
-        raw.tree,
-        False,
-        None,
-        None,
-        False,
-        [problem],
-        None,
-        None,
-        [],
+def not_a_contribution_values(raw, problem: str, parsed=None) -> Row:
+    """The row of a commit that is no contribution (with why); `parsed`: the contribution it decoded as
+    when reading its values failed."""
+    row = Row(
+        sha=raw.sha,
+        timestamp=raw.timestamp,
+        title=_bounded(redact(raw.message.split("\n", 1)[0])),
+        description=_bounded(redact(raw.message.strip())),
+        parents=list(raw.parents),
+        tree=raw.tree,
+        reasons=[problem],
+    )
+    if parsed is None:
+        return row
+    return row._replace(
+        parsed_account=parsed.account,
+        setup=parsed.is_setup,
+        amends=POLICY in parsed.tags,
+        verifies=verified_target(parsed),
+        declared_format=int(parsed.format),
     )
 
 
@@ -135,7 +164,7 @@ def finalize(
     table = _case_twins(table, root)
     tags = table.column("tags").combine_chunks()
     setup_rows = np.unique(
-        pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), "setup").to_numpy(zero_copy_only=False)]
+        pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), SETUP).to_numpy(zero_copy_only=False)]
     )
     column = table.column("reasons")
     before = {int(i): column[int(i)].as_py() for i in setup_rows}
@@ -200,7 +229,7 @@ def _holds_setup(table: pa.Table, rows: np.ndarray, root: str | None) -> bool:
     part = table.select(["sha", "tags"]).take(pa.array(rows, pa.int64()))
     if root is not None:
         return root in part["sha"].to_pylist()
-    return any("setup" in tags for tags in part["tags"].to_pylist())
+    return any(SETUP in tags for tags in part["tags"].to_pylist())
 
 
 def _recheck_pending(table: pa.Table, now: int) -> pa.Table:

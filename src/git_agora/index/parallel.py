@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import POLICY_TAG, graph_problems, older_than_setup, verified_target
+from ..contribution import graph_problems, older_than_setup
 from . import build, listing, quick, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS
 
@@ -46,16 +46,16 @@ R = TypeVar("R")
 THRESHOLD = 4 << 20  # bytes of `git log` records: below, parsed here (no worker processes)
 BLOCK = 1 << 20  # bytes of records per task
 
-# the rows as workers return them: the contributions schema plus what the graph rules need
+# the rows as workers return them: the contributions schema plus what the graph rules need (`build.Row`)
 WORK = pa.schema(
     [
         *CONTRIBUTIONS,
-        ("_account", pa.string()),  # the parsed account, also when the row itself failed
-        ("_setup", pa.bool_()),  # tagged setup
-        ("_amends", pa.bool_()),  # tagged policy: an amendment when its account is the root setup's
-        ("_verifies", pa.string()),  # the target of a verification
-        ("_format", pa.int8()),  # the Agora-Format it declares
-        ("_refs", pa.list_(pa.string())),
+        ("parsed_account", pa.string()),
+        ("setup", pa.bool_()),
+        ("amends", pa.bool_()),
+        ("verifies", pa.string()),
+        ("declared_format", pa.int8()),
+        ("refs", pa.list_(pa.string())),
     ]
 )
 
@@ -114,13 +114,19 @@ def local_rows(records: list, primary_metric: str | None, now: int) -> pa.Table:
     """The own fields of the rows of these commits (`reader.RawCommit`s or raw `git log` records),
     built column by column."""
     rows = [row_values(reader.as_raw(record), primary_metric, now) for record in records]
-    names = (*build.LOCAL_FIELDS, *_WORK_FIELDS)
-    columns = dict(zip(names, zip(*rows))) if rows else dict.fromkeys(names, ())
-    return pa.table([pa.array(columns[f.name], f.type) for f in WORK], schema=WORK)
+    columns = dict(zip(build.Row._fields, zip(*rows))) if rows else dict.fromkeys(build.Row._fields, ())
+    return pa.table([_column(columns.get(f.name), f.type, len(rows)) for f in WORK], schema=WORK)
 
 
-def row_values(raw: reader.RawCommit, primary_metric: str | None, now: int) -> tuple:
-    """A row's own values and its `_WORK_FIELDS`: read by `quick` where it can (nearly every commit),
+def _column(values, kind: pa.DataType, rows: int) -> pa.Array:
+    """A column of `build.Row` values; one the other commits decide starts empty (null, or false)."""
+    if values is not None:
+        return pa.array(values, kind)
+    return pa.array(np.zeros(rows, dtype=bool)) if kind == pa.bool_() else pa.nulls(rows, kind)
+
+
+def row_values(raw: reader.RawCommit, primary_metric: str | None, now: int) -> build.Row:
+    """A row's own values (`build.Row`): read by `quick` where it can (nearly every commit),
     else decoded as a `Contribution` (`general_values`)."""
     try:
         values = quick.row_values(raw, primary_metric, now)
@@ -129,28 +135,16 @@ def row_values(raw: reader.RawCommit, primary_metric: str | None, now: int) -> t
     return values if values is not None else general_values(raw, primary_metric, now)
 
 
-def general_values(raw: reader.RawCommit, primary_metric: str | None, now: int) -> tuple:
+def general_values(raw: reader.RawCommit, primary_metric: str | None, now: int) -> build.Row:
     """`row_values` of any commit, through `reader.parse` and `build.local_values`."""
     p = reader.parse(raw)
     c = p.contribution
     if c is None:
-        values = build.not_a_contribution_values(raw, p.problem or "not a contribution")
-    else:
-        try:
-            values = build.local_values(raw, c, primary_metric, now)
-        except Exception as exc:  # one unreadable commit never stops the reader
-            values = build.not_a_contribution_values(raw, f"unreadable: {type(exc).__name__}")
-    return (*values, *_work_values(c))
-
-
-_WORK_FIELDS = ("_account", "_setup", "_amends", "_verifies", "_format")
-
-
-def _work_values(c) -> tuple:
-    """What the graph rules need of a parsed contribution (None: the commit is none), `_WORK_FIELDS`."""
-    if c is None:
-        return None, False, False, None, None
-    return c.account, c.is_setup, POLICY_TAG in c.tags, verified_target(c), int(c.format)
+        return build.not_a_contribution_values(raw, p.problem or "not a contribution")
+    try:
+        return build.local_values(raw, c, primary_metric, now)
+    except Exception as exc:  # one unreadable commit never stops the reader
+        return build.not_a_contribution_values(raw, f"unreadable: {type(exc).__name__}", c)
 
 
 def parse_here(commits: Iterable[reader.RawCommit], primary_metric: str | None, now: int) -> pa.Table:
@@ -331,7 +325,7 @@ def _graph_table(
     first = _first_elements(parents)
     # the lookup rows of every parent, verified target and first parent, through one hash table
     at = pc.index_in(
-        pa.concat_arrays([flat, work.column("_verifies").combine_chunks(), first]), value_set=lookup.column("sha")
+        pa.concat_arrays([flat, work.column("verifies").combine_chunks(), first]), value_set=lookup.column("sha")
     )
     n = work.num_rows
     parent_at, target_at, first_at = at.slice(0, len(flat)), at.slice(len(flat), n), at.slice(len(flat) + n, n)
@@ -341,7 +335,7 @@ def _graph_table(
     own_target = pc.fill_null(pc.equal(target_account, work.column("account")), False)
     is_listed = listing.listed_mask(work, listed)
     unlisted = pc.invert(is_listed)
-    older = pc.fill_null(pc.less(work.column("_format"), root_format), False)
+    older = pc.fill_null(pc.less(work.column("declared_format"), root_format), False)
     flagged = pc.and_(is_contribution, pc.or_(pc.or_(pc.or_(unknown_parent, own_target), unlisted), older))
     first_tree = pc.take(lookup.column("tree"), first_at)
     code_bearing = pc.and_(is_contribution, pc.fill_null(pc.not_equal(first_tree, work.column("tree")), True))
@@ -361,11 +355,13 @@ def _lookup(work: pa.Table, known: Mapping[str, build.Known]) -> pa.Table:
     commits (a sha in both: the batch's row comes first, so it wins)."""
     if not known:  # a rebuild: the batch's own columns, not a copy
         return pa.table(
-            {"sha": work.column("sha"), "account": work.column("_account"), "tree": work.column("tree")}
+            {"sha": work.column("sha"), "account": work.column("parsed_account"), "tree": work.column("tree")}
         ).combine_chunks()
     return pa.concat_tables(
         [
-            pa.table({"sha": work.column("sha"), "account": work.column("_account"), "tree": work.column("tree")}),
+            pa.table(
+                {"sha": work.column("sha"), "account": work.column("parsed_account"), "tree": work.column("tree")}
+            ),
             pa.table(
                 {
                     "sha": pa.array(list(known), pa.string()),
@@ -404,13 +400,13 @@ def _graph_reasons(
         return work.column("reasons")
     picked = work.take(pa.array(at, pa.int64()))
     wanted = pc.unique(pc.list_flatten(picked.column("parents"))).to_pylist()
-    wanted += [t for t in picked.column("_verifies").to_pylist() if t is not None]
+    wanted += [t for t in picked.column("verifies").to_pylist() if t is not None]
     hits = lookup.filter(pc.is_in(lookup.column("sha"), value_set=pa.array(wanted, pa.string())))
     account_of: dict[str, str | None] = {}
     for sha, account in zip(hits.column("sha").to_pylist(), hits.column("account").to_pylist()):
         account_of.setdefault(sha, account)  # the batch's row first
     values = []
-    columns = (picked.column(c).to_pylist() for c in ("account", "parents", "_verifies", "reasons", "_format"))
+    columns = (picked.column(c).to_pylist() for c in ("account", "parents", "verifies", "reasons", "declared_format"))
     listed_here = is_listed.take(pa.array(at, pa.int64())).to_pylist()
     for account, parents, target, reasons, declared, listed in zip(*columns, listed_here):
         found = graph_problems(account, parents, target, account_of.get)
@@ -440,10 +436,10 @@ def _policy_column(
     that is no contribution none. Resolved by pointer jumping (each round halves every chain)."""
 
     n = work.num_rows
-    parsed = _numpy_bools(pc.is_valid(work.column("_account")))
+    parsed = _numpy_bools(pc.is_valid(work.column("parsed_account")))
     owner = _root_account(work, known, root)
-    amends = pc.and_(work.column("_amends"), pc.equal(work.column("_account"), pa.scalar(owner, pa.string())))
-    own = parsed & _numpy_bools(pc.or_(work.column("_setup"), pc.fill_null(amends, False)))
+    amends = pc.and_(work.column("amends"), pc.equal(work.column("parsed_account"), pa.scalar(owner, pa.string())))
+    own = parsed & _numpy_bools(pc.or_(work.column("setup"), pc.fill_null(amends, False)))
     at = np.asarray(pc.fill_null(first_at, -1), dtype=np.int64)  # the first parent's row: the batch's, then known
     parent_row = np.where(at < n, at, -1)
     follows = (parent_row >= 0) & parsed[np.maximum(parent_row, 0)] & ~own
@@ -479,16 +475,16 @@ def _root_account(work: pa.Table, known: Mapping[str, build.Known], root: str | 
         return None
     rows = work.filter(pc.equal(work.column("sha"), root))
     if rows.num_rows:
-        return rows.column("_account")[0].as_py()
+        return rows.column("parsed_account")[0].as_py()
     k = known.get(root)
     return k.account if k is not None else None
 
 
 def _cross_refs(work: pa.Table) -> pa.Table:
     """The `Agora-Ref` trailers of the rows (only the rows that have any become Python values)."""
-    some = work.select(["sha", "_refs"]).filter(pc.greater(pc.list_value_length(work.column("_refs")), 0))
+    some = work.select(["sha", "refs"]).filter(pc.greater(pc.list_value_length(work.column("refs")), 0))
     shas = some.column("sha").to_pylist()
-    refs = some.column("_refs").to_pylist()
+    refs = some.column("refs").to_pylist()
     rows = [
         {"sha": sha, "url": u.split("#", 1)[0], "target": u.split("#", 1)[1] if "#" in u else None}
         for sha, found in zip(shas, refs)

@@ -12,22 +12,26 @@ that uses every trailer to this path.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
 from ..contribution import (
     GRAMMAR,
     LIMITS,
-    POLICY_TAG,
+    POLICY,
     READABLE_FORMATS,
-    WITNESS_TAG,
+    SETUP,
+    ContributionError,
     Trailer,
-    git_identity,
+    decode_metadata,
+    identity_problems,
+    kind_problems,
+    storable_account,
     time_problems,
 )
 from ..leaks import secret_in
 from ..records import carries_run
+from .build import Row
 from .reader import RawCommit
 
 
@@ -47,12 +51,12 @@ def _fast_pattern(grammar: tuple[Trailer, ...]) -> re.Pattern[str]:
 
 _TRAILERS = _fast_pattern(GRAMMAR[1:])
 _STARTS = {f"\n\n{GRAMMAR[0].key}: {version}\n": version for version in reversed(READABLE_FORMATS)}
-_SPECIAL_ACCOUNTS = frozenset({"HEAD", "FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD"})
 
 
-def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | None:
-    """`build.local_values` followed by `parallel._work_values` of this commit, or None when the general
-    path must read it."""
+def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> Row | None:
+    """`build.local_values` of this commit, or None when the general path must read it: the rules are
+    the contribution's own (`storable_account`, `identity_problems`, `kind_problems`), and any problem
+    leaves the commit to the general path, which words it."""
     head, start, tail = _trailer_block(raw.message)
     if not start or raw.problem or "---" in head or "\0" in head or not head.strip():
         return None  # `---` covers escaped lines and the scissors
@@ -63,58 +67,49 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> tuple | 
     found = _TRAILERS.fullmatch(tail)
     if found is None:
         return None
-    account, target, verdict, meta = found["account"], found["target"], found["verdict"], found["meta"]
-    if account.endswith((".", ".lock")) or ".." in account or account.upper() in _SPECIAL_ACCOUNTS:
-        return None
-    if _STARTS[start] != "1" and not raw.author == raw.committer == git_identity(account):
+    account, target, verdict, meta, declared = (
+        found["account"],
+        found["target"],
+        found["verdict"],
+        found["meta"],
+        _STARTS[start],
+    )
+    if not storable_account(account) or identity_problems(declared, account, raw.author, raw.committer):
         return None
     tags = _values(found["tag"], "Agora-Tag")
     metrics = _metrics(_values(found["metric"], "Agora-Metric"))
     refs = _values(found["ref"], "Agora-Ref")
-    if (
-        metrics is None
-        or len(tags) > LIMITS.tags
-        or (metrics and "hypothesis" in tags)
-        or WITNESS_TAG in tags  # its shape rules are the general path's (`contribution._witness_problems`)
-        or len(refs) > LIMITS.cross_refs
-    ):
+    if metrics is None or len(tags) > LIMITS.tags or len(refs) > LIMITS.cross_refs:
         return None
-    is_setup = "setup" in tags
-    if is_setup == bool(raw.parents):  # a setup has no parents, anything else has some
+    try:
+        metadata = decode_metadata(meta) if meta is not None else {}
+    except ContributionError:
         return None
-    is_verification = target is not None or verdict is not None or "verification" in tags
-    if is_verification and not (target and verdict and "verification" in tags and raw.parents == (target,)):
+    targets = (target,) if target is not None else ()
+    if kind_problems(tags, raw.parents, metrics, targets, verdict, metadata):
         return None
-    metadata = _a_json_object(meta) if meta is not None else {}
-    if metadata is None:
-        return None
-    title = head.split("\n", 1)[0]
-    return (
-        raw.sha,
-        account,
-        raw.timestamp,
-        None,
-        title,
-        head,
-        tags,
-        list(metrics.items()),
-        metrics.get(primary_metric) if primary_metric else None,
-        meta if meta is not None else "{}",
-        list(raw.parents),
-        raw.tree,
-        False,
-        target,
-        verdict,
-        False,
-        time_problems(raw.timestamp, now),
-        None,
-        carries_run(metadata) if verdict else None,
-        refs,
-        account,
-        is_setup,
-        POLICY_TAG in tags,
-        target if is_verification else None,
-        int(_STARTS[start]),
+    return Row(
+        sha=raw.sha,
+        account=account,
+        timestamp=raw.timestamp,
+        title=head.split("\n", 1)[0],
+        description=head,
+        tags=tags,
+        metrics=list(metrics.items()),
+        primary_metric=metrics.get(primary_metric) if primary_metric else None,
+        metadata=meta if meta is not None else "{}",
+        parents=list(raw.parents),
+        tree=raw.tree,
+        target=target,
+        verdict=verdict,
+        reasons=time_problems(raw.timestamp, now),
+        run_backed=carries_run(metadata) if verdict else None,
+        refs=refs,
+        parsed_account=account,
+        setup=SETUP in tags,
+        amends=POLICY in tags,
+        verifies=target,
+        declared_format=int(declared),
     )
 
 
@@ -143,15 +138,3 @@ def _metrics(lines: list[str]) -> dict[str, float] | None:
             return None
         metrics[name] = number
     return metrics if len(metrics) <= LIMITS.metrics else None
-
-
-def _a_json_object(text: str) -> dict | None:
-    """The object `contribution.decode_metadata` reads, within its size and depth limits; None when it
-    would not accept the text."""
-    if len(text) * 4 > LIMITS.meta_bytes or text.count("[") + text.count("{") > LIMITS.meta_depth:
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None

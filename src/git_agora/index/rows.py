@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import DOTGIT_REASON
+from ..contribution import DOTGIT_REASON, SETUP
 from ..refs.store import Repository
 from ..refs.trees import dotgit_paths
 from . import build, discover, listing, parallel, reader, segments, signatures
@@ -137,7 +137,7 @@ def _evaluator_policy_table(
     sha, policy = table.column("sha"), table.column("policy")
     own = pc.equal(policy, sha)
     judged = pc.and_(table.column("code_bearing"), pc.invert(own))
-    amends = pc.and_(own, pc.invert(_has_tag(table, "setup")))
+    amends = pc.and_(own, pc.invert(_has_tag(table, SETUP)))
     if root is not None:
         amends = pc.and_(amends, pc.not_equal(sha, root))
     picked = pc.indices_nonzero(pc.fill_null(pc.or_(judged, amends), False))

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..contribution import WIP
 from ..errors import AgoraError
 from ..feedback import when_slow
 from ..project import Project
@@ -167,7 +168,7 @@ def _claims(project: Project, contributions):
     from ..frontier.claims import CLAIM_COLUMNS, active_claims
     from .indexing import load
 
-    if not pc.any(pc.equal(pc.list_flatten(contributions["tags"]), "wip")).as_py():
+    if not pc.any(pc.equal(pc.list_flatten(contributions["tags"]), WIP)).as_py():
         return []
     if not set(CLAIM_COLUMNS) <= set(contributions.column_names):
         contributions = load(project, CLAIM_COLUMNS).contributions

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..contribution import WITNESS_TAG, Contribution
+from ..contribution import WITNESS, Contribution
 from ..errors import AgoraError, ClaimError, ExitCode
 from ..evaluate.sandbox import SandboxUnavailable, require_bwrap
 from ..identity.chain import ensure_pinned_identity
@@ -318,7 +318,7 @@ def claims_to_verify(frame: Frame, account: str) -> tuple[str, ...]:
     done = np.zeros(frame.n, dtype=bool)
     found = frame.graph.lookup(targets)
     done[found[found >= 0]] = True
-    claimed = ~np.isnan(frame.metric) & ~frame.verification & ~frame.wip & ~frame.endorsed & ~frame.witness
+    claimed = ~np.isnan(frame.metric) & frame.buildable_kind
     nodes = np.flatnonzero(claimed & in_epoch(frame.table, frame.graph.root.epoch) & ~done & ~mine)
     rank = np.full(frame.n, LEADERS_FIRST, dtype=np.int64)
     leaders = ranked_by_metric(frame, np.flatnonzero(frame.scored))[:LEADERS_FIRST]
@@ -429,7 +429,7 @@ def _witness(project: Project, contributions: pa.Table, account: str) -> tuple[t
         count = f"{len(chunk)} account log{'s' if len(chunk) != 1 else ''}"
         record = Contribution(
             account=account,
-            tags=(WITNESS_TAG,),
+            tags=(WITNESS,),
             description=f"Witness: the tips of {count} as {account} saw them at {seen_at}",
             parents=(project.setup,),
             metadata=WitnessRecord(chunk).to_metadata(),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from ..contribution import WIP
 from ..errors import AgoraError
 from ..frontier.claims import CLAIM_COLUMNS, DEFAULT_SECONDS, UNTIL_KEY, Claim, active_claims, parse_duration
 from ..project import Project
@@ -25,7 +26,7 @@ def claim(
         raise AgoraError("a claim lasts a positive time (--for 30m, 2h, 1d)")
     start = int(now if now is not None else time.time())
     meta = {UNTIL_KEY: start + seconds}
-    return post(project, description, ["wip"], parents=[sha], meta=meta, timestamp=start)
+    return post(project, description, [WIP], parents=[sha], meta=meta, timestamp=start)
 
 
 def release(project: Project, sha: str, now: float | None = None) -> Published:
@@ -36,7 +37,7 @@ def release(project: Project, sha: str, now: float | None = None) -> Published:
         raise AgoraError(f"you have no active claim on {sha[:12]}")
     end = int(now if now is not None else time.time())
     title = f"released: the claim on {target[:12]}"  # fixed words: nothing copied from the claim's text
-    return post(project, title, ["wip"], parents=[mine[0].target], meta={UNTIL_KEY: end}, timestamp=end)
+    return post(project, title, [WIP], parents=[mine[0].target], meta={UNTIL_KEY: end}, timestamp=end)
 
 
 def claims(project: Project, now: float | None = None) -> tuple[Claim, ...]:

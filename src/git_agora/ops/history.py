@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..contribution import Contribution, identity_mismatches, parse_cross_ref
+from ..contribution import POLICY, Contribution, identity_mismatches, parse_cross_ref
 from ..errors import AgoraError
 from ..frontier.comparable import differences, measured_under, warning
 from ..leaks import SECRET_MARK, redact, redact_data, secret_in
@@ -223,7 +223,7 @@ def _run_notes(project: Project, c: Contribution) -> tuple[str, ...]:
     if sandboxed is False:
         what = "this verdict" if c.is_verification else "this claim's check"
         notes.append(f"{what} ran unsandboxed: its author ran the code as itself, with its files and network")
-    if c.sha is not None and (c.is_setup or "policy" in c.tags):
+    if c.sha is not None and (c.is_setup or POLICY in c.tags):
         spec = project.policy_config(c.sha).evaluation
         if spec.configured:
             limits = ", ".join(f"{k} {v}" for k, v in spec.limits.dump().items())

@@ -11,7 +11,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from ..config import BRIEF_FILE, CI_FORMAT, CONFIG_FILE, VERDICTS_FORMAT, ConfigError, ProjectConfig
-from ..contribution import Contribution
+from ..contribution import SETUP, Contribution
 from ..errors import AgoraError
 from ..project import Project
 from .publish import Published, publish
@@ -91,7 +91,7 @@ def init_project(
                 raise AgoraError(str(exc)) from None
         setup = Contribution(
             account=account,
-            tags=("setup",),
+            tags=(SETUP,),
             description=f"Setup: {config.name}\n\n" + _summary(config),
             metadata={"metric": config.metric, "direction": config.direction, "tolerance": config.tolerance},
         )

@@ -10,8 +10,10 @@ from typing import Any, NamedTuple
 
 from ..contribution import (
     DOTGIT_REASON,
-    POLICY_TAG,
+    POLICY,
     RESERVED_TAGS,
+    RESULT,
+    VERIFICATION,
     Contribution,
     ContributionError,
     Verdict,
@@ -167,7 +169,7 @@ def resolve_parents(project: Project, revs: Iterable[str]) -> tuple[str, ...]:
 def publish_worktree(
     project: Project,
     description: str,
-    tags: Iterable[str] = ("result",),
+    tags: Iterable[str] = (RESULT,),
     parents: Iterable[str] = (),
     metrics: Mapping[str, float] | None = None,
     meta: Mapping[str, Any] | None = None,
@@ -225,7 +227,7 @@ def publish_worktree(
         policy = _policy_for_new_tree(project, parent_shas[0], snap.tree, tags)
         if rerun:
             metadata["rerun"] = True
-        once = "result" in tags and not rerun  # a result of one tree on one parent is published once
+        once = RESULT in tags and not rerun  # a result of one tree on one parent is published once
         if once:
             _refuse_published_twice(project, parent_shas[0], snap.tree)  # before the work, then under the lock
         claimed = measured.get(policy.config.metric) if policy.config.metric else None
@@ -311,7 +313,7 @@ def _policy_for_new_tree(project: Project, base: str, tree: str, tags: tuple[str
     policy = project.policy(base)
     changed = changed_protected_files(project.repo, tree, policy)
     setup_account = project.contribution(project.setup).account
-    if POLICY_TAG in tags:
+    if POLICY in tags:
         if project.account != setup_account:
             raise AgoraError(f"only the setup's account ({setup_account}) may publish a policy amendment")
         try:
@@ -336,7 +338,7 @@ def _check_rerun(project: Project, parent: str, tree: str, tags: tuple[str, ...]
     assert info is not None
     if rerun and info.tree != tree:
         raise AgoraError(f"--rerun, but the work tree differs from {parent[:12]}'s: publish it as a change instead")
-    if not rerun and "result" in tags and info.tree == tree:
+    if not rerun and RESULT in tags and info.tree == tree:
         raise AgoraError(
             f"nothing changed: the work tree equals {parent[:12]}'s; pass --rerun if this result re-measures it"
         )
@@ -409,8 +411,8 @@ def post(
     metadata = with_prediction(meta, prediction)
     tag_list = list(dict.fromkeys((*tags, *new_tags)))
     target_shas = tuple(project.contribution_sha(rev) for rev in targets)
-    if (target_shas or verdict) and "verification" not in tag_list:
-        tag_list.insert(0, "verification")
+    if (target_shas or verdict) and VERIFICATION not in tag_list:
+        tag_list.insert(0, VERIFICATION)
     target = target_shas[0] if target_shas else None
     parent_shas = resolve_parents(project, [*parents, *target_shas[:1]] or [project.base])
     try:
@@ -449,17 +451,17 @@ def _refuse_typos(
     a result without the project's metric gets a notice. The policy in force for `parent` (its
     agora.toml) is read only for a tag that is not reserved, or when there are metrics or a result."""
     tags = tuple(tags)
-    if set(tags) <= RESERVED_TAGS and not metrics and "result" not in tags:
+    if set(tags) <= RESERVED_TAGS and not metrics and RESULT not in tags:
         return  # a plain post: nothing to read, nothing more to import
     from .names import refuse_mistyped_metrics, refuse_mistyped_tags
 
     refuse_mistyped_tags(project, tags, set(new_tags), lambda: project.policy(parent).config.tag_weights)
-    if not metrics and "result" not in tags:
+    if not metrics and RESULT not in tags:
         return
     config = project.policy(parent).config
     fields = config.evaluation.declared_output
     refuse_mistyped_metrics(metrics, set(new_metrics), config.metric, fields)
-    if notice_missing and "result" in tags and config.metric and config.metric not in metrics:
+    if notice_missing and RESULT in tags and config.metric and config.metric not in metrics:
         project.feedback.notice(
             f"this result carries no {config.metric} (the project's metric): readers cannot rank it; "
             f"measure it with push --check, or give --metric {config.metric}=VALUE"

@@ -128,7 +128,7 @@ def _ratchet(frame, rows_: Any, row_of_node, notes: list[str]):
 
     from ..frontier.scored import in_time, new_best_mask
 
-    failed = ~frame.verification & ~frame.wip & ~frame.endorsed & (frame.status == "failed") & ~np.isnan(frame.metric)
+    failed = frame.buildable_kind & (frame.status == "failed") & ~np.isnan(frame.metric)
     scored_nodes = in_time(frame.table, np.flatnonzero(frame.scored))
     best = np.zeros(frame.n, dtype=bool)
     best[scored_nodes[new_best_mask(frame.metric[scored_nodes], frame.direction, frame.tolerance)]] = True

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..config import ConfigError, ProjectConfig
-from ..contribution import POLICY_TAG
+from ..contribution import POLICY, SETUP
 from ..frontier.graph import tag_mask
 from ..frontier.root import Root
 from ..lookalike import look_alikes
@@ -193,7 +193,7 @@ def first_appearances(contributions: pa.Table) -> tuple[list[str], np.ndarray, n
     first = np.full(len(names), np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, index[named], times[named].astype(np.int64))
     founder = np.zeros(len(names), dtype=bool)
-    setup = tag_mask(contributions, "setup") & _valid(contributions) & named
+    setup = tag_mask(contributions, SETUP) & _valid(contributions) & named
     founder[index[setup]] = True
     return names, first, founder
 
@@ -220,7 +220,7 @@ def current_policy(setup: str, contributions: pa.Table) -> str:
     if at is None or at < 0 or not valid[at]:
         return setup
     owner = pc.equal(contributions["account"], contributions["account"][at]).to_numpy(zero_copy_only=False)
-    mask = tag_mask(contributions, POLICY_TAG) & np.asarray(owner, dtype=bool) & valid
+    mask = tag_mask(contributions, POLICY) & np.asarray(owner, dtype=bool) & valid
     amendments = np.flatnonzero(mask)
     if not len(amendments):
         return setup

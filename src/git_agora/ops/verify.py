@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..contribution import Contribution, ContributionError, Verdict, check
+from ..contribution import VERIFICATION, Contribution, ContributionError, Verdict, check
 from ..errors import ClaimError
 from ..evaluate import Judgement, evaluate_tree, hardware, judge
 from ..project import Project
@@ -226,7 +226,7 @@ def _verification(
     description = f"{title}\n\n{reason}."
     return Contribution(
         account=account,
-        tags=("verification",),
+        tags=(VERIFICATION,),
         description=description,
         parents=(target.sha,),
         target=target.sha,

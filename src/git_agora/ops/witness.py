@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..contribution import WITNESS_TAG
+from ..contribution import WITNESS
 from ..frontier.graph import tag_mask
 from ..frontier.root import Witnessed
 from ..project import Project
@@ -39,7 +39,7 @@ def ci_records(contributions: pa.Table, witnesses: frozenset[str]) -> pa.Table:
         return contributions.slice(0, 0)
     named = pc.fill_null(pc.is_in(contributions["account"], value_set=pa.array(sorted(witnesses), pa.string())), False)
     valid = pc.fill_null(contributions["valid"], False)
-    mask = tag_mask(contributions, WITNESS_TAG) & np.asarray(pc.and_(named, valid).to_numpy(zero_copy_only=False))
+    mask = tag_mask(contributions, WITNESS) & np.asarray(pc.and_(named, valid).to_numpy(zero_copy_only=False))
     records = contributions.filter(pa.array(mask, pa.bool_()))
     return records.sort_by([("timestamp", "ascending"), ("log_seq", "ascending"), ("sha", "ascending")])
 
