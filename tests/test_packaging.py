@@ -47,6 +47,7 @@ def test_the_wheel_installs_a_working_git_agora_with_its_man_pages(tmp_path):
     (wheel,) = wheels.glob("git_agora-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {"git_agora/demo/task/score.py", "git_agora/web/static/site.js", *TEMPLATE_FILES} <= set(names)
+    assert "git_agora/py.typed" in names  # PEP 561: a caller's type checker reads the package's types
     assert not [n for n in names if n.endswith(".pyc")]  # a template's bytecode, left by running it, stays out
     pages = sorted(n.rsplit("/", 1)[1] for n in names if "/share/man/man1/" in n)
     assert pages == sorted(p.name for p in (ROOT / "man" / "man1").glob("*.1")) and "git-agora.1" in pages

@@ -1,9 +1,9 @@
-"""git-agora: shared memory for research agents, with Git as the only state.
+"""git-agora: shared memory for research agents, with Githe only state.
 
 The public API: open a project, then call any workflow on it. Every function returns a typed result
 (a dataclass or NamedTuple with `to_dict()` for JSON) and raises `AgoraError` with a one-line message on bad input::
 
-    import git_agora as agora
+    import git_agora
 
     project = agora.open_project(".", account="alice")
     agora.fetch(project)
@@ -26,6 +26,8 @@ _EXPORTS = {
     "Project": "project",
     "Contribution": "contribution",
     "Verdict": "contribution",
+    "RunRecord": "records",
+    "WitnessRecord": "records",
     "ProjectConfig": "config",
     "init_project": "ops.init",
     "clone": "ops.clone",
@@ -54,9 +56,16 @@ _EXPORTS = {
     "reproduce": "ops.verify",
     "Reproduction": "ops.verify",
     "verify_pending": "ops.ci",
+    "ci": "ops.ci",
+    "CiReport": "ops.ci",
     "PendingReport": "ops.ci",
     "Budget": "ops.ci",
     "analyze": "ops.analyze",
+    "AnalyzeResult": "frontier.analyze",
+    "View": "frontier.views",
+    "Row": "frontier.views",
+    "SearchResult": "frontier.search",
+    "SearchHit": "frontier.search",
     "search": "ops.analyze",
     "embed_everything": "ops.embedding",
     "EmbedReport": "ops.embedding",
@@ -69,6 +78,8 @@ _EXPORTS = {
     "stats": "ops.history",
     "update_index": "ops.indexing",
     "check_index": "ops.indexing",
+    "index_table": "ops.indexing",
+    "index_dataframe": "ops.indexing",
     "IndexSummary": "ops.indexing",
     "build_site": "ops.site",
     "site": "ops.site",
@@ -82,7 +93,81 @@ _EXPORTS = {
     "LaunchStatus": "ops.launch",
     "AgentStatus": "ops.launch",
 }
-__all__ = ["open_project", *_EXPORTS]
+__all__ = [  # a literal list: type checkers read what `import git_agora` exports from it (PEP 484)
+    "open_project",
+    "AgoraError",
+    "ExitCode",
+    "Feedback",
+    "Project",
+    "Contribution",
+    "Verdict",
+    "RunRecord",
+    "WitnessRecord",
+    "ProjectConfig",
+    "init_project",
+    "clone",
+    "Cloned",
+    "Published",
+    "publish",
+    "publish_worktree",
+    "post",
+    "record_fields",
+    "claim",
+    "release",
+    "claims",
+    "Claim",
+    "rotate_key",
+    "key_info",
+    "checkout",
+    "CheckedOut",
+    "fetch",
+    "sync",
+    "Fetched",
+    "Synced",
+    "run",
+    "Evaluated",
+    "verify",
+    "Verification",
+    "reproduce",
+    "Reproduction",
+    "verify_pending",
+    "ci",
+    "CiReport",
+    "PendingReport",
+    "Budget",
+    "analyze",
+    "AnalyzeResult",
+    "View",
+    "Row",
+    "SearchResult",
+    "SearchHit",
+    "search",
+    "embed_everything",
+    "EmbedReport",
+    "EmbedBudget",
+    "show",
+    "Shown",
+    "log",
+    "LogEntry",
+    "lineage",
+    "stats",
+    "update_index",
+    "check_index",
+    "index_table",
+    "index_dataframe",
+    "IndexSummary",
+    "build_site",
+    "site",
+    "serve_site",
+    "SiteReport",
+    "whoami",
+    "Identity",
+    "launch",
+    "launch_status",
+    "stop_launch",
+    "LaunchStatus",
+    "AgentStatus",
+]
 
 
 def open_project(
@@ -91,6 +176,7 @@ def open_project(
     """The Agora project of the Git repository at (or above) `path`; `account` and `remote` override
     `AGORA_ACCOUNT`, `git config agora.account` and `git config agora.remote`."""
     from .project import Project
+    from .records import RunRecord, WitnessRecord
 
     return Project.open(path, account, remote, feedback)
 
@@ -101,25 +187,65 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
 
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # `X`: re-exported for type checkers (PEP 484), as `import git_agora` gives them
     from .config import ProjectConfig
     from .contribution import Contribution, Verdict
     from .embedding.plan import EmbedBudget
     from .errors import AgoraError, ExitCode
     from .feedback import Feedback
+    from .frontier.analyze import AnalyzeResult
+    from .frontier.search import SearchHit, SearchResult
+    from .frontier.views import Row, View
     from .ops.analyze import analyze, search
     from .ops.checkout import CheckedOut, checkout
-    from .ops.ci import Budget, PendingReport, verify_pending
+    from .ops.ci import (
+        Budget,
+        CiReport,
+        PendingReport,
+        ci,
+        verify_pending,
+    )
     from .ops.clone import Cloned, clone
     from .ops.embedding import EmbedReport, embed_everything
     from .ops.evaluate import Evaluated, run
-    from .ops.history import LogEntry, Shown, lineage, log, show, stats
-    from .ops.indexing import IndexSummary, check_index, update_index
+    from .ops.history import (
+        LogEntry,
+        Shown,
+        lineage,
+        log,
+        show,
+        stats,
+    )
+    from .ops.indexing import (
+        IndexSummary,
+        check_index,
+        index_dataframe,
+        index_table,
+        update_index,
+    )
     from .ops.init import init_project
-    from .ops.launch import AgentStatus, LaunchStatus, launch, launch_status, stop_launch
-    from .ops.publish import Published, post, publish, publish_worktree, record_fields
+    from .ops.launch import (
+        AgentStatus,
+        LaunchStatus,
+        launch,
+        launch_status,
+        stop_launch,
+    )
+    from .ops.publish import (
+        Published,
+        post,
+        publish,
+        publish_worktree,
+        record_fields,
+    )
     from .ops.site import SiteReport, build_site, serve_site, site
     from .ops.status import Identity, whoami
     from .ops.sync import Fetched, Synced, fetch, sync
-    from .ops.verify import Reproduction, Verification, reproduce, verify
+    from .ops.verify import (
+        Reproduction,
+        Verification,
+        reproduce,
+        verify,
+    )
     from .project import Project
+    from .records import RunRecord, WitnessRecord

@@ -197,8 +197,8 @@ def test_the_columns_of_every_view_are_fields_of_its_rows():
     assert tuple(TABLE_COLUMNS) == VIEW_NAMES and set(OVERVIEW_COLUMNS) <= set(VIEW_NAMES)
     for name, view in views.items():
         assert view.rows, name
-        mark_rows(view.rows, set())  # `checked` is analyze's mark on rows with a metric (frontier.checked)
-        assert set(TABLE_COLUMNS[name]) | set(OVERVIEW_COLUMNS.get(name, ())) <= set(view.rows[0]), name
+        marked = mark_rows(view, set())  # `checked` is analyze's mark on rows with a metric (frontier.checked)
+        assert set(TABLE_COLUMNS[name]) | set(OVERVIEW_COLUMNS.get(name, ())) <= set(marked.rows[0]), name
 
 
 def test_follow_ons_mean_the_same_in_views_and_ucb():

@@ -43,7 +43,7 @@ def command(ctx, remote, key_file, max_evaluations, max_minutes, site_dir, no_si
     5: readers would not count its verdicts; 1: it could not start. docs/ci.md."""
     forge, account, as_json = rest.pop("forge"), rest.pop("account"), rest.pop("as_json")
     on = scheduled(rest, reruns=not (bundle or forge))
-    from ..ops.ci import KEY_VARIABLE, Budget, ci_key, run_ci
+    from ..ops.ci import KEY_VARIABLE, Budget, ci
     from .render import finish_ci, print_ci_report, print_recipe
 
     secret = os.environ.pop(KEY_VARIABLE, None)  # not passed on to anything this process starts
@@ -53,13 +53,7 @@ def command(ctx, remote, key_file, max_evaluations, max_minutes, site_dir, no_si
 
         return print_recipe(init_ci(project, forge, rest["branch"], rest["force"], rest["push"]), as_json)
     budget, site = Budget(max_evaluations, max_minutes), None if no_site else site_dir
-    if verify_only or bundle is not None:
-        from ..ops import ci_split
-
-        held = key_file is not None or bool(secret)
-        split = ci_split.verify_only(project, out, budget, held, **on) if verify_only else None
-        report = split or ci_split.publish_bundle(project, bundle, site, ci_key(project, key_file, secret))
-    else:
-        report = run_ci(project, budget, site, ci_key(project, key_file, secret), **on)
+    split = {"verify_only": verify_only, "out": out, "bundle": bundle}
+    report = ci(project, budget, site, key_file=key_file, secret=secret, **split, **on)
     (emit_json if as_json else print_ci_report)(report.to_dict() if as_json else report)
     return finish_ci(report, os.environ.get("GITHUB_STEP_SUMMARY"))

@@ -200,8 +200,7 @@ def analyze(
     view_params = replace(config.view_params, verify=config.ucb.verify)  # one source: [ucb]
     views = compute_views(frame, config.limit, config.views, view_params)
     unchecked = unchecked_shas(frame.graph.table, frame.scored)
-    for view in views.values():
-        mark_rows(view.rows, unchecked)
+    views = {name: mark_rows(view, unchecked) for name, view in views.items()}
     summary = _summary(frame, config, div, replicas)
     if summary.best is not None:
         summary = replace(summary, best_checked=summary.best.sha not in unchecked)

@@ -8,7 +8,8 @@ where they would say "unverified", with the one word ``UNCHECKED``."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ import pyarrow as pa
 
 from ..records import carries_run
 from .frame import Frame
-from .views import ranked_by_metric
+from .views import View, ranked_by_metric
 
 UNCHECKED = "unchecked"
 UNVERIFIED = "unverified"
@@ -50,11 +51,10 @@ def shown_status(status: str, checked: bool | None) -> str:
     return UNCHECKED if status == UNVERIFIED and checked is False else status
 
 
-def mark_rows(rows: Iterable[dict[str, Any]], unchecked: set[str]) -> None:
-    """Add ``checked`` (False for the shas of `unchecked`, True otherwise) to every row with a metric."""
-    for row in rows:
-        if row.get("metric") is not None and "sha" in row:
-            row["checked"] = row["sha"] not in unchecked
+def mark_rows(view: View, unchecked: set[str]) -> View:
+    """`view` with ``checked`` (False for the shas of `unchecked`, True otherwise) on every row with a metric."""
+    rows = (r.with_values(checked=r.sha not in unchecked) if r.metric is not None and r.sha else r for r in view.rows)
+    return replace(view, rows=tuple(rows))
 
 
 def unchecked_shas(table: pa.Table, scored: np.ndarray) -> set[str]:

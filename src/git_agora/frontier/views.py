@@ -2,9 +2,9 @@
 
 All views are computed from one ``Frame`` (the valid contributions as numpy columns, joined with their
 evidence). Only valid contributions count, except in ``rejected``. Every view is a ``View`` of
-JSON-able row dicts; each row carries ``sha, title, account, timestamp, tags, metric`` plus the
-fields named in the view's docstring. ``REGISTRY`` (name -> title, function) is the one list of views;
-``VIEW_NAMES`` is its keys, in display order.
+typed rows (``Row``: the JSON's names as attributes); each row carries ``sha, title, account,
+timestamp, tags, metric`` plus the fields named in the view's docstring. ``REGISTRY`` (name -> title,
+function) is the one list of views; ``VIEW_NAMES`` is its keys, in display order.
 
 Vocabulary:
 
@@ -17,8 +17,8 @@ Vocabulary:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ __all__ = [  # build_frame, Frame and the quality functions live in ``frame``; r
     "VIEW_NAMES",
     "Best",
     "Frame",
+    "Row",
     "View",
     "ViewParams",
     "best",
@@ -62,18 +63,99 @@ class ViewParams:
     verify: str = "all"  # ``unverified``: every unverified result, or "leaders" (``[ucb] verify``)
 
 
+@dataclass(frozen=True, eq=True)
+class Row(Mapping[str, Any]):
+    """One row of a view, typed: the fields its view fills (``fields``, in order, what ``to_dict`` and
+    ``analyze --json`` give) hold their values, every other field is None. Read as attributes
+    (``row.sha``) or, as the JSON names them, by key (``row["sha"]``, ``dict(row)``)."""
+
+    fields: tuple[str, ...]  # the names this row's view fills, in order
+    # every view of a contribution (not tags, contributors, calibration)
+    sha: str | None = None
+    title: str | None = None
+    account: str | None = None
+    timestamp: int | None = None
+    tags: list[str] | None = None
+    metric: float | None = None  # the primary metric (a verdict's: the value it measured)
+    checked: bool | None = None  # a result: carries its run record (`frontier.checked`)
+    # leaders, built_on, leaves, promising, unverified, contested, earlier_epoch, recent
+    rank: int | None = None  # leaders: noise-aware (results within the tolerance share one)
+    new_best: bool | None = None
+    quality: float | None = None  # Q, a share
+    status: str | None = None  # unverified, confirmed, partial, contested, failed, ...
+    confirmations: int | None = None
+    partials: int | None = None
+    failures: int | None = None
+    score: float | None = None  # built_on: the evidence score
+    children: int | None = None
+    descendants: int | None = None  # n(v), the follow-ons
+    unsettled_failures: int | None = None  # failed reruns that do not count yet
+    inherited_quality: float | None = None  # open_hypotheses
+    # verdicts and recent
+    verdict: str | None = None
+    target: str | None = None
+    counts: bool | None = None
+    why: str | None = None  # why a verdict weighs nothing (None: it counts)
+    # tags
+    tag: str | None = None
+    count: int | None = None
+    # contributors
+    contributions: int | None = None
+    results: int | None = None
+    best_metric: float | None = None
+    best_sha: str | None = None
+    verifications_given: int | None = None
+    verifications_received: int | None = None
+    last_timestamp: int | None = None
+    # calibration (`calibration.Calibration`)
+    predicted: int | None = None
+    inside: int | None = None
+    short: int | None = None
+    beat: int | None = None
+    inside_share: float | None = None
+    mean_error: float | None = None
+    p_value: float | None = None
+    over_optimistic: bool | None = None
+    # rejected
+    reasons: list[str] | None = None
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Row:
+        return cls(tuple(values), **values)
+
+    def with_values(self, **values: Any) -> Row:
+        """A copy with `values` set (a field it did not fill is added after its own)."""
+        added = tuple(name for name in values if name not in self.fields)
+        return replace(self, fields=self.fields + added, **values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.fields}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self.fields:
+            raise KeyError(name)
+        return getattr(self, name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.fields)
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+
 @dataclass(frozen=True)
 class View:
     """One ranked list: ``rows`` (at most ``limit``), ``total`` rows before the limit, optional note."""
 
     name: str
     title: str
-    rows: tuple[dict[str, Any], ...]
+    rows: tuple[Row, ...]
     total: int
     note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "title": self.title, "total": self.total, "note": self.note, "rows": list(self.rows)}
+        rows = [row.to_dict() for row in self.rows]
+        return {"name": self.name, "title": self.title, "total": self.total, "note": self.note, "rows": rows}
 
 
 @dataclass(frozen=True)
@@ -478,4 +560,4 @@ def compute_views(
 def _view(name: str, frame: Frame, limit: int, params: ViewParams) -> View:
     spec = REGISTRY[name]
     listing = spec.compute(frame, limit, params)
-    return View(name, spec.title, listing.rows, listing.total, listing.note)
+    return View(name, spec.title, tuple(map(Row.of, listing.rows)), listing.total, listing.note)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..contribution import WIP
+from ..contribution import TAG_PATTERN, WIP
 from ..errors import AgoraError
 from ..feedback import when_slow
 from ..project import Project
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from ..embedding.plan import EmbedBudget
     from ..frontier.analyze import AnalyzeResult
     from ..frontier.clusters import ClusterParams
@@ -96,12 +98,19 @@ def _with_tamper_notes(project: Project, result):
 
 
 def search(
-    project: Project, query: str, limit: int = 10, model: str | None = None, budget: EmbedBudget | None = None
+    project: Project,
+    query: str,
+    limit: int = 10,
+    model: str | None = None,
+    budget: EmbedBudget | None = None,
+    tags: Iterable[str] = (),
 ) -> SearchResult:
     """The contributions nearest to a free-text idea (`frontier.search.SearchResult`): embedding
     similarity over the contributions with a vector, keyword match for those without one (and as the
     fallback). Embeds at most what `budget` allows (as analyze: newest first; None: 5 s or
-    `AGORA_EMBED_BUDGET`), never the whole project; `coverage` says how many have a vector."""
+    `AGORA_EMBED_BUDGET`), never the whole project; `coverage` says how many have a vector. `tags`:
+    only contributions with one of these tags, and none with a tag named with a leading ``-``
+    (``tags=["-verification", "-witness"]`` leaves out verdicts and witness records)."""
 
     from ..embedding.backends import backend_for
     from ..embedding.cache import row_reader
@@ -112,9 +121,10 @@ def search(
 
     if not query.strip():
         raise AgoraError("empty query: say what you are looking for")
+    picked = _tag_filter(tags)
     wanted = project_model(project, model)
     encoded = _encoded_query(project, query, model_id(wanted))  # before the index: its encoder is gone by then
-    contributions = load(project, SEARCH_COLUMNS).contributions  # descriptions only if they are needed
+    contributions = picked(load(project, SEARCH_COLUMNS).contributions)  # descriptions only if they are needed
     report = update_embeddings(
         project,
         contributions,
@@ -125,16 +135,43 @@ def search(
     )
     embeddings, model_id_ = report.cache, report.model
     if not report.coverage.complete and "description" not in contributions.column_names:
-        contributions = load(project, KEYWORD_COLUMNS).contributions  # keywords find those without a vector
+        contributions = picked(load(project, KEYWORD_COLUMNS).contributions)  # keywords find those without a vector
     backend = encoded if encoded.model == model_id_ else backend_for(model_id_, threads=1)  # a fallback's
     read = row_reader(project.repo, embeddings)  # every vector is scanned: plain reads, not a mapping
     found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id_, read=read)
     if found.method == "keyword" and "description" not in contributions.column_names:  # keywords read descriptions
-        contributions = load(project, KEYWORD_COLUMNS).contributions
+        contributions = picked(load(project, KEYWORD_COLUMNS).contributions)
         found = nearest(query, contributions, embeddings, k=limit, backend=backend, model=model_id_, read=read)
     if found.coverage is not None and not found.coverage.complete:
         found = replace(found, note=f"{found.note or found.coverage.describe()}; run `{EMBED_COMMAND}` for the rest")
     return with_claims(found, _claims(project, contributions))
+
+
+def _tag_filter(tags: Iterable[str]) -> Callable[[pa.Table], pa.Table]:
+    """What `search(tags=...)` keeps of a table: a row with one of the tags named (all, when none is),
+    and none of those named with a leading ``-``."""
+    named = list(tags)
+    if isinstance(tags, str) or any(not TAG_PATTERN.match(t.removeprefix("-")) for t in named):
+        raise AgoraError(f"tags {named!r}: give tag names, each with a leading - to leave it out")
+    wanted = [t for t in named if not t.startswith("-")]
+    left_out = [t[1:] for t in named if t.startswith("-")]
+
+    def picked(table: pa.Table) -> pa.Table:
+        if not named:
+            return table
+        import numpy as np
+        import pyarrow as pa
+
+        from ..frontier.graph import tag_mask
+
+        keep = np.zeros(table.num_rows, bool) if wanted else np.ones(table.num_rows, bool)
+        for tag in wanted:
+            keep |= tag_mask(table, tag)
+        for tag in left_out:
+            keep &= ~tag_mask(table, tag)
+        return table.filter(pa.array(keep))
+
+    return picked
 
 
 @dataclass(frozen=True)

@@ -141,6 +141,38 @@ def ci_key(project: Project, key_file: Path | None, secret: str | None) -> Signi
     raise AgoraError(f"no key for the CI account: pass --key-file PATH or set {KEY_VARIABLE} (a CI secret)")
 
 
+def ci(
+    project: Project,
+    budget: Budget | None = None,
+    site_dir: Path | str | None = None,
+    *,
+    key_file: Path | str | None = None,
+    secret: str | None = None,
+    verify_only: bool = False,
+    out: Path | str | None = None,
+    bundle: Path | str | None = None,
+    scheduler: str | None = None,
+    jobs: int = 1,
+    scheduler_options: tuple[str, ...] = (),
+    node_local_ok: bool = False,
+) -> CiReport:
+    """What `git agora ci` does (docs/ci.md): one run as verifier, witness and publisher (`run_ci`);
+    with `verify_only`, the keyless half that writes its verdicts into `out`; with `bundle`, the half
+    that checks and publishes the bundle in that folder (`ops.ci_split`). The key is `key_file`, else
+    `secret` (the text the command reads from AGORA_CI_KEY; this reads no environment), held in memory."""
+    budget, on = budget or Budget(), (scheduler, jobs, scheduler_options, node_local_ok)
+    if verify_only:
+        from .ci_split import verify_only as verify_half
+
+        return verify_half(project, out, budget, key_file is not None or bool(secret), *on)
+    key = ci_key(project, None if key_file is None else Path(key_file), secret)
+    if bundle is not None:
+        from .ci_split import publish_bundle
+
+        return publish_bundle(project, bundle, site_dir, key)
+    return run_ci(project, budget, site_dir, key, *on)
+
+
 def run_ci(
     project: Project,
     budget: Budget = Budget(),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import AgoraError
 from ..feedback import on_demand
 from ..index.state import FORMAT_VERSION, current, index_dir, intact, is_current, read_state
 from ..project import Project
@@ -16,6 +17,7 @@ from ..refs.quarantine import quarantine_rewritten_logs
 from ..trust import record_tampering, trusted_keys
 
 if TYPE_CHECKING:
+    import pandas as pd
     import pyarrow as pa
 
     from ..index.store import Index, UpdateReport
@@ -234,6 +236,28 @@ def check_index(project: Project) -> list[str]:
     use_setup(project)
     refresh(project)
     return check(project.repo, _rules(project))
+
+
+def index_table(project: Project, columns: Sequence[str] | None = None) -> pa.Table:
+    """The index's contributions, one row per commit under refs/agora/ (valid or not: `valid`, `reasons`),
+    in canonical order (timestamp, sha), brought up to date first: an Arrow table of the columns
+    `index.schema.CONTRIBUTIONS` defines (docs/index.md), all of them or `columns` (sha and timestamp
+    come along)."""
+    from ..index.schema import CONTRIBUTIONS
+
+    unknown = sorted(set(columns or ()) - set(CONTRIBUTIONS.names))
+    if unknown:
+        raise AgoraError(f"no index column {', '.join(unknown)}: the columns are {', '.join(CONTRIBUTIONS.names)}")
+    return load(project, columns).contributions
+
+
+def index_dataframe(project: Project, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """`index_table` as a pandas DataFrame (pandas must be installed; git-agora does not need it)."""
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        raise AgoraError("index_dataframe needs pandas (pip install pandas); index_table gives Arrow") from None
+    return index_table(project, columns).to_pandas()
 
 
 def export_index(index, directory: Path) -> tuple[Path, ...]:

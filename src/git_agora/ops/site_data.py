@@ -61,7 +61,7 @@ class SiteData:
         frame = analysis.frame
         analysis_dict = analysis.to_dict()
         leaders = compute_views(frame, 100, ("leaders",))["leaders"]
-        mark_rows(leaders.rows, unchecked_shas(frame.graph.table, frame.scored))  # `frontier.checked`
+        leaders = mark_rows(leaders, unchecked_shas(frame.graph.table, frame.scored))  # `frontier.checked`
         analysis_dict["views"]["leaders"] = leaders.to_dict()
         index = load(project, columns=("valid",))  # for its cross references; descriptions come later
         table = frame.contributions

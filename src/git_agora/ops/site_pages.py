@@ -60,7 +60,7 @@ def _contributors(data: SiteData) -> list[dict[str, Any]]:
     from ..frontier.views import compute_views
 
     frame = data.analysis.frame
-    return list(compute_views(frame, max(frame.n, 1), ("contributors",))["contributors"].rows)
+    return [row.to_dict() for row in compute_views(frame, max(frame.n, 1), ("contributors",))["contributors"].rows]
 
 
 def overview_views(data: SiteData) -> dict[str, tuple[str, ...]]:
