@@ -94,6 +94,15 @@ CLI_MAY_USE = (
     "git_agora.frontier.columns",  # each view's columns, said once for the text and the site
     "git_agora.demo.run",
     "git_agora.visible",  # text from the record or an evaluator, shown with its control characters escaped
+    # the typed results `render` lays out (the workflows return them)
+    "git_agora.frontier.analyze.AnalyzeResult",
+    "git_agora.frontier.analyze.Summary",
+    "git_agora.frontier.claims.Claim",
+    "git_agora.frontier.clusters.Diversity",
+    "git_agora.frontier.stats.GraphStats",
+    "git_agora.frontier.ucb.Slots",
+    "git_agora.frontier.verdict_rows.VerdictRow",
+    "git_agora.frontier.views.View",
 )
 
 

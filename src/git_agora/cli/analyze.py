@@ -35,12 +35,11 @@ def command(ctx, views, limit, model, summary_only, legend, as_json):
     from ..ops.analyze import analyze
     from .render import render_analysis
 
-    data = analyze(open_project(ctx, as_json=as_json), views, limit, model).to_dict()
-    if summary_only:
-        data["views"] = {}
+    result = analyze(open_project(ctx, as_json=as_json), views, limit, model)
     if as_json:
-        emit_json(data)
+        emit_json({**result.to_dict(), **({"views": {}} if summary_only else {})})
     else:
         legend = legend or sys.stdout.isatty()
-        render_analysis(data, only_views=bool(views), with_diversity=not summary_only, legend=legend)
+        shown = () if summary_only else None
+        render_analysis(result, only_views=bool(views), with_diversity=not summary_only, legend=legend, views=shown)
     return 0

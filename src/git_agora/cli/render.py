@@ -11,13 +11,23 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..frontier.columns import KINDS, TABLE_COLUMNS
 from ..visible import visible
+
+if TYPE_CHECKING:
+    from ..frontier.analyze import AnalyzeResult, Summary
+    from ..frontier.claims import Claim
+    from ..frontier.clusters import Diversity
+    from ..frontier.stats import GraphStats
+    from ..frontier.ucb import Slots
+    from ..frontier.verdict_rows import VerdictRow
+    from ..frontier.views import View
 
 DEFAULT_WIDTH = 100  # when neither COLUMNS nor a terminal says
 ELLIPSIS = "…"
@@ -29,25 +39,33 @@ def console_width() -> int:
     return max(40, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
 
 
-def render_analysis(data: dict, only_views: bool = False, with_diversity: bool = True, legend: bool = False) -> None:
+def render_analysis(
+    result: AnalyzeResult,
+    only_views: bool = False,
+    with_diversity: bool = True,
+    legend: bool = False,
+    views: Sequence[str] | None = None,
+) -> None:
+    """The analyze report of `result`, its views all or those named in `views`."""
     from rich.console import Console
 
     out = _Out(Console(width=console_width(), highlight=False, soft_wrap=True))
-    summary = data["summary"]
-    if summary["warning"] and not only_views:
-        out.flow(["WARNING", *summary["warning"].split()], style="bold red")
+    summary = result.summary
+    if summary.warning and not only_views:
+        out.flow(["WARNING", *summary.warning.split()], style="bold red")
         out.blank()
     if not only_views:
         _render_summary(out, summary)
-        _render_slots(out, data["slots"])
-        if data.get("claims"):
-            _render_claims(out, data["claims"])
-    for view in data["views"].values():
-        _render_view(out, view)
+        _render_slots(out, result.slots)
+        if result.claims:
+            _render_claims(out, result.claims)
+    for name, view in result.views.items():
+        if views is None or name in views:
+            _render_view(out, view)
     if not only_views and with_diversity:
-        _render_diversity(out, data["diversity"])
-    if not only_views and data.get("references"):
-        _render_references(out, data["references"])
+        _render_diversity(out, result.diversity)
+    if not only_views and result.references:
+        _render_references(out, result.references)
     if legend:
         render_legend(out)
 
@@ -154,100 +172,102 @@ def _unsettled(count: int) -> list[str]:
     return [f"{reruns} not count yet:", "settle it"]
 
 
-def verdict_line(v) -> str:
-    """One verdict on its target (`frontier.verdict_rows.VerdictRow`, or its dict): who, what it says and
-    measured, whether it counts and why not."""
-    v = v if isinstance(v, dict) else v.to_dict()
+def verdict_line(row: VerdictRow) -> str:
+    """One verdict on its target (`frontier.verdict_rows.VerdictRow`): who, what it says and measured,
+    whether it counts and why not."""
+    v = row.to_dict()
     measured = "no measurement" if v["metric"] is None else f"measured {_metric(v['metric'])}"
     weight = "counts" if v["counts"] else f"does not count: {v['why']}"
     return f"{v['account']}: {v['verdict']}, {measured}, {weight} ({v['sha'][:10]})"
 
 
-def _render_summary(out: _Out, s: dict) -> None:
+def _render_summary(out: _Out, s: Summary) -> None:
     out.flow(
         _fields(
-            f"{s['contributions']} commits, {s['valid']} valid, {s['rejected']} rejected, {s['accounts']} accounts; "
-            f"{s['results']} scored {plural(s['results'], 'result')}, {s['hypotheses']} "
-            f"{plural(s['hypotheses'], 'hypothesis', 'hypotheses')}, {s['verifications']} "
-            f"{plural(s['verifications'], 'verification')}"
+            f"{s.contributions} commits, {s.valid} valid, {s.rejected} rejected, {s.accounts} accounts; "
+            f"{s.results} scored {plural(s.results, 'result')}, {s.hypotheses} "
+            f"{plural(s.hypotheses, 'hypothesis', 'hypotheses')}, {s.verifications} "
+            f"{plural(s.verifications, 'verification')}"
         ),
         indent=2,
     )
-    best = s.get("best")
+    best = s.best
     if best:
-        arrow = "lower" if s["direction"] == "min" else "higher"
+        arrow = "lower" if s.direction == "min" else "higher"
         out.flow(
             [
-                f"best {s['metric']} = {_metric(best['metric'])}",
+                f"best {s.metric} = {_metric(best.metric)}",
                 f"({arrow} is better,",
-                f"tolerance {s['tolerance']:g}),",
-                shown_status(best) + ("," if best.get("unsettled_failures") else ""),
-                *_unsettled(best.get("unsettled_failures", 0)),
+                f"tolerance {s.tolerance:g}),",
+                shown_status({"status": best.status, "checked": s.best_checked}) + ("," if s.best_unsettled else ""),
+                *_unsettled(s.best_unsettled),
             ],
             indent=2,
             style="bold",
         )
-        head = f"  by {best['account']}: {best['sha'][:10]} "
-        out.line(head + cut(best["title"], out.width - _cells(head)))
-        for v in best.get("verdicts", ()):
+        head = f"  by {best.account}: {best.sha[:10]} "
+        out.line(head + cut(best.title, out.width - _cells(head)))
+        for v in s.best_verdicts:
             out.flow(_fields(verdict_line(v)), indent=6, first="    verdict")
-    for note in s["notes"]:
+    for note in s.notes:
         out.flow(note.split(), indent=6, first="note:", style="dim")
     out.blank()
 
 
-def _render_slots(out: _Out, slots: dict) -> None:
+def _render_slots(out: _Out, slots: Slots) -> None:
     out.flow(
-        ["Where to work next", f"(UCB, C = {slots['exploration_c']:.1f},", f"bunching {slots['bunching']:.2f})"],
+        ["Where to work next", f"(UCB, C = {slots.exploration_c:.1f},", f"bunching {slots.bunching:.2f})"],
         style="bold",
     )
-    for slot in slots["slots"]:
-        out.line(f"  {slot['name']:<14} {slot['purpose']}", style="bold cyan")
-        if not slot["suggestions"]:
-            out.flow((slot.get("note") or "nothing to suggest yet").split(), indent=6, first=" " * 6, style="dim")
-        for s in slot["suggestions"][:3]:
-            head = f"    {s['sha'][:10]}  {_metric(s['metric']):>9}  {s['account'][:12]:<12}  "
-            out.line(head + cut(s["title"], out.width - _cells(head)))
-            out.flow(_fields(s["reason"]), indent=6, first=" " * 6, style="dim")
-            for c in s.get("claimed_by", []):
+    for slot in slots.slots:
+        out.line(f"  {slot.name:<14} {slot.purpose}", style="bold cyan")
+        if not slot.suggestions:
+            out.flow((slot.note or "nothing to suggest yet").split(), indent=6, first=" " * 6, style="dim")
+        for s in slot.suggestions[:3]:
+            head = f"    {s.sha[:10]}  {_metric(s.metric):>9}  {s.account[:12]:<12}  "
+            out.line(head + cut(s.title, out.width - _cells(head)))
+            out.flow(_fields(s.reason), indent=6, first=" " * 6, style="dim")
+            for c in s.claimed_by:
                 out.flow(_claimed(c).split(), indent=6, first=" " * 6, style="yellow")
     out.blank()
 
 
-def _until(claim: dict) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(claim["until"]))
+def _until(until: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
 
 
-def _claimed(claim: dict) -> str:
-    return f"claimed by {claim['account']} until {_until(claim)}: {claim['title']}"
+def _claimed(claim: Mapping[str, Any]) -> str:
+    """A suggestion's active claim (`frontier.claims.claims_on`: {account, until, sha, title})."""
+    return f"claimed by {claim['account']} until {_until(claim['until'])}: {claim['title']}"
 
 
-def _render_claims(out: _Out, claims: list[dict]) -> None:
+def _render_claims(out: _Out, claims: Sequence[Claim]) -> None:
     out.line("Claimed: work in progress (build elsewhere, or coordinate)", style="bold")
     for c in claims:
-        head = f"    {c['target'][:10]}  {c['account'][:12]:<12}  until {_until(c)}  "
-        out.line(head + cut(c["title"], out.width - _cells(head)))
+        head = f"    {c.target[:10]}  {c.account[:12]:<12}  until {_until(c.until)}  "
+        out.line(head + cut(c.title, out.width - _cells(head)))
     out.blank()
 
 
-def _render_view(out: _Out, view: dict) -> None:
-    rows = view["rows"]
-    title = f"{view['title']} ({view['total']})"
+def _render_view(out: _Out, view: View) -> None:
+    rows = view.rows
+    title = f"{view.title} ({view.total})"
     if not rows:
-        out.flow([f"{title}:", *(view.get("note") or "none").split()], indent=2)
+        out.flow([f"{title}:", *(view.note or "none").split()], indent=2)
         out.blank()
         return
     out.line(title, style="bold")
-    columns = _columns(view["name"], rows[0])
+    columns = _columns(view.name, rows[0])
     cells = [[_cell(row, name) for name, _ in columns] for row in rows]
     for line_no, text in enumerate(_table(columns, cells, out.width)):
         out.line(text, style="bold" if line_no == 0 else None)
-        if line_no and "reasons" in rows[line_no - 1]:
-            out.flow(_fields("; ".join(rows[line_no - 1]["reasons"])), indent=4, first=" " * 4, style="dim")
-        if line_no and rows[line_no - 1].get("why"):
-            out.flow(_fields(f"does not count: {rows[line_no - 1]['why']}"), indent=4, first=" " * 4, style="dim")
-    if view.get("note"):
-        out.flow(view["note"].split(), indent=2, style="dim")
+        row = rows[line_no - 1] if line_no else None
+        if row is not None and row.reasons is not None:
+            out.flow(_fields("; ".join(row.reasons)), indent=4, first=" " * 4, style="dim")
+        if row is not None and row.why:
+            out.flow(_fields(f"does not count: {row.why}"), indent=4, first=" " * 4, style="dim")
+    if view.note:
+        out.flow(view.note.split(), indent=2, style="dim")
     out.blank()
 
 
@@ -284,14 +304,14 @@ def _table(columns: list[tuple[str, str]], cells: list[list[str]], width: int) -
     return [render(names)] + [render(row) for row in cells]
 
 
-def shown_status(row: dict) -> str:
+def shown_status(row: Mapping[str, Any]) -> str:
     """A row's status as readers show it: an unverified result without its run record is "unchecked"
     (`frontier.checked.shown_status`, the one rule)."""
     status = str(row.get("status"))
     return "unchecked" if status == "unverified" and row.get("checked") is False else status
 
 
-def _columns(view: str, first: dict) -> list[tuple[str, str]]:
+def _columns(view: str, first: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The view's columns (`frontier.columns`), right-aligned when a share or a number in the first row."""
     return [(name, "right" if _numeric(name, first.get(name)) else "left") for name in TABLE_COLUMNS[view]]
 
@@ -300,7 +320,7 @@ def _numeric(name: str, value) -> bool:
     return KINDS.get(name) == "share" or isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _cell(row: dict, name: str) -> str:
+def _cell(row: Mapping[str, Any], name: str) -> str:
     value = row.get(name)
     if value is None:
         return "-"
@@ -322,37 +342,37 @@ def _cell(row: dict, name: str) -> str:
     return str(value)
 
 
-def _render_diversity(out: _Out, d: dict) -> None:
-    if not d["available"]:
-        out.flow(["Diversity:", *d["note"].split()], indent=2)
+def _render_diversity(out: _Out, d: Diversity) -> None:
+    if not d.available:
+        out.flow(["Diversity:", *(d.note or "").split()], indent=2)
         return
     out.flow(
         [
             "Diversity",
-            f"({d['model']},",
-            f"{d['window']} most recent,",
-            f"cosine >= {d['threshold']}):",
-            f"{d['count']} clusters,",
-            f"top share {_fmt(d['top_share'], '.0%')},",
-            f"effective {_fmt(d['effective_count'], '.1f')},",
-            f"evenness {_fmt(d['evenness'], '.2f')}",
+            f"({d.model},",
+            f"{d.window} most recent,",
+            f"cosine >= {d.threshold}):",
+            f"{d.count} clusters,",
+            f"top share {_fmt(d.top_share, '.0%')},",
+            f"effective {_fmt(d.effective_count, '.1f')},",
+            f"evenness {_fmt(d.evenness, '.2f')}",
         ],
         indent=2,
         style="bold",
     )
-    if d["clusters"]:
+    if d.clusters:
         out.flow(_fields("largest clusters: size, share of recent work, a central title"), indent=4, first="  ")
-    for cluster in d["clusters"][:5]:
-        head = f"  {cluster['size']:>5}  {cluster['share']:>4.0%}  "
-        out.line(head + cut(cluster["label"], out.width - _cells(head)))
-    if d.get("promising_small"):
+    for cluster in d.clusters[:5]:
+        head = f"  {cluster.size:>5}  {cluster.share:>4.0%}  "
+        out.line(head + cut(cluster.label, out.width - _cells(head)))
+    if d.promising_small:
         out.line("  promising work in small clusters:")
-        for row in d["promising_small"][:3]:
+        for row in d.promising_small[:3]:
             head = f"    {row['sha'][:10]}  {_metric(row.get('metric')):>9}  "
             out.line(head + cut(row["title"], out.width - _cells(head)))
 
 
-def _render_references(out: _Out, references: list[dict]) -> None:
+def _render_references(out: _Out, references: Sequence[Mapping[str, Any]]) -> None:
     out.blank()
     out.flow(
         ["Cited from other projects", f"({len(references)};", "`git agora fetch --refs`", "brings them)"], style="bold"
@@ -418,46 +438,49 @@ def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def print_stats(data: dict) -> None:
+def print_stats(data: GraphStats) -> None:
     """The graph figures of the paper's section 4.6, one topic a line."""
     share = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
     click.echo(
-        f"nodes {data['nodes']}  edges {data['edges']}  multi-parent {data['multi_parent_nodes']}  "
-        f"components {data['components']}, the largest holds {data['largest_component_share']:.1%}"
+        f"nodes {data.nodes}  edges {data.edges}  multi-parent {data.multi_parent_nodes}  "
+        f"components {data.components}, the largest holds {data.largest_component_share:.1%}"
     )
-    click.echo("tags: " + ", ".join(f"{tag} {n}" for tag, n in data["tag_counts"].items()))
-    best = data["best_value"]
+    click.echo("tags: " + ", ".join(f"{tag} {n}" for tag, n in data.tag_counts))
+    best = data.best_value
     click.echo(
-        f"scored results {data['scored_results']}, new bests {data['new_bests_strict']} "
-        f"(every strict improvement) / {data['new_bests']} (beyond the tolerance)"
+        f"scored results {data.scored_results}, new bests {data.new_bests_strict} "
+        f"(every strict improvement) / {data.new_bests} (beyond the tolerance)"
         + (f", best {best:.6g}" if best is not None else "")
     )
     click.echo(
-        f"verifications {data['verifications']} (on {data['verified_targets']} "
-        f"{plural(data['verified_targets'], 'result')}), {data['failed_verifications']} failed"
+        f"verifications {data.verifications} (on {data.verified_targets} "
+        f"{plural(data.verified_targets, 'result')}), {data.failed_verifications} failed"
     )
-    gap = data["equal_score_median_gap"]
+    gap = data.equal_score_median_gap
     click.echo(
-        f"equal scores from different accounts: {data['equal_score_pairs']} pairs"
+        f"equal scores from different accounts: {data.equal_score_pairs} pairs"
         + (
-            f", median gap {gap:.0f} s, {share(data['equal_score_share_1h'])} within 1 h, "
-            f"{share(data['equal_score_share_6h'])} within 6 h"
+            f", median gap {gap:.0f} s, {share(data.equal_score_share_1h)} within 1 h, "
+            f"{share(data.equal_score_share_6h)} within 6 h"
             if gap is not None
             else ""
         )
     )
-    for key, what in (("improvement_share_strict", "improvements"), ("improvement_share", "scored results")):
-        shares = ", ".join(f"k={k} {s:.0%}" for k, s in data[key].items() if s is not None)
+    for shares_of, what in (
+        (data.improvement_share_strict, "improvements"),
+        (data.improvement_share, "scored results"),
+    ):
+        shares = ", ".join(f"k={k} {s:.0%}" for k, s in shares_of if s is not None)
         if shares:
             click.echo(
                 f"improvement share (of the gain from the first result to the best) of the first k {what}: {shares}"
             )
-    if data.get("best_sha"):
+    if data.best_sha:
         click.echo(
-            f"the best's ancestry: {data['best_ancestry_size']} commits by {data['best_ancestry_accounts']} "
-            f"accounts, {data['best_ancestry_cross_account_edges']} of {data['best_ancestry_edges']} parent "
+            f"the best's ancestry: {data.best_ancestry_size} commits by {data.best_ancestry_accounts} "
+            f"accounts, {data.best_ancestry_cross_account_edges} of {data.best_ancestry_edges} parent "
             f"edges across accounts; "
-            + reproduced_ancestors(data["best_reproduced_scored_ancestors"], data["best_scored_ancestors"])
+            + reproduced_ancestors(data.best_reproduced_scored_ancestors or 0, data.best_scored_ancestors or 0)
         )
 
 
@@ -498,11 +521,9 @@ def demo_progress(total: int) -> Iterator[Callable[[dict], None]]:
 
 def print_demo_summary(summary) -> None:
     click.echo()
-    analysis = summary.analysis.to_dict()
-    calibration = {name: view for name, view in analysis["views"].items() if name == "calibration"}
-    render_analysis({**analysis, "views": calibration}, with_diversity=False, legend=sys.stdout.isatty())
+    render_analysis(summary.analysis, with_diversity=False, legend=sys.stdout.isatty(), views=("calibration",))
     click.secho("Statistics", bold=True)
-    print_stats(summary.stats.to_dict())
+    print_stats(summary.stats)
     if summary.lineage is not None:
         click.echo()
         print_lineage(summary.lineage, summary.titles, summary.metric)

@@ -15,9 +15,9 @@ def command(ctx, as_json):
     from ..ops.history import stats
     from .render import print_stats
 
-    data = stats(open_project(ctx, as_json=as_json)).to_dict()
+    data = stats(open_project(ctx, as_json=as_json))
     if as_json:
-        emit_json(data)
+        emit_json(data.to_dict())
     else:
         print_stats(data)
     return 0
