@@ -125,7 +125,8 @@ def test_the_manifest_stays_small_and_carries_only_what_changed_since_its_side_f
     assert len(body["accounts"]) == 3
     segments._TABLES_CACHE.clear()  # as a new process reads it
     assert segments.read_manifest(tmp_path) == second
-    assert state.current(body, tips, 0) and not state.current(body, many(100)[0], 0)
+    head = state.ManifestHead(body)
+    assert state.current(head, tips, 0) and not state.current(head, many(100)[0], 0)
 
     tips, accounts = many(100, moved=10)
     third = segments.commit(tmp_path, replace(second, tips=tips, accounts=accounts))

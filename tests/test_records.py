@@ -134,3 +134,83 @@ def test_the_witness_record_is_read_written_and_validated():
     assert intrinsic_problems(c) == []
     bad = c._replace(metadata={"witness": {"tips": {"alice": "nope"}}})
     assert any("lists log tips" in p for p in intrinsic_problems(bad))
+
+
+# --- the index's manifest: one head reader (`index.state.read_state`) for every shape ----------------
+S, A, B = "a" * 40, "b" * 40, "c" * 40
+TIPS = {"refs/agora/log/alice": A, "refs/agora/log/bob": B}
+# formats 1 and 2 (ae6ca19, d967957): state.json, whole tables beside it, the tips inline, no checksum
+STATE_1 = '{\n "format_version": 1,\n "tips": {\n  "refs/agora/log/alice": "' + A + '"\n }\n}\n'
+STATE_2 = '{"format_version": 2, "pending_until": null, "tips": {"refs/agora/log/alice": "' + A + '"}}'
+# format 3 (39709db): manifest.json, segments, every tip inline, a checksum, no digest
+MANIFEST_3 = (
+    '{"accounts":{"alice":[2,0,"k"]},"checksum":1758352126,"format_version":3,"next_id":2,"pending_until":null,'
+    '"rules":{"metric":"bpc","root":"' + S + '"},"segments":[{"data":["seg-1.parquet",2048,12345],'
+    '"first":[1700000000,"' + S + '"],"id":1,"last":[1700000100,"' + B + '"],"refs":null,"replaces":0,"rows":3}],'
+    '"tips":{"refs/agora/log/alice":"' + A + '","refs/agora/log/bob":"' + B + '"},'
+    '"watch":{"not_listed":{},"pending":{},"setups":{"' + S + '":1700000000},"waiting":{}}}'
+)
+# format 4 on (bd630ca; 8 here): the tips' digest, a side file (none yet), the tips changed since it
+MANIFEST_8 = (
+    '{"accounts":{"alice":[2,0,"k"]},"checksum":2689997837,"format_version":8,"next_id":2,"pending_until":null,'
+    '"rules":{"metric":"bpc","root":"' + S + '"},"segments":[{"data":["seg-1.parquet",2048,12345],'
+    '"first":[1700000000,"' + S + '"],"id":1,"last":[1700000100,"' + B + '"],"refs":null,"replaces":0,"rows":3}],'
+    '"tables":null,"tips":{"refs/agora/log/alice":"' + A + '","refs/agora/log/bob":"' + B + '"},'
+    '"tips_digest":"105b0d8220a26d84d87ad4ef4b27b5927a867cfbdb994c80b2ed8c9fb789bf00",'
+    '"watch":{"not_listed":{},"pending":{},"setups":{"' + S + '":1700000000},"waiting":{}}}\n'
+)
+
+
+@pytest.mark.parametrize(("name", "text", "version"), [("state.json", STATE_1, 1), ("state.json", STATE_2, 2)])
+def test_a_state_json_of_formats_1_and_2_reads_as_a_legacy_head(tmp_path, name, text, version):
+    from git_agora.index import state, store
+    from git_agora.index.state import LEGACY_FILE, read_state
+
+    (tmp_path / name).write_text(text)
+    head = read_state(tmp_path, LEGACY_FILE)
+    assert head is not None and head.legacy and head.format_version == version and not head.intact
+    assert head.tips == {"refs/agora/log/alice": A} and head.tips_digest is None and head.setups == ()
+    assert read_state(tmp_path) is None  # no manifest.json: the index is rebuilt
+    assert not state.current(head, {"refs/agora/log/alice": A}, 0)
+    warnings: list[str] = []
+    assert store._stored_manifest(tmp_path, warnings) is None
+    assert warnings == [f"the index format changed ({version} -> {state.FORMAT_VERSION}); rebuilt it from Git"]
+
+
+def test_a_format_3_manifest_reads_its_inline_tips_and_is_another_format(tmp_path):
+    from git_agora.index import segments, store
+    from git_agora.index.state import current, read_state
+
+    (tmp_path / "manifest.json").write_text(MANIFEST_3)
+    head = read_state(tmp_path)
+    assert head is not None and not head.legacy and head.format_version == 3 and head.intact
+    assert head.tips == TIPS and head.tips_digest is None and head.setups == (S,) and head.pending_until is None
+    assert not current(head, TIPS, 0)  # no digest: never current, rebuilt by the next update
+    assert store.stored_tips(tmp_path, head) == TIPS  # what a quarantine compares the refs with
+    with pytest.raises(segments.OtherFormat):
+        segments.Manifest.from_json(MANIFEST_3)
+
+
+def test_todays_manifest_reads_writes_and_refuses_a_damaged_one(tmp_path):
+    from git_agora.index import segments
+    from git_agora.index.state import FORMAT_VERSION, ManifestHead, current, read_state, tips_digest
+
+    (tmp_path / "manifest.json").write_text(MANIFEST_8)
+    head = read_state(tmp_path)
+    assert head is not None and head.format_version == 8 and head.intact and head.setups == (S,)
+    assert head.tips_digest == tips_digest(TIPS) and current(head, TIPS, 0, 8) and not current(head, {}, 0, 8)
+    if FORMAT_VERSION == 8:
+        manifest = segments.Manifest.from_json(MANIFEST_8)
+        assert manifest.tips == TIPS and manifest.watch.setups == {S: 1700000000}
+        assert manifest.to_json() == MANIFEST_8  # the one writer writes what the reader read, byte for byte
+    else:  # a later format: this one is read as another format, to be rebuilt
+        with pytest.raises(segments.OtherFormat):
+            segments.Manifest.from_json(MANIFEST_8)
+    written = segments.Manifest(FORMAT_VERSION, TIPS, {"root": S}, watch=segments.Watch(setups={S: 1})).to_json()
+    assert segments.Manifest.from_json(written).to_json() == written and ManifestHead.parse(written).intact
+    damaged = MANIFEST_8.replace('"next_id":2', '"next_id":3')
+    assert not ManifestHead.parse(damaged).intact
+    with pytest.raises((segments.Damaged, segments.OtherFormat)):
+        segments.Manifest.from_json(damaged)
+    (tmp_path / "manifest.json").write_text("[1, 2]")
+    assert read_state(tmp_path) is None  # not an object: no head, the index is rebuilt

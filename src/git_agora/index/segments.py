@@ -40,7 +40,7 @@ from ..errors import AgoraError
 from ..locks import READ_ONLY_ERRORS
 from .osfiles import reading, writing
 from .schema import CONTRIBUTIONS, CROSS_REFS
-from .state import FORMAT_VERSION, checksum, intact, tips_digest
+from .state import FORMAT_VERSION, ManifestHead, checksum, tips_digest
 
 MANIFEST = "manifest.json"
 SEGMENTS = "segments"
@@ -158,12 +158,12 @@ class Manifest:
     def from_json(cls, text: str, read_tables: Callable[[FileRef], Tables] | None = None) -> Manifest:
         """The manifest in `text`; `read_tables` reads the side file it names (none named: not called)."""
         try:
-            data = json.loads(text)
-            version = data.get("format_version")
-            if isinstance(version, int) and version != FORMAT_VERSION:
-                raise OtherFormat(version)
-            if not intact(data):
+            head = ManifestHead.parse(text)  # the one reader of the file; the head's rules first
+            if head.format_version is not None and head.format_version != FORMAT_VERSION:
+                raise OtherFormat(head.format_version)
+            if not head.intact:
                 raise Damaged("the manifest does not match its checksum")
+            data = head.body
             tables = FileRef(*data["tables"]) if data["tables"] else None
             if tables is not None and read_tables is None:
                 raise Damaged("the manifest names a side file that cannot be read here")

@@ -30,7 +30,7 @@ from . import build, compare, delta, rows, segments, signatures
 from .rows import IndexRules
 from .schema import CONTRIBUTIONS, TABLES
 from .segments import MANIFEST, Damaged, Manifest, OtherFormat, Segment, WriteFailed
-from .state import FORMAT_VERSION, current, index_dir, read_state, tips_digest
+from .state import FORMAT_VERSION, LEGACY_FILE, ManifestHead, current, index_dir, read_state, tips_digest
 
 STORED = ("contributions", "cross_refs")  # the rest is derived on load
 LOCK = "lock"
@@ -113,7 +113,7 @@ def update_index(
     now: int | None = None,
     progress: Callable[[int], None] | None = None,
     tips: Mapping[str, str] | None = None,
-    seen: dict | None = None,
+    seen: ManifestHead | None = None,
 ) -> UpdateReport:
     """Bring the index up to date with the refs; rebuild from scratch when asked or when damaged.
     A current index is recognised without a lock, so reading commands work on a read-only index.
@@ -135,7 +135,7 @@ def update_index(
         return _update_locked(repo, directory, rebuild, rules, now, dict(tips), progress)
 
 
-def stored_tips(directory: Path, state: dict | None) -> dict[str, str]:
+def stored_tips(directory: Path, state: ManifestHead | None) -> dict[str, str]:
     """The ref tips the index covers (empty when there is none); for an index of an older format, the
     tips its manifest `state` lists."""
     try:
@@ -144,11 +144,10 @@ def stored_tips(directory: Path, state: dict | None) -> dict[str, str]:
         manifest = None
     if manifest is not None:
         return manifest.tips
-    old = (state or {}).get("tips")
-    return {k: v for k, v in old.items() if isinstance(v, str)} if isinstance(old, dict) else {}
+    return state.tips if state is not None else {}
 
 
-def _current(state: dict | None, tips: Mapping[str, str], now: int) -> bool:
+def _current(state: ManifestHead | None, tips: Mapping[str, str], now: int) -> bool:
     return current(state, tips, now, FORMAT_VERSION)
 
 
@@ -200,10 +199,10 @@ def _stored_manifest(directory: Path, warnings: list[str]) -> Manifest | None:
         warnings.append(f"the index was damaged ({exc}); rebuilt it from Git")
         return None
     if manifest is None:
-        legacy = read_state(directory, "state.json")
+        legacy = read_state(directory, LEGACY_FILE)
         if legacy is not None:
-            _refuse_newer(directory, legacy.get("format_version", 0))
-            version = legacy.get("format_version", 0)
+            version = legacy.format_version or 0
+            _refuse_newer(directory, version)
             warnings.append(f"the index format changed ({version} -> {FORMAT_VERSION}); rebuilt it from Git")
     return manifest
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import AgoraError
 from ..feedback import on_demand
-from ..index.state import FORMAT_VERSION, current, index_dir, intact, is_current, read_state
+from ..index.state import FORMAT_VERSION, ManifestHead, current, index_dir, is_current, read_state
 from ..project import Project
 from ..refs.names import ROOT
 from ..refs.quarantine import quarantine_rewritten_logs
@@ -135,7 +135,7 @@ def _with_the_policies_pins(project: Project, rules, report: UpdateReport, refs:
     return UpdateReport(max(report.new_rows, again.new_rows), True, (*report.warnings, *again.warnings))
 
 
-def _current(state: dict | None, refs: dict[str, str]) -> bool:
+def _current(state: ManifestHead | None, refs: dict[str, str]) -> bool:
 
     return current(state, refs, time.time(), FORMAT_VERSION)
 
@@ -147,17 +147,16 @@ def use_setup(project: Project) -> None:
         _ = project.setup  # the error that says there is no project here
 
 
-def confirm_setup(project: Project, state: dict | None = None) -> None:
+def confirm_setup(project: Project, state: ManifestHead | None = None) -> None:
     """Pin the setup once the index, which has read every commit, names every root setup; several,
     none pinned: `CompetingSetups`. `state`: the manifest as just read (`state.read_state`)."""
 
     if project.pinned_setup:
         return
     state = state if state is not None else read_state(index_dir(project.repo))
-    if state is None or state.get("format_version") != FORMAT_VERSION or not intact(state):
+    if state is None or state.format_version != FORMAT_VERSION or not state.intact:
         return
-    setups = state.get("watch", {}).get("setups", {})
-    roots = [s for s in setups if (c := project.repo.contribution(s)) is not None and not c.parents]
+    roots = [s for s in state.setups if (c := project.repo.contribution(s)) is not None and not c.parents]
     project.pin_setup(roots)
 
 

@@ -110,7 +110,7 @@ def used_tags(project: Project) -> frozenset[str]:
     answers (no pyarrow); else the index is brought up to date and its tags column read once."""
     path = _used_path(project)
     state = read_state(index_dir(project.repo))
-    digest = state.get("tips_digest") if state else None
+    digest = state.tips_digest if state else None
     stored = _read_used(path)
     if digest is not None and stored is not None and stored[0] == digest and is_current(project.repo):
         return stored[1]
@@ -119,8 +119,8 @@ def used_tags(project: Project) -> frozenset[str]:
     table = load(project, ["tags"]).contributions
     tags = frozenset(t for row in table["tags"].to_pylist() for t in row or ())
     state = read_state(index_dir(project.repo))
-    if state and state.get("tips_digest"):
-        _write_used(path, state["tips_digest"], tags)
+    if state and state.tips_digest:
+        _write_used(path, state.tips_digest, tags)
     return tags
 
 
