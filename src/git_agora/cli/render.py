@@ -175,10 +175,9 @@ def _unsettled(count: int) -> list[str]:
 def verdict_line(row: VerdictRow) -> str:
     """One verdict on its target (`frontier.verdict_rows.VerdictRow`): who, what it says and measured,
     whether it counts and why not."""
-    v = row.to_dict()
-    measured = "no measurement" if v["metric"] is None else f"measured {_metric(v['metric'])}"
-    weight = "counts" if v["counts"] else f"does not count: {v['why']}"
-    return f"{v['account']}: {v['verdict']}, {measured}, {weight} ({v['sha'][:10]})"
+    measured = "no measurement" if row.metric is None else f"measured {_metric(row.metric)}"
+    weight = "counts" if row.counts else f"does not count: {row.why}"
+    return f"{row.account}: {row.verdict}, {measured}, {weight} ({row.sha[:10]})"
 
 
 def _render_summary(out: _Out, s: Summary) -> None:
