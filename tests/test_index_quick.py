@@ -9,7 +9,7 @@ from dataclasses import replace
 import hostile
 
 from git_agora.contribution import GRAMMAR, Contribution, Verdict, git_identity
-from git_agora.index import parallel, quick
+from git_agora.index import build, parallel, quick
 from git_agora.index.reader import RawCommit
 
 NOW = 1_900_000_000
@@ -193,3 +193,11 @@ def test_any_commit_is_read_the_same_or_left_to_the_general_path():
         assert same_or_declined(commit, metric), (n, commit)
         taken += quick.row_values(commit, metric, NOW) is not None
     assert 200 < taken < 3600, taken  # both paths are exercised
+
+
+def test_a_row_has_a_field_for_every_column_the_parsers_fill():
+    """Rows are built by name (`build.Row`), and a column is built from the field of its name: a column
+    added to the schema fails here until the row (and so both paths) has it. The other columns are the
+    ones the other commits decide, which start empty."""
+    decided_later = {"log_seq", "code_bearing", "valid", "policy"}
+    assert set(build.Row._fields) == set(parallel.WORK.names) - decided_later

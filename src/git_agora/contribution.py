@@ -49,14 +49,6 @@ class Kind(NamedTuple):
     rule: Callable[..., list[str]] | None = None  # (tags, parents, metrics, targets, verdict, metadata) -> problems
 
 
-def _setup_rule(tags, parents, metrics, targets, verdict, metadata) -> list[str]:
-    return ["a setup has no parents"] if parents else []
-
-
-def _hypothesis_rule(tags, parents, metrics, targets, verdict, metadata) -> list[str]:
-    return ["a hypothesis carries no metric"] if metrics else []
-
-
 def _verification_rule(tags, parents, metrics, targets, verdict, metadata) -> list[str]:
     problems, found = [], [t for t in targets if t]
     if len(found) != 1:
@@ -83,10 +75,12 @@ def _witness_rule(tags, parents, metrics, targets, verdict, metadata) -> list[st
 
 # fmt: off
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("setup", 5.0, "the project's root (agora.toml, brief); the only one without parents", rule=_setup_rule),
+    Kind("setup", 5.0, "the project's root (agora.toml, brief); the only one without parents",
+         rule=lambda tags, parents, *_: ["a setup has no parents"] if parents else []),
     Kind("result", 5.0, "work measured by the project's evaluation (`git agora push`)"),
     Kind("insight", 5.0, "an observation others can build on", posted=True),
-    Kind("hypothesis", 5.0, "an idea not yet measured: no metric", posted=True, rule=_hypothesis_rule),
+    Kind("hypothesis", 5.0, "an idea not yet measured: no metric", posted=True,
+         rule=lambda tags, parents, metrics, *_: ["a hypothesis carries no metric"] if metrics else []),
     Kind("report", 5.0, "a write-up of work so far", posted=True),
     Kind("verification", None, "a rerun of another account's result, its only parent", buildable=False, work=False,
          trailers=("Agora-Target", "Agora-Verdict"), rule=_verification_rule),

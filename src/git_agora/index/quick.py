@@ -50,6 +50,8 @@ def _fast_pattern(grammar: tuple[Trailer, ...]) -> re.Pattern[str]:
 
 
 _TRAILERS = _fast_pattern(GRAMMAR[1:])
+_GROUPS = ("account", "target", "verdict", "meta", "tag", "metric", "ref")
+_LINES = {t.field: (len(t.key) + 2, f"\n{t.key}: ") for t in GRAMMAR}  # where a run's values start, and part
 _STARTS = {f"\n\n{GRAMMAR[0].key}: {version}\n": version for version in reversed(READABLE_FORMATS)}
 
 
@@ -67,18 +69,13 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> Row | No
     found = _TRAILERS.fullmatch(tail)
     if found is None:
         return None
-    account, target, verdict, meta, declared = (
-        found["account"],
-        found["target"],
-        found["verdict"],
-        found["meta"],
-        _STARTS[start],
-    )
+    account, target, verdict, meta, tag_lines, metric_lines, ref_lines = found.group(*_GROUPS)
+    declared = _STARTS[start]
     if not storable_account(account) or identity_problems(declared, account, raw.author, raw.committer):
         return None
-    tags = _values(found["tag"], "Agora-Tag")
-    metrics = _metrics(_values(found["metric"], "Agora-Metric"))
-    refs = _values(found["ref"], "Agora-Ref")
+    tags = _values(tag_lines, *_LINES["tag"])
+    metrics = _metrics(_values(metric_lines, *_LINES["metric"]))
+    refs = _values(ref_lines, *_LINES["ref"])
     if metrics is None or len(tags) > LIMITS.tags or len(refs) > LIMITS.cross_refs:
         return None
     try:
@@ -92,7 +89,7 @@ def row_values(raw: RawCommit, primary_metric: str | None, now: int) -> Row | No
         sha=raw.sha,
         account=account,
         timestamp=raw.timestamp,
-        title=head.split("\n", 1)[0],
+        title=head.partition("\n")[0],
         description=head,
         tags=tags,
         metrics=list(metrics.items()),
@@ -123,9 +120,9 @@ def _trailer_block(message: str) -> tuple[str, str, str]:
     return "", "", message
 
 
-def _values(lines: str, key: str) -> list[str]:
-    """The values of a run of `key: value` lines (each ending in a newline)."""
-    return lines[len(key) + 2 : -1].split(f"\n{key}: ") if lines else []
+def _values(lines: str, start: int, between: str) -> list[str]:
+    """The values of a run of `key: value` lines (each ending in a newline): `_LINES` of the key."""
+    return lines[start:-1].split(between) if lines else []
 
 
 def _metrics(lines: list[str]) -> dict[str, float] | None:
