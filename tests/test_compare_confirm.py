@@ -164,3 +164,18 @@ def test_the_wilson_interval_and_the_binomial_tail_on_hand_computed_numbers():
     assert binomial_tail(20, 0.25, 0, 0) == pytest.approx(0.75**20)  # 0.003171
     assert binomial_tail(4, 0.5, 0, 4) == pytest.approx(1.0)
     assert binomial_tail(4, 0.5, 3, 4) == pytest.approx(5 / 16)
+
+
+def test_shared_settings_counts_settings_seen_in_several_runs_and_those_measured_differently():
+    from eval.compare.noisy_diagnostic import shared_settings
+
+    def run(arm, seed, *rows):
+        ledger = [{"setting": s, "choices": f"{s};SEED={k}", "measured": m} for s, k, m in rows]
+        return {"arm": arm, "seed": seed, "ledger": ledger}
+
+    records = [
+        run("agora", 1, ("A", 0, 1.05), ("B", 0, 1.10)),
+        run("isolated", 1, ("A", 0, 1.05), ("C", 0, 1.20), ("B", 9, 1.12)),  # B under SEED 9: not counted
+        run("agora", 2, ("C", 0, 1.21)),  # C measured differently: a second draw somewhere
+    ]
+    assert shared_settings(records) == (2, 1)

@@ -74,6 +74,21 @@ def diagnose(record: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]
     }
 
 
+def shared_settings(records: list[dict[str, Any]]) -> tuple[int, int]:
+    """(settings evaluated under SEED 0 in more than one run, how many of them measured differently in
+    some run): the luck is a function of SEED and the setting, so 0 says the noise is the same fixed
+    surface in every run, arm and seed."""
+    values: dict[str, set[float]] = {}
+    runs: dict[str, set[tuple[str, int]]] = {}
+    for record in records:
+        for r in record["ledger"]:
+            if r["measured"] is not None and seed_of(r["choices"]) == "0":
+                values.setdefault(r["setting"], set()).add(r["measured"])
+                runs.setdefault(r["setting"], set()).add((record["arm"], record["seed"]))
+    shared = [s for s, seen in runs.items() if len(seen) > 1]
+    return len(shared), sum(len(values[s]) > 1 for s in shared)
+
+
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """The 95% Wilson score interval of a proportion."""
     if n == 0:
@@ -89,9 +104,10 @@ def binomial_tail(n: int, p: float, low: int, high: int) -> float:
     return sum(math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(low, high + 1))
 
 
-def load(paths: list[Path]) -> list[dict[str, Any]]:
-    """Every noisy run of the files, diagnosed (a seed and arm seen twice is kept once, the first)."""
-    rows, seen = [], set()
+def load(paths: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every noisy run of the files, diagnosed, and their records (a seed and arm seen twice is kept
+    once, the first)."""
+    rows, seen, kept = [], set(), []
     for path in paths:
         if path.suffix == ".jsonl":
             records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -109,7 +125,8 @@ def load(paths: list[Path]) -> list[dict[str, Any]]:
                 "baseline_true": record["baseline_true"],
             }
             rows.append(diagnose(record, base))
-    return rows
+            kept.append(record)
+    return rows, kept
 
 
 def baseline_setting() -> str:
@@ -150,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="the per-run CSV to write")
     parser.add_argument("runs", type=Path, nargs="+", help="runs.json or runs.jsonl files")
     args = parser.parse_args(argv)
-    rows = load(args.runs)
+    rows, records = load(args.runs)
     if not rows:
         raise SystemExit("no noisy runs in those files")
     with open(args.out, "w", newline="") as handle:
@@ -165,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
             f"artefact runs: {sum(reported.values())}, {len(reported)} distinct reported settings; "
             f"the most frequent ({count} runs): {setting}"
         )
+    shared, differing = shared_settings(records)
+    print(
+        f"settings evaluated under SEED 0 in more than one run: {shared}; measured differently somewhere: {differing}"
+    )
     return 0
 
 
