@@ -153,7 +153,7 @@ def test_the_noisy_diagnosis_of_a_hand_made_run():
     assert got["reported_luck"] == pytest.approx(-0.02)
     assert (got["reported_verifications"], got["built_on_reported"], got["built_on_reported_exploit"]) == (2, 2, 1)
     assert (got["distinct_settings"], got["truly_better_settings"], got["results_not_seed_0"]) == (4, 1, 1)
-    assert (got["reported_evaluations"], got["reported_seeds"]) == (1, 1)
+    assert (got["reported_evaluations"], got["reported_seeds"], got["truly_better_built_on_reported"]) == (1, 1, 1)
 
 
 def test_the_wilson_interval_and_the_binomial_tail_on_hand_computed_numbers():

@@ -1,7 +1,7 @@
 """`python -m eval.compare.noisy_diagnostic OUT.csv RUNS...`: why a noisy community's reported best is a
 lucky draw (issue 51), from the ledgers of community runs already made.
 
-RUNS are `runs.json` files of `python -m eval.compare` or `runs.jsonl` files of `python -m
+RUNS are `runs.json` files (or `runs.json.gz`) of `python -m eval.compare` or `runs.jsonl` files of `python -m
 eval.compare.confirm`; only noisy-task runs are read. Per run it writes one row: the reported setting,
 its luck (mean measured minus true loss over its evaluations), how often it was evaluated and under how
 many `SEED`s, how often the workers' verifications reran it, how many results were built on it (and
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import json
 import math
 import sys
@@ -68,6 +69,7 @@ def diagnose(record: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]
         "built_on_reported_exploit": sum(r["slot"] == "exploit" for r in built),
         "distinct_settings": len(set(settings)),
         "truly_better_settings": len(better),
+        "truly_better_built_on_reported": len({r["setting"] for r in built} & better),
         "results_not_seed_0": sum(seed_of(r["choices"]) != "0" for r in done),
         "verifications": record["verifications"],
         "results": len(done),
@@ -113,7 +115,8 @@ def load(paths: list[Path]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]
             records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
             template = None
         else:
-            saved = json.loads(path.read_text())
+            text = gzip.decompress(path.read_bytes()).decode() if path.name.endswith(".gz") else path.read_text()
+            saved = json.loads(text)
             records, template = saved["runs"], saved["templates"].get("noisy")
         for record in records:
             if record["task"] != "noisy" or (record["arm"], record["seed"]) in seen:
@@ -139,8 +142,8 @@ def summary(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| arm | runs | artefacts | share [95% Wilson] | reported luck (mean) | in artefact runs | evaluations "
         "of the reported setting | under another SEED | verifications of it | results built on it "
-        "(exploit) | distinct settings | truly better than reported (artefact runs) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "(exploit) | distinct settings | truly better than reported (artefact runs) | of them built on it |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for arm in [a for a in ARMS if any(r["arm"] == a for r in rows)]:
         mine = [r for r in rows if r["arm"] == arm]
@@ -155,7 +158,8 @@ def summary(rows: list[dict[str, Any]]) -> str:
             f"| {mean('reported_luck'):+.4f} | {mean('reported_luck', bad):+.4f} | {mean('reported_evaluations'):.2f} "
             f"| {mean('reported_seeds') - 1:.2f} | {mean('reported_verifications'):.2f} "
             f"| {mean('built_on_reported'):.2f} ({mean('built_on_reported_exploit'):.2f}) "
-            f"| {mean('distinct_settings'):.1f} | {mean('truly_better_settings', bad):.2f} |"
+            f"| {mean('distinct_settings'):.1f} | {mean('truly_better_settings', bad):.2f} "
+            f"| {mean('truly_better_built_on_reported', bad):.2f} |"
         )
     return "\n".join(lines) + "\n"
 
