@@ -30,7 +30,7 @@ from hybridlm.determinism import (
     seed_everything,
 )
 from hybridlm.errors import EvalError, one_line
-from hybridlm.guard import DATA_MODULES, transfer_guard
+from hybridlm.guard import DATA_MODULES
 
 TRANSFER_MODULE = "hybridlm_transfer_under_eval"
 
@@ -132,6 +132,8 @@ def _call_transfer(path: Path, model, config):
 def run_transfer(path: Path, model, config, timeout: float | None, protected_paths=()):
     """Import and call transfer(model, config) with the data guard on and the time limit armed. A
     recorded data access fails the run first, whatever the transfer did with the exception."""
+    from hybridlm.guard import transfer_guard
+
     try:
         with transfer_guard(protected_paths) as violations, time_limit(timeout):
             result, error = _call_transfer(path, model, config)
