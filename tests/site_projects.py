@@ -89,21 +89,19 @@ def hostile_project(base: Path, metric: bool = True) -> Hostile:
         tolerance=1e-9,
     )  # fmt: skip
     out = Hostile(a)
-    out.results["baseline"] = agora.publish_worktree(
-        alice, f"Baseline {SCRIPT}\n\n{IMG}\n{ATTRIBUTE}", ["result"], check_claim=True, rerun=True
-    ).sha
+    baseline = agora.Push(f"Baseline {SCRIPT}\n\n{IMG}\n{ATTRIBUTE}", check_claim=True, rerun=True)
+    out.results["baseline"] = agora.publish_worktree(alice, baseline).sha
     b = make_clone(base, "b", str(remote), "bob")
     bob = agora.open_project(b)
     agora.fetch(bob)
     agora.checkout(bob, out.results["baseline"])
     (b / "model.py").write_text("order = 5\n")
     (b / HOSTILE_FILE).write_text("a file whose name is HTML\n")
-    out.results["better"] = agora.publish_worktree(
-        bob, f"Order 5 {BREAKOUT}\n\n{IMG}", ["result"], check_claim=True, meta={"note": SCRIPT}
-    ).sha
+    better = agora.Push(f"Order 5 {BREAKOUT}\n\n{IMG}", check_claim=True, meta={"note": SCRIPT})
+    out.results["better"] = agora.publish_worktree(bob, better).sha
     out.results["insight"] = agora.post(bob, f"Insight {IMG}", ["insight"], parents=[out.results["better"]]).sha
     (b / "model.py").write_text("order = 4\n")
-    out.results["unscored"] = agora.publish_worktree(bob, f"wip {ATTRIBUTE}", ["wip"]).sha
+    out.results["unscored"] = agora.publish_worktree(bob, agora.Push(f"wip {ATTRIBUTE}", ["wip"])).sha
     agora.sync(bob)
     agora.fetch(alice)
     out.results["verification"] = agora.verify(alice, out.results["better"]).published.sha

@@ -31,7 +31,7 @@ def founded(tmp_path, remote):
     setup = agora.init_project(
         project, metric="bpc", direction="min", eval_command=f"{sys.executable} score.py", tolerance=1e-9
     )
-    baseline = agora.publish_worktree(project, "Baseline: order 2", ["result"], check_claim=True, rerun=True)
+    baseline = agora.publish_worktree(project, agora.Push("Baseline: order 2", check_claim=True, rerun=True))
     return a, setup, baseline
 
 
@@ -52,7 +52,7 @@ def test_publish_read_and_verify_in_process(tmp_path, remote, founded):
     (b / "model.py").write_text("order = 5\n")
     trial = agora.run(bob)
     assert trial.run.ok and trial.run.metrics["bpc"] == pytest.approx(2.0)
-    better = agora.publish_worktree(bob, "order 5", ["result"], check_claim=True)
+    better = agora.publish_worktree(bob, agora.Push("order 5", check_claim=True))
     assert agora.show(bob, better.sha).contribution.metrics["bpc"] == pytest.approx(2.0)
 
     insight = agora.post(bob, "higher order helps", ["insight"], parents=[better.sha])

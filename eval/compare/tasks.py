@@ -171,6 +171,6 @@ def found(task: Task, directory: Path, ucb: dict | None = None) -> Path:
     project = agora.open_project(founder, account="founder")
     agora.init_project(project)
     agora.publish_worktree(
-        project, "Baseline: every knob at its starting level", ["result"], check_claim=True, rerun=True
+        project, agora.Push("Baseline: every knob at its starting level", check_claim=True, rerun=True)
     )
     return founder

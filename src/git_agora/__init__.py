@@ -35,6 +35,7 @@ _EXPORTS = {
     "Published": "ops.publish",
     "publish": "ops.publish",
     "publish_worktree": "ops.publish",
+    "Push": "ops.publish",
     "post": "ops.publish",
     "record_fields": "ops.publish",
     "claim": "ops.claim",
@@ -233,6 +234,7 @@ if TYPE_CHECKING:  # `X`: re-exported for type checkers (PEP 484), as `import gi
     )
     from .ops.publish import (
         Published,
+        Push,
         post,
         publish,
         publish_worktree,

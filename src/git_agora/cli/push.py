@@ -45,10 +45,9 @@ from .common import (
 def command(ctx, metrics, meta, check, account, as_json, **params):
     """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
     contribution, then move HEAD to it when HEAD was detached there."""
-    from ..ops.publish import publish_worktree
+    from ..ops.publish import Push, publish_worktree
 
     project = open_project(ctx, account, as_json=as_json)
-    published = publish_worktree(
-        project, metrics=parse_metrics(metrics), meta=parse_meta(meta), check_claim=check, **params
-    )
+    push = Push(metrics=parse_metrics(metrics), meta=parse_meta(meta), check_claim=check, **params)
+    published = publish_worktree(project, push)
     return report_published(published, as_json, "published")

@@ -132,7 +132,7 @@ def found_project(plan: DemoPlan, ucb: str = "") -> Path:
     _with_tools_on_path()
     project = agora.open_project(founder, account="founder")
     agora.init_project(project)
-    agora.publish_worktree(project, "Baseline: order-2 additive smoothing", ["result"], check_claim=True, rerun=True)
+    agora.publish_worktree(project, agora.Push("Baseline: order-2 additive smoothing", check_claim=True, rerun=True))
     return founder
 
 

@@ -131,15 +131,10 @@ class Worker:
         )
         tags = ["result"] + (["negative-result"] if worse else []) + (["replicate"] if replicate else [])
         meta = {"parent_score": parent_score, "change": change.describe(), "slot": slot}
-        return agora.publish_worktree(
-            self.project(),
-            description,
-            tags,
-            metrics={self.metric: measured},
-            meta=meta,
-            prediction=tuple(band),
-            evaluated=evaluated,
-        ).sha
+        push = agora.Push(
+            description, tags, metrics={self.metric: measured}, meta=meta, prediction=tuple(band), evaluated=evaluated
+        )
+        return agora.publish_worktree(self.project(), push).sha
 
     def share_thought(self, change, parent_score, measured) -> None:
         """An insight on what the change did (never for an unchanged score: it did nothing to learn

@@ -166,85 +166,95 @@ def resolve_parents(project: Project, revs: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(project.contribution_sha(rev) for rev in revs))
 
 
-def publish_worktree(
-    project: Project,
-    description: str,
-    tags: Iterable[str] = (RESULT,),
-    parents: Iterable[str] = (),
-    metrics: Mapping[str, float] | None = None,
-    meta: Mapping[str, Any] | None = None,
-    check_claim: bool = False,
-    cross_refs: Iterable[str] = (),
-    rerun: bool = False,
-    prediction: str | Sequence[float] | None = None,
-    sandbox: bool | None = None,
-    new_tags: Iterable[str] = (),
-    new_metrics: Iterable[str] = (),
-    evaluated: Any = None,
-) -> Published:
-    """Publish the work tree (tracked and untracked, non-ignored files) on top of the checked-out
-    contribution and `parents`. With `check_claim`, evaluate a clean export first and record the
-    measured metric (a claim the run contradicts is refused). A result must change the tree of the
-    contribution it builds on, unless `rerun` says it re-measures it (recorded as `rerun: true`). A rerun
-    of a result scored under an earlier evaluator (`ops.standing`) re-measures its code under the current
+class Push(NamedTuple):
+    """What `publish_worktree` publishes: the work tree with this description and these tags, on top of
+    the checked-out contribution and `parents`. With `check_claim`, a clean export is evaluated first and
+    the measured metric recorded (a claim the run contradicts is refused). A result must change the tree
+    of the contribution it builds on, unless `rerun` says it re-measures it (recorded as `rerun: true`).
+    `prediction`, the band the metric was expected in (`LOW..HIGH` or a pair), is recorded in Agora-Meta
+    (`with_prediction`). The check runs in the sandbox unless `sandbox` is False (None:
+    `ops.evaluate.sandbox_choice`). `new_tags` and `new_metrics` are names meant though close to known
+    ones (`_refuse_typos`); a new tag is added to `tags`. `evaluated` (an `ops.evaluate.Evaluated` of this
+    very tree, full and under the policy that judges it) stands for the check's evaluation: a caller that
+    has just run it publishes its run record without evaluating twice."""
+
+    description: str
+    tags: Iterable[str] = (RESULT,)
+    parents: Iterable[str] = ()
+    metrics: Mapping[str, float] | None = None
+    meta: Mapping[str, Any] | None = None
+    check_claim: bool = False
+    cross_refs: Iterable[str] = ()
+    rerun: bool = False
+    prediction: str | Sequence[float] | None = None
+    sandbox: bool | None = None
+    new_tags: Iterable[str] = ()
+    new_metrics: Iterable[str] = ()
+    evaluated: Any = None
+
+
+def publish_worktree(project: Project, push: Push) -> Published:
+    """Publish the work tree (tracked and untracked, non-ignored files) as `push` says. A rerun of a
+    result scored under an earlier evaluator (`ops.standing`) re-measures its code under the current
     one: the new result's first parent is the current policy and its second the old result, and its tree
     the old one's with the current policy's `agora.toml` and evaluator files (written into the work tree
-    too, when HEAD follows).
-    `prediction`, the band the metric was expected in (`LOW..HIGH` or a pair), is recorded in
-    Agora-Meta (`with_prediction`). The check runs in the sandbox unless `sandbox` is False (None:
-    `ops.evaluate.sandbox_choice`). `new_tags` and `new_metrics` are names meant though close to known
-    ones (`_refuse_typos`); a new tag is added to `tags`. `evaluated` (an `ops.evaluate.Evaluated` of
-    this very tree, full and under the policy that judges it) stands for the check's evaluation: a
-    caller that has just run it publishes its run record without evaluating twice. Two publications of
-    one tree on one parent by one account, at the same time, publish one (`_refuse_published_twice`)."""
+    too, when HEAD follows). Two publications of one tree on one parent by one account, at the same
+    time, publish one (`_refuse_published_twice`)."""
     from ..workspace import advance_head, check_size, snapshot, with_files_of, write_files
 
     _ = project.account  # who publishes is the first thing to know
     base = project.base
-    parent_shas = resolve_parents(project, [base, *parents])
-    tags = tuple(dict.fromkeys((*tags, *new_tags)))
-    measured, metadata = dict(metrics or {}), with_prediction(meta, prediction)
-    draft = Contribution(
-        account=project.account,
-        tags=tags,
-        description=description,
-        parents=parent_shas,
-        metrics=measured,
-        metadata=metadata,
-        cross_refs=_cross_refs(cross_refs),
-    )
-    _validate(project, draft)  # the protocol's rules, before any work
-    _refuse_typos(project, base, tags, measured, new_tags, new_metrics, notice_missing=not check_claim)
+    draft = _worktree_draft(project, base, push)
     with snapshot(project.repo) as snap:
         check_size(project.repo, snap.tree, project.config.max_file_bytes)
-        _check_rerun(project, parent_shas[0], snap.tree, tags, rerun)
-        moved = _onto_current_epoch(project, base) if rerun else None
-        if moved is not None:  # a rerun of a result of an earlier epoch: on the current line (docstring)
-            current, evaluator_paths = moved
-            snap = with_files_of(project.repo, snap, current.tree, evaluator_paths)
-            parent_shas = tuple(dict.fromkeys((current.sha, *parent_shas)))
-            draft = draft._replace(parents=parent_shas)
-        policy = _policy_for_new_tree(project, parent_shas[0], snap.tree, tags)
-        if rerun:
-            metadata["rerun"] = True
-        once = RESULT in tags and not rerun  # a result of one tree on one parent is published once
+        _check_rerun(project, draft.parents[0], snap.tree, draft.tags, push.rerun)
+        moved = _onto_current_epoch(project, base) if push.rerun else None  # an earlier epoch's result
+        work = snap if moved is None else with_files_of(project.repo, snap, moved[0].tree, moved[1])
+        onto = draft.parents if moved is None else tuple(dict.fromkeys((moved[0].sha, *draft.parents)))
+        policy = _policy_for_new_tree(project, onto[0], work.tree, draft.tags)
+        once = RESULT in draft.tags and not push.rerun  # a result of one tree on one parent is published once
         if once:
-            _refuse_published_twice(project, parent_shas[0], snap.tree)  # before the work, then under the lock
-        claimed = measured.get(policy.config.metric) if policy.config.metric else None
-        if check_claim or evaluated is not None:
-            checked = _checked_claim(project, policy, snap.tree, measured, sandbox, evaluated)
-            measured, metadata["check"] = checked
+            _refuse_published_twice(project, onto[0], work.tree)  # before the work, then under the lock
+        claimed = draft.metrics.get(policy.config.metric) if policy.config.metric else None
+        checked = push.check_claim or push.evaluated is not None
+        measured, check = (
+            _checked_claim(project, policy, work.tree, dict(draft.metrics), push.sandbox, push.evaluated)
+            if checked
+            else (draft.metrics, None)
+        )
+        metadata = {**draft.metadata, "check": check} if checked else draft.metadata
+        contribution = draft._replace(parents=onto, metrics=measured, metadata=metadata)
         with _publish_lock(project):
             if once:
-                _refuse_published_twice(project, parent_shas[0], snap.tree)
-            published = publish(project, draft._replace(metrics=measured, metadata=metadata), snap.tree)
-        if "check" in metadata and policy.config.metric in measured:
-            published = published._replace(measured=(policy.config.metric, measured[policy.config.metric], claimed))
-        _remember_tags(project, tags)
-        if advance_head(project.repo, base, published.sha, snap) and moved is not None:
+                _refuse_published_twice(project, onto[0], work.tree)
+            published = publish(project, contribution, work.tree)
+        metric = policy.config.metric
+        if "check" in metadata and metric in measured:
+            published = published._replace(measured=(metric, measured[metric], claimed))
+        _remember_tags(project, draft.tags)
+        if advance_head(project.repo, base, published.sha, work) and moved is not None:
             write_files(project.repo, moved[1])
     project.set_base(published.sha)
     return published
+
+
+def _worktree_draft(project: Project, base: str, push: Push) -> Contribution:
+    """The contribution `push` describes on `base`, checked by the protocol's rules and for typos
+    before any work (its tree is the snapshot's)."""
+    tags = tuple(dict.fromkeys((*push.tags, *push.new_tags)))
+    metadata = with_prediction(push.meta, push.prediction) | ({"rerun": True} if push.rerun else {})
+    draft = Contribution(
+        account=project.account,
+        tags=tags,
+        description=push.description,
+        parents=resolve_parents(project, [base, *push.parents]),
+        metrics=dict(push.metrics or {}),
+        metadata=metadata,
+        cross_refs=_cross_refs(push.cross_refs),
+    )
+    _validate(project, draft)
+    _refuse_typos(project, base, tags, draft.metrics, push.new_tags, push.new_metrics, not push.check_claim)
+    return draft
 
 
 PUBLISH_LOCK = "publish.lock"
