@@ -99,6 +99,8 @@ def test_the_table_pairs_only_seeds_where_every_arm_finished():
     assert flat.upper == pytest.approx(-0.02 + 2.920 * 0.01 / math.sqrt(3), abs=1e-4)
     assert flat.non_inferior and rows["planner"].test.non_inferior  # equal on every seed: 0 < 0.01
     assert confirm.verdicts(list(rows.values())) == {"noisy": False}
+    assert confirm.verdict_text(True, complete=True) == "confirmed"
+    assert confirm.verdict_text(True, complete=False).startswith("no decision: a partial run")
 
 
 def git(repo: Path, *args: str) -> str:

@@ -167,7 +167,13 @@ def verdicts(rows: list[Row]) -> dict[str, bool]:
     return out
 
 
-def markdown(rows: list[Row], note: str) -> str:
+def verdict_text(ok: bool, complete: bool) -> str:
+    """A task's decision; a partial run decides nothing (`QUESTION-11.md`)."""
+    outcome = "confirmed" if ok else "not confirmed"
+    return outcome if complete else f"no decision: a partial run (on these seeds: {outcome})"
+
+
+def markdown(rows: list[Row], note: str, complete: bool = True) -> str:
     lines = [
         "| task | arm | seeds | arm's reported best | Agora's | Agora minus arm (mean) | sd | corrected upper bound "
         "| margin | Agora no worse by more than the margin |",
@@ -180,7 +186,7 @@ def markdown(rows: list[Row], note: str) -> str:
             f"| {t.mean:+.4f} | {t.sd:.4f} | {t.upper:+.4f} | {t.margin:g} | {'yes' if t.non_inferior else 'no'} |"
         )
     lines.append("")
-    lines += [f"- **{task}: {'confirmed' if ok else 'not confirmed'}**" for task, ok in verdicts(rows).items()]
+    lines += [f"- **{task}: {verdict_text(ok, complete)}**" for task, ok in verdicts(rows).items()]
     return "\n".join(lines) + "\n\n" + note
 
 
@@ -211,10 +217,10 @@ def plot(path: Path, rows: list[Row]) -> None:
     plt.close(fig)
 
 
-def write_confirm(out: Path, records: list[dict[str, Any]], note: str) -> list[Row]:
+def write_confirm(out: Path, records: list[dict[str, Any]], note: str, complete: bool = True) -> list[Row]:
     level = stats.corrected_level(ALPHA, COMPARISONS, QUESTIONS_ASKED)
     rows = confirm_rows(records, level)
-    (out / "confirm.md").write_text(markdown(rows, note))
+    (out / "confirm.md").write_text(markdown(rows, note, complete))
     with open(out / "confirm.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0].as_dict()) if rows else ["task"])
         writer.writeheader()
@@ -308,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         records = read_runs(path)
         head = records[0].get("code", "?") if records else "?"
         timing = f"{sum(r['wall_s'] for r in records):.0f} s of community rounds in all (summed over runs)."
-        return report(out, records, describe(freeze, seeds, head, len(records), len(planned), timing))
+        note = describe(freeze, seeds, head, len(records), len(planned), timing)
+        return report(out, records, note, len(records) == len(planned))
     head = check_code_committed()
     out.mkdir(parents=True, exist_ok=True)
     records = read_runs(path) if args.resume else []
@@ -345,18 +352,19 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - started
     shutil.rmtree(work, ignore_errors=True)
     timing = f"This invocation: {wall:.0f} s wall with --jobs {args.jobs} on {os.cpu_count()} cores."
-    return report(out, records, describe(freeze, seeds, head, len(records), len(planned), timing))
+    note = describe(freeze, seeds, head, len(records), len(planned), timing)
+    return report(out, records, note, len(records) == len(planned))
 
 
-def report(out: Path, records: list[dict[str, Any]], note: str) -> int:
+def report(out: Path, records: list[dict[str, Any]], note: str, complete: bool) -> int:
     if not records:
         raise SystemExit(f"no runs in {out / 'runs.jsonl'}")
     order = {seed: i for i, seed in enumerate(dict.fromkeys(r["seed"] for r in records))}
     records.sort(key=lambda r: (list(TASKS).index(r["task"]), ARMS.index(r["arm"]), order[r["seed"]]))
     write_report(out, records, note)
-    rows = write_confirm(out, records, note)
+    rows = write_confirm(out, records, note, complete)
     for task, ok in verdicts(rows).items():
-        print(f"{task}: {'confirmed' if ok else 'not confirmed'}")
+        print(f"{task}: {verdict_text(ok, complete)}")
     return 0
 
 
