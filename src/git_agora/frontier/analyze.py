@@ -52,7 +52,7 @@ import pyarrow.compute as pc
 
 from . import comparable
 from .calibration import Calibration, FrameCalibration, frame_calibration
-from .checked import mark_rows, unchecked_shas
+from .checked import mark_rows, shown_shas, unchecked_shas
 from .claims import Claim, active_claims, claims_on
 from .clusters import ClusterParams, Diversity, diversity
 from .embeddings import pick_model, vector_index
@@ -199,9 +199,10 @@ def analyze(
     slots = with_claims(plan_slots(frame, div.clustering, config.ucb, replicas), claims)
     view_params = replace(config.view_params, verify=config.ucb.verify)  # one source: [ucb]
     views = compute_views(frame, config.limit, config.views, view_params)
-    unchecked = unchecked_shas(frame.graph.table, frame.scored)
-    views = {name: mark_rows(view, unchecked) for name, view in views.items()}
     summary = _summary(frame, config, div, replicas)
+    shown = {sha for view in views.values() for sha in shown_shas(view.rows)}
+    unchecked = unchecked_shas(frame.graph.table, frame.scored, shown | ({summary.best.sha} if summary.best else set()))
+    views = {name: mark_rows(view, unchecked) for name, view in views.items()}
     if summary.best is not None:
         summary = replace(summary, best_checked=summary.best.sha not in unchecked)
     references = cited_commits(frame, cross_refs, config.limit)
@@ -362,7 +363,7 @@ def _leaders_differ(frame: Frame, config: AnalyzeConfig) -> tuple[comparable.Dif
     """The ``comparable_on`` fields on which the leaders (the ``limit`` best scored results) disagree."""
     if not config.comparable_on or not frame.has_metric:
         return ()
-    leaders = ranked_by_metric(frame, np.flatnonzero(frame.scored))[: config.limit]
+    leaders = ranked_by_metric(frame, np.flatnonzero(frame.scored), config.limit)
     metadata = frame.table["metadata"].take(pa.array(leaders, pa.int64())).to_pylist()
     return comparable.differences(
         (comparable.measured_under(m, config.comparable_on) for m in metadata), config.comparable_on

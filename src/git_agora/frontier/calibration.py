@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -137,10 +138,27 @@ class FrameCalibration:
         return tuple(c.account for c in self.accounts if c.over_optimistic and c.account is not None)
 
 
+_CALIBRATED: weakref.WeakKeyDictionary[Frame, dict[float, FrameCalibration]] = weakref.WeakKeyDictionary()
+
+
 def frame_calibration(frame: Frame, alpha: float = ALPHA) -> FrameCalibration:
-    """The calibration of every scored result of ``frame``, per account and together."""
-    nodes = pa.array(np.flatnonzero(frame.scored), pa.int64())
-    low, high = band_ends(frame.table["metadata"].take(nodes))
+    """The calibration of every scored result of ``frame``, per account and together (computed once
+    per frame and ``alpha``: the summary and the calibration view read the same)."""
+    known = _CALIBRATED.setdefault(frame, {})
+    if alpha not in known:
+        known[alpha] = _frame_calibration(frame, alpha)
+    return known[alpha]
+
+
+def _frame_calibration(frame: Frame, alpha: float) -> FrameCalibration:
+    scored = np.flatnonzero(frame.scored)
+    nodes = pa.array(scored, pa.int64())
+    metadata = frame.table["metadata"]
+    mentions = np.asarray(pc.fill_null(pc.match_substring(metadata, '"predict'), False).to_numpy(zero_copy_only=False))
+    low, high = np.full(len(scored), np.nan), np.full(len(scored), np.nan)
+    predicted = np.flatnonzero(mentions[scored])  # only these texts are read (`band_ends` reads no other)
+    if len(predicted):
+        low[predicted], high[predicted] = band_ends(metadata.take(pa.array(scored[predicted], pa.int64())))
     measured = frame.metric[nodes.to_numpy()]
     accounts = pc.dictionary_encode(pc.fill_null(frame.table["account"].take(nodes), "")).combine_chunks()
     code = accounts.indices.to_numpy(zero_copy_only=False).astype(np.int64)

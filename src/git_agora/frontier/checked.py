@@ -8,16 +8,17 @@ where they would say "unverified", with the one word ``UNCHECKED``."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..records import carries_run
 from .frame import Frame
-from .views import View, ranked_by_metric
+from .views import Row, View, ranked_by_metric
 
 UNCHECKED = "unchecked"
 UNVERIFIED = "unverified"
@@ -57,12 +58,22 @@ def mark_rows(view: View, unchecked: set[str]) -> View:
     return replace(view, rows=tuple(rows))
 
 
-def unchecked_shas(table: pa.Table, scored: np.ndarray) -> set[str]:
-    """The shas of the scored results (a node mask over `table`) that carry no run record."""
+def unchecked_shas(table: pa.Table, scored: np.ndarray, among: Iterable[str] | None = None) -> set[str]:
+    """The shas of the scored results (a node mask over `table`) that carry no run record; `among`:
+    only those of these shas (what a reader shows: the records of the other results are not parsed)."""
     nodes = np.flatnonzero(scored)
+    if among is not None:
+        wanted = pa.array(sorted(set(among)), pa.string())
+        hit = np.asarray(pc.is_in(table["sha"], value_set=wanted).to_numpy(zero_copy_only=False), dtype=bool)
+        nodes = np.flatnonzero(hit & np.asarray(scored, dtype=bool))
     backed = run_backed_mask(table, nodes)
     shas = table["sha"].take(pa.array(nodes[~backed], pa.int64())).to_pylist()
     return set(shas)
+
+
+def shown_shas(rows: Iterable[Row]) -> set[str]:
+    """The shas `mark_rows` marks among `rows` (those with a metric)."""
+    return {row.sha for row in rows if row.metric is not None and row.sha}
 
 
 def shown_statuses(frame: Frame) -> np.ndarray:

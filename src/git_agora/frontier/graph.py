@@ -145,15 +145,18 @@ def effective_times(graph: Graph) -> np.ndarray:
 def chronological_order(table: pa.Table) -> np.ndarray:
     """Row indices in time order: (priority where the table has it, else timestamp; log_seq; sha);
     a null log_seq sorts first. Ties on time are broken by log position, then sha."""
-    keys = pa.table(
-        {
-            "t": pc.fill_null(table[time_column(table)], np.iinfo(np.int64).min),
-            "l": pc.fill_null(table["log_seq"], -1),
-            "s": table["sha"],
-        }
-    )
-    order = pc.sort_indices(keys, sort_keys=[("t", "ascending"), ("l", "ascending"), ("s", "ascending")])
-    return order.to_numpy().astype(np.int64)
+    t = np.asarray(pc.fill_null(table[time_column(table)], np.iinfo(np.int64).min).to_numpy(zero_copy_only=False))
+    seq = np.asarray(pc.fill_null(table["log_seq"], -1).to_numpy(zero_copy_only=False))
+    order = np.lexsort((seq, t))  # the numbers first; the shas only where both tie (rare: two accounts)
+    ties = np.flatnonzero((t[order][1:] == t[order][:-1]) & (seq[order][1:] == seq[order][:-1]))
+    if len(ties):
+        rows = np.unique(np.r_[ties, ties + 1])
+        shas = np.asarray(table["sha"].take(pa.array(order[rows], pa.int64())).to_pylist(), dtype=object)
+        ts, ls = t[order[rows]], seq[order[rows]]
+        group = np.cumsum(np.r_[True, (np.diff(rows) > 1) | (ts[1:] != ts[:-1]) | (ls[1:] != ls[:-1])])
+        by = sorted(range(len(rows)), key=lambda i: (group[i], shas[i]))
+        order[rows] = order[rows][by]
+    return order.astype(np.int64)
 
 
 def time_column(table: pa.Table) -> str:
@@ -194,6 +197,30 @@ def topological_order(graph: Graph) -> np.ndarray:
     return np.asarray(order, dtype=np.int64)
 
 
+def top_lexsort(keys: tuple[np.ndarray, ...], k: int | None, last: bool = False) -> np.ndarray:
+    """``np.lexsort(keys)[:k]`` (``last``: ``np.lexsort(keys)[::-1][:k]``), the same indices in the same
+    order, without sorting every row when ``k`` is small: the rows whose primary (last) key is past the
+    k-th value are left out first (``np.partition``), then the rest is sorted as lexsort sorts (stable).
+    ``k`` None: every row."""
+    n = len(keys[-1]) if keys else 0
+    primary = np.asarray(keys[-1]) if keys else np.zeros(0)
+    small = k is not None and 0 <= k and 4 * k < n
+    if not small or (primary.dtype.kind == "f" and np.isnan(primary).any()):
+        order = np.lexsort(keys)
+        return (order[::-1] if last else order)[:k]
+    assert k is not None
+    if k == 0:
+        return np.zeros(0, np.int64)
+    if last:
+        bound = np.partition(primary, n - k)[n - k]
+        rows = np.flatnonzero(primary >= bound)
+    else:
+        bound = np.partition(primary, k - 1)[k - 1]
+        rows = np.flatnonzero(primary <= bound)
+    order = rows[np.lexsort(tuple(np.asarray(key)[rows] for key in keys))]
+    return (order[::-1] if last else order)[:k]
+
+
 def tag_mask(table: pa.Table, *tags: str) -> np.ndarray:
     """Per row: carries any of ``tags``."""
     found = combined(table["tags"])
@@ -221,6 +248,12 @@ def signed(values: np.ndarray, direction: str) -> np.ndarray:
 
 
 def _lookup(values: pa.Array, shas: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if 0 < len(shas) * 64 < len(values):  # a few shas: one pass over the column against them, no hash of it
+        wanted = combined(shas).cast(pa.string())
+        hit = np.flatnonzero(pc.is_in(values, value_set=wanted).to_numpy(zero_copy_only=False))
+        at = pc.index_in(wanted, value_set=values.take(pa.array(hit, pa.int64())))
+        where = np.asarray(pc.fill_null(at, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+        return np.where(where >= 0, hit[np.maximum(where, 0)] if len(hit) else -1, -1)
     found = pc.index_in(shas, value_set=values)
     return np.asarray(pc.fill_null(found, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
 

@@ -106,8 +106,13 @@ def new_best_mask(values: np.ndarray, direction: str, tolerance: float = 0.0) ->
     never adds up to a new best.
     """
     mask = np.zeros(len(values), dtype=bool)
+    good = signed(values, direction)
+    candidates = np.arange(len(good))
+    if tolerance >= 0 and len(good):  # a new best beats every earlier value: only records can be one
+        before = np.fmax.accumulate(np.r_[-np.inf, good[:-1]])
+        candidates = np.flatnonzero((good > before) | np.isnan(before))
     best = -np.inf
-    for i, value in enumerate(signed(values, direction).tolist()):
+    for i, value in zip(candidates.tolist(), good[candidates].tolist()):
         if value - best > tolerance:
             mask[i] = True
             best = value

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from . import calibration
 from .evidence import verdicts_of
 from .frame import Frame, build_frame, inherit_quality, int_column, quality
-from .graph import combined
+from .graph import combined, top_lexsort
 from .scored import best_node, may_lead, new_best_nodes
 from .verdict_rows import unsettled_failures
 
@@ -178,8 +178,9 @@ class ViewSpec:
     compute: ViewFunction
 
 
-def _newest_first(frame: Frame, nodes: np.ndarray) -> np.ndarray:
-    return nodes[np.lexsort((frame.log_seq[nodes], frame.timestamp[nodes]))[::-1]]
+def _newest_first(frame: Frame, nodes: np.ndarray, limit: int | None = None) -> np.ndarray:
+    """``nodes`` newest first (the first ``limit`` of them)."""
+    return nodes[top_lexsort((frame.log_seq[nodes], frame.timestamp[nodes]), limit, last=True)]
 
 
 # --------------------------------------------------------------------------- metric leaders
@@ -283,10 +284,10 @@ def best(frame: Frame) -> Best | None:
     )
 
 
-def ranked_by_metric(frame: Frame, nodes: np.ndarray) -> np.ndarray:
-    """``nodes`` (scored) best first: by value, then earliest."""
+def ranked_by_metric(frame: Frame, nodes: np.ndarray, limit: int | None = None) -> np.ndarray:
+    """``nodes`` (scored) best first: by value, then earliest (the first ``limit`` of them)."""
     loss = frame.loss()
-    return nodes[np.lexsort((frame.log_seq[nodes], frame.priority[nodes], loss[nodes]))]
+    return nodes[top_lexsort((frame.log_seq[nodes], frame.priority[nodes], loss[nodes]), limit)]
 
 
 def noise_aware_ranks(losses: np.ndarray, tolerance: float, count: int) -> np.ndarray:
@@ -305,9 +306,9 @@ def leaders(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Metric leaders, noise-aware. Extra fields: rank, new_best, quality, status, confirmations."""
     if not frame.has_metric:
         return Listing((), 0, "no valid contribution reports the primary metric yet")
-    nodes = ranked_by_metric(frame, np.flatnonzero(frame.scored))
-    ranks = noise_aware_ranks(frame.loss()[nodes], frame.tolerance, limit)
-    top = nodes[:limit]
+    nodes = np.flatnonzero(frame.scored)
+    top = ranked_by_metric(frame, nodes, limit)
+    ranks = noise_aware_ranks(frame.loss()[top], frame.tolerance, limit)
     records = new_bests(frame)
     rows = frame.rows(
         top,
@@ -343,8 +344,8 @@ def built_on(frame: Frame, limit: int, params: ViewParams) -> Listing:
 def leaves(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Leaves: contributions (not endorsements or verifications) with no follow-on yet, newest first.
     Extra fields: quality, status."""
-    nodes = _newest_first(frame, np.flatnonzero((frame.follow_ons == 0) & frame.own_work))
-    top = nodes[:limit]
+    nodes = np.flatnonzero((frame.follow_ons == 0) & frame.own_work)
+    top = _newest_first(frame, nodes, limit)
     return Listing(frame.rows(top, quality=frame.q[top], status=frame.status[top]), len(nodes))
 
 
@@ -376,16 +377,16 @@ def unverified(frame: Frame, limit: int, params: ViewParams) -> Listing:
             f"verify = leaders: only the best, the results within the tolerance ({frame.tolerance:g}) of it, "
             "and those with failed reruns that do not count yet"
         )
-    nodes = ranked_by_metric(frame, np.flatnonzero(mask))
-    top = nodes[:limit]
+    nodes = np.flatnonzero(mask)
+    top = ranked_by_metric(frame, nodes, limit)
     return Listing(frame.rows(top, quality=frame.q[top], unsettled_failures=unsettled[top]), len(nodes), note)
 
 
 def contested(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Contributions whose counting verdicts disagree, newest first: they stay scored, marked; a rerun
     settles them. Extra fields: confirmations, partials, failures, quality."""
-    nodes = _newest_first(frame, np.flatnonzero(frame.status == "contested"))
-    top = nodes[:limit]
+    nodes = np.flatnonzero(frame.status == "contested")
+    top = _newest_first(frame, nodes, limit)
     rows = frame.rows(
         top,
         confirmations=frame.confirmations[top],
@@ -400,7 +401,7 @@ def verdicts(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Every verdict, newest first, counting or not (``verdict_rows``): the metric is the value it
     measured. Extra fields: verdict, target, counts, why (why it weighs nothing, null when it counts)."""
     found = verdicts_of(frame.graph)
-    at = np.lexsort((frame.log_seq[found.node], frame.timestamp[found.node]))[::-1][:limit]
+    at = top_lexsort((frame.log_seq[found.node], frame.timestamp[found.node]), limit, last=True)
     targets = frame.graph.rows(found.target[at], ["sha"])["sha"].to_pylist()
     rows = frame.rows(
         found.node[at], verdict=found.verdict[at], target=targets, counts=found.counts[at], why=found.weightless(at)
@@ -412,23 +413,23 @@ def earlier_epoch(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Results scored under an earlier evaluator (a policy amendment changed it since), newest first:
     listed apart, never ranked against the current ones (docs/protocol.md, "Evaluator epochs", says how
     to re-measure one under the current evaluator). Extra fields: status."""
-    nodes = _newest_first(frame, np.flatnonzero(frame.earlier_epoch))
-    top = nodes[:limit]
+    nodes = np.flatnonzero(frame.earlier_epoch)
+    top = _newest_first(frame, nodes, limit)
     return Listing(frame.rows(top, status=frame.status[top]), len(nodes))
 
 
 def open_hypotheses(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Hypotheses with no follow-on yet, newest first. Extra fields: inherited_quality."""
-    nodes = _newest_first(frame, np.flatnonzero(frame.hypothesis & (frame.follow_ons == 0) & ~frame.verification))
-    top = nodes[:limit]
+    nodes = np.flatnonzero(frame.hypothesis & (frame.follow_ons == 0) & ~frame.verification)
+    top = _newest_first(frame, nodes, limit)
     return Listing(frame.rows(top, inherited_quality=frame.q_inherited[top]), len(nodes))
 
 
 def recent(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Recent activity: the newest valid contributions (witness records are bookkeeping: left out). Extra
     fields: status, verdict, target."""
-    nodes = _newest_first(frame, np.flatnonzero(~frame.uncounted))
-    top = nodes[:limit]
+    nodes = np.flatnonzero(~frame.uncounted)
+    top = _newest_first(frame, nodes, limit)
     part = frame.graph.rows(top, ["verdict", "target"])
     rows = frame.rows(
         top, status=frame.status[top], verdict=part["verdict"].to_pylist(), target=part["target"].to_pylist()

@@ -49,7 +49,7 @@ class SiteData:
         import numpy as np
         import pyarrow.compute as pc
 
-        from ..frontier.checked import mark_rows, unchecked_shas
+        from ..frontier.checked import mark_rows, shown_shas, unchecked_shas
         from ..frontier.views import compute_views
         from .history import stats as graph_stats
         from .indexing import load
@@ -61,7 +61,8 @@ class SiteData:
         frame = analysis.frame
         analysis_dict = analysis.to_dict()
         leaders = compute_views(frame, 100, ("leaders",))["leaders"]
-        leaders = mark_rows(leaders, unchecked_shas(frame.graph.table, frame.scored))  # `frontier.checked`
+        unchecked = unchecked_shas(frame.graph.table, frame.scored, shown_shas(leaders.rows))
+        leaders = mark_rows(leaders, unchecked)  # `frontier.checked`
         analysis_dict["views"]["leaders"] = leaders.to_dict()
         index = load(project, columns=("valid",))  # for its cross references; descriptions come later
         table = frame.contributions
