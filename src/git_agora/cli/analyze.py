@@ -30,7 +30,7 @@ from .common import emit_json, json_option, open_project
 def command(ctx, views, limit, model, summary_only, legend, as_json):
     """The frontier from the local index: leaders, evidence, open questions, clusters, and three
     suggested slots (exploit, explore known, explore novel) with the reason for each. Embeds the
-    descriptions it reads first, then older ones for at most 5 s (AGORA_EMBED_BUDGET=SECONDS);
+    descriptions it reads (new ones among them), older ones only for AGORA_EMBED_BUDGET=SECONDS;
     `git agora index --embed` embeds the rest."""
     from ..ops.analyze import analyze
     from .render import render_analysis

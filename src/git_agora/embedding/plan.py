@@ -82,11 +82,16 @@ def plan_embedding(
     cached: pa.Array | pa.ChunkedArray | Sequence[str],
     needed: pa.Array | pa.ChunkedArray | Sequence[str] = (),
     everything: bool = False,
+    later: bool = True,
 ) -> EmbedPlan:
     """Split the valid rows of ``contributions`` (sha, valid, timestamp; log_seq when present) that
     ``cached`` (shas with a vector) lacks into the ``needed`` ones and the rest, newest first.
-    ``everything``: all of them are ``first``."""
+    ``everything``: all of them are ``first``. ``later=False``: a run that embeds only what it needs
+    leaves ``later`` empty, and only the needed rows are sorted (a pass over the shas counts the cached
+    ones: no list of every missing row is made)."""
     keys = [c for c in ("sha", "timestamp", "log_seq") if c in contributions.column_names]
+    if not later and not everything:
+        return _first_only(contributions, keys, _strings(cached), _strings(needed))
     valid = contributions.select(keys).filter(pc.fill_null(contributions["valid"], False))
     have = pc.is_in(valid["sha"], value_set=_strings(cached)).to_numpy(zero_copy_only=False)
     missing = valid.filter(pa.array(~np.asarray(have, dtype=bool)))
@@ -97,8 +102,17 @@ def plan_embedding(
         return EmbedPlan(tuple(shas.to_pylist()), (), total, cached_count)
     now = np.asarray(pc.is_in(shas, value_set=_strings(needed)).to_numpy(zero_copy_only=False), dtype=bool)
     first = shas.filter(pa.array(now)).to_pylist()
-    later = shas.filter(pa.array(~now)).to_pylist()
-    return EmbedPlan(tuple(first), tuple(later), total, cached_count)
+    rest = shas.filter(pa.array(~now)).to_pylist()
+    return EmbedPlan(tuple(first), tuple(rest), total, cached_count)
+
+
+def _first_only(contributions: pa.Table, keys: list[str], cached: pa.Array, needed: pa.Array) -> EmbedPlan:
+    valid = np.asarray(pc.fill_null(contributions["valid"], False).to_numpy(zero_copy_only=False), dtype=bool)
+    have = np.asarray(pc.is_in(contributions["sha"], value_set=cached).to_numpy(zero_copy_only=False), dtype=bool)
+    wanted = np.asarray(pc.is_in(contributions["sha"], value_set=needed).to_numpy(zero_copy_only=False), dtype=bool)
+    rows = contributions.select(keys).filter(pa.array(valid & ~have & wanted))
+    first = rows["sha"].take(pa.array(_newest_first(rows), pa.int64())).to_pylist()
+    return EmbedPlan(tuple(first), (), int(valid.sum()), int((valid & have).sum()))
 
 
 def _newest_first(table: pa.Table) -> np.ndarray:

@@ -202,6 +202,12 @@ def verdicts_of(graph: Graph) -> Verdicts:
     return found
 
 
+def remember_verdicts(graph: Graph, verdicts: Verdicts) -> None:
+    """What ``verdicts_of(graph)`` answers, when the caller kept it from an earlier build of the same
+    graph (``incremental``)."""
+    _VERDICTS[graph] = verdicts
+
+
 def current_verdicts(graph: Graph) -> Verdicts:
     """The usable verdicts, each marked current when it is its verifier's newest on that target, and the
     accounts whose verdicts count (``standing``)."""

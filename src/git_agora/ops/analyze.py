@@ -32,23 +32,25 @@ def analyze(
 ) -> AnalyzeResult:
     """The frontier (`frontier.analyze.AnalyzeResult`): summary, the three UCB slots, the views and
     the diversity of recent work. `model`: the embedding model ('hashing': the lexical fallback).
-    `embed`: first embed the descriptions whose vectors the frontier reads (`frontier.needs`), then
-    older ones within `budget` (`embedding.plan.EmbedBudget`; None: 5 s or `AGORA_EMBED_BUDGET`);
-    a notice says how many remain. `embed=False`: use only the vectors already cached, never load an
-    encoder (clusters are then missing, with a note saying why, when too few descriptions have one).
+    `embed`: first embed the descriptions whose vectors the frontier reads (`frontier.needs`; what
+    arrived since the last analysis is among them), then older ones within `budget`
+    (`embedding.plan.EmbedBudget`; None: none unless `AGORA_EMBED_BUDGET` gives seconds, so a warm
+    analysis with nothing new loads no encoder); a notice says how many remain. `embed=False`: use
+    only the vectors already cached, never load an encoder (clusters are then missing, with a note
+    saying why, when too few descriptions have one).
     `clusters`: `frontier.clusters.ClusterParams` (None: the defaults, a window of 5,000)."""
 
     from ..embedding.cache import read_embeddings
-    from ..followons_cache import cached_counter
-    from ..frontier.analyze import AnalyzeConfig, frame_for
+    from ..frontier.analyze import AnalyzeConfig
     from ..frontier.analyze import analyze as compute
     from ..frontier.needs import vectors_needed
-    from .embedding import project_model, update_embeddings
+    from .embedding import backlog_budget, project_model, update_embeddings
+    from .frame_cache import analysis_frame
     from .indexing import load, load_rows
-    from .standing import reader_root
+    from .standing import root_and_config
 
     index = load(project, ANALYZE_COLUMNS)  # descriptions only if something must be embedded
-    root = reader_root(project, index.contributions)
+    root, policy = root_and_config(project, index.contributions)
     try:
         config = AnalyzeConfig.from_project(
             project.config, limit=limit, views=tuple(views) or None, now=time.time(), root=root
@@ -56,13 +58,18 @@ def analyze(
         config = config if clusters is None else replace(config, clusters=clusters)
     except ValueError as exc:
         raise AgoraError(f"agora.toml {exc}") from None
-    frame = frame_for(index.contributions, config, cached_counter(project.repo))  # n(v) updated, not recounted
+    frame = analysis_frame(project, index.contributions, config)  # kept from the last analysis, grown by what is new
     model = project_model(project, model)
     model_id: str | None
     if embed:
         needed = frame.table["sha"].take(vectors_needed(frame, config.clusters, config.ucb))
         report = update_embeddings(
-            project, index.contributions, model, needed, budget, lambda shas: load_rows(project, TEXT_COLUMNS, shas)
+            project,
+            index.contributions,
+            model,
+            needed,
+            budget if budget is not None else backlog_budget(),
+            lambda shas: load_rows(project, TEXT_COLUMNS, shas),
         )
         embeddings, model_id = report.cache, report.model
     else:
@@ -71,15 +78,15 @@ def analyze(
     result = compute(
         index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs, frame=frame
     )
-    return _with_look_alike_notes(project, index.contributions, _with_tamper_notes(project, result))
+    return _with_look_alike_notes(index.contributions, policy, _with_tamper_notes(project, result))
 
 
-def _with_look_alike_notes(project: Project, contributions, result):
+def _with_look_alike_notes(contributions, policy, result):
     """Accounts whose names look like earlier ones are named in the summary notes, and so are the
-    current policy's CI accounts without a pinned key (`standing.ci_pin_notes`)."""
-    from .standing import ci_pin_notes, look_alike_notes, root_and_config
+    current policy's (`policy`, a `ProjectConfig`) CI accounts without a pinned key (`standing.ci_pin_notes`)."""
+    from .standing import ci_pin_notes, look_alike_notes
 
-    notes = look_alike_notes(contributions) + ci_pin_notes(root_and_config(project, contributions)[1])
+    notes = look_alike_notes(contributions) + ci_pin_notes(policy)
     if not notes:
         return result
     return replace(result, summary=replace(result.summary, notes=result.summary.notes + notes))

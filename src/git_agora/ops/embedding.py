@@ -121,6 +121,16 @@ def budget_from_env() -> EmbedBudget:
         raise AgoraError(str(exc)) from None
 
 
+def backlog_budget() -> EmbedBudget:
+    """What `analyze` embeds beyond the rows it reads: nothing, unless `AGORA_EMBED_BUDGET` gives seconds
+    (`git agora index --embed` embeds the backlog, with progress)."""
+    from ..embedding.plan import BUDGET_VARIABLE, EmbedBudget
+
+    if not (os.environ.get(BUDGET_VARIABLE) or "").strip():
+        return EmbedBudget(seconds=0.0)
+    return budget_from_env()
+
+
 def _embed(project: Project, contributions, model, needed, budget, described, everything: bool) -> EmbedReport:
     from ..embedding.cache import read_embeddings
     from ..embedding.incremental import PROGRESS_FROM, encode_plan
@@ -128,14 +138,15 @@ def _embed(project: Project, contributions, model, needed, budget, described, ev
 
     cache = read_embeddings(project.repo)
     wanted = model_id(model)
-    plan = plan_embedding(contributions, _cached_shas(cache, wanted), needed, everything)
+    later = not budget.none
+    plan = plan_embedding(contributions, _cached_shas(cache, wanted), needed, everything, later)
     if not plan.first and (not plan.later or budget.none):
         return EmbedReport(wanted, 0, 0.0, Coverage(plan.cached, plan.total), cache=cache)
     backend = backend_for(model, exporting=lambda what: when_slow(project.feedback, what))
     if backend.notice:
         project.feedback.notice(backend.notice)
     if backend.model != wanted:  # a fallback encoder: its own vectors, its own plan
-        plan = plan_embedding(contributions, _cached_shas(cache, backend.model), needed, everything)
+        plan = plan_embedding(contributions, _cached_shas(cache, backend.model), needed, everything, later)
     if "description" not in contributions.column_names and described is not None:
         plan = replace(plan, later=plan.later[:LATER_TEXTS])  # the rest waits for a later run
         contributions = described([*plan.first, *_later(plan, budget)])
