@@ -83,6 +83,19 @@ def test_the_protocol_documents_every_kind_as_defined():
     assert docs_problems(KINDS, PROTOCOL.read_text()) == []
 
 
+@pytest.mark.parametrize("name", [name for name, kind in KINDS.items() if kind.trailers])
+def test_a_kind_without_the_trailers_it_needs_breaks_its_rule(name):
+    assert kind_problems((name,), (sha("a"),), {}, (), None, {}) != []
+
+
+def test_posts_help_lists_the_kinds_posted_by_tag():
+    from git_agora.cli.quick import OPTIONS
+
+    tag_help = next(option.help for option in OPTIONS if option.name == "tags")
+    posted = [name for name, kind in KINDS.items() if kind.posted]
+    assert posted and tag_help == f"A tag (repeatable): {', '.join(posted)}, ..."
+
+
 # --- a throwaway kind, added through the definition alone ------------------------------------------
 
 
