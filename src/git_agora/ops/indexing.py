@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import AgoraError
 from ..feedback import on_demand
-from ..index.state import FORMAT_VERSION, ManifestHead, current, index_dir, is_current, read_state
+from ..index.state import FORMAT_VERSION, ManifestHead, current, index_dir, read_state
 from ..project import Project
 from ..refs.names import ROOT
 from ..refs.quarantine import quarantine_rewritten_logs
@@ -79,15 +79,19 @@ LOG_COLUMNS = (
 )
 
 
-def refresh(project: Project, rebuild: bool = False) -> UpdateReport:
+def refresh(
+    project: Project, rebuild: bool = False, seen: ManifestHead | None = None, refs: dict[str, str] | None = None
+) -> UpdateReport:
     """Bring the index up to date with the refs (quarantining rewritten remote logs first). The refs are
-    read once, after the manifest (`store.update_index` says why)."""
+    read once, after the manifest (`store.update_index` says why); `seen` and `refs`: the manifest and
+    the refs as the caller just read them, in that order (`refresh_if_stale`)."""
     from ..index.store import UpdateReport, stored_tips
     from ..index.store import update_index as update
 
     directory = index_dir(project.repo)
-    seen = read_state(directory)
-    refs = project.repo.refs_under(ROOT)
+    if refs is None:
+        seen = read_state(directory)
+        refs = project.repo.refs_under(ROOT)
     if not rebuild and _current(seen, refs):
         confirm_setup(project, seen)
         return UpdateReport(0, False)
@@ -201,10 +205,12 @@ def load_rows(project: Project, columns: Sequence[str], shas: Sequence[str]) -> 
 def refresh_if_stale(project: Project) -> None:
     """After a fetch: update only when the tips moved (a no-op fetch never imports pyarrow)."""
 
-    if not is_current(project.repo):
-        refresh(project)
+    seen = read_state(index_dir(project.repo))  # the manifest first, then the refs, as `refresh` reads them
+    refs = project.repo.refs_under(ROOT)
+    if not _current(seen, refs):
+        refresh(project, seen=seen, refs=refs)
     else:
-        confirm_setup(project)
+        confirm_setup(project, seen)
 
 
 def update_index(project: Project, rebuild: bool = False, export_to: Path | None = None) -> IndexSummary:
