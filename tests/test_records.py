@@ -136,6 +136,54 @@ def test_the_witness_record_is_read_written_and_validated():
     assert any("lists log tips" in p for p in intrinsic_problems(bad))
 
 
+# --- a claim's check record (`push --check`), one literal per era -------------------------------------
+CHECK1 = {"check": {"command": "python evaluate.py", "duration_s": 1.2, "measured": {"bpc": 2.0}}}  # 6739d13
+CHECK2 = {  # 5db8944: the policy's evaluator identity and its declared output
+    "check": {"duration_s": 0.9, "evaluator": {"sha256": SHA256}, "measured": {"bpc": 2.0}, "output": {"n": 3}}
+}
+CHECK3 = {  # b3ffb23 on, today's: sandbox and limits
+    "check": {
+        "duration_s": 0.9,
+        "evaluator": {"commands": {}, "files": {}, "scorer": {}, "sha256": SHA256},
+        "limits": {"enforced_by": "rlimit"},
+        "measured": {"bpc": 2.0},
+        "output": {"n": 3},
+        "sandbox": False,
+    },
+    "note": "a result's own metadata beside it",
+}
+
+
+@pytest.mark.parametrize(("era", "metadata"), [(1, CHECK1), (2, CHECK2), (3, CHECK3)])
+def test_every_era_of_the_check_record_is_read(era, metadata):
+    from git_agora.frontier.checked import run_backed
+    from git_agora.frontier.comparable import measured_under
+    from git_agora.records import CHECK_KEYS, CheckRecord, check_backed
+
+    check = CheckRecord.read(metadata)
+    assert check is not None and check.era == era and check.measured == {"bpc": 2.0}
+    assert check.backed is (era == 3) and check_backed(metadata) is (era == 3) and run_backed(metadata) is (era == 3)
+    assert run_backed(json.dumps(metadata)) is (era == 3)  # as the index's metadata column holds it
+    assert check.command == ("python evaluate.py" if era == 1 else None)
+    assert check.evaluator_sha256 == (None if era == 1 else SHA256)
+    assert measured_under(metadata, ["n"]) == ({} if era == 1 else {"n": 3})
+    assert check.sandbox is (False if era == 3 else None)
+    written = check.to_metadata()
+    assert tuple(written) == CHECK_KEYS and CheckRecord.read({"check": written}) == check
+    if era == 3:
+        assert written == metadata["check"]  # the writer writes what today's reader read
+    assert CheckRecord.read({"check": "yes"}) is None and CheckRecord.read({}) is None and not check_backed({})
+
+
+def test_run_backed_claims_follow_the_rule_they_followed_on_every_mutation():
+    from git_agora.records import check_backed
+
+    values = [None, True, 0, -1.0, 2.5, math.inf, "x", {}, {"bpc": 1.0}, {"bpc": True}]
+    for key, value in itertools.product(("measured", "evaluator", "sandbox", "duration_s"), values):
+        check = {**copy.deepcopy(CHECK3["check"]), key: value}
+        assert check_backed({"check": check}) == _carries_run_before({**check, "reproduced": check.get("measured")})
+
+
 # --- the index's manifest: one head reader (`index.state.read_state`) for every shape ----------------
 S, A, B = "a" * 40, "b" * 40, "c" * 40
 TIPS = {"refs/agora/log/alice": A, "refs/agora/log/bob": B}

@@ -27,6 +27,7 @@ _EXPORTS = {
     "Contribution": "contribution",
     "Verdict": "contribution",
     "RunRecord": "records",
+    "CheckRecord": "records",
     "WitnessRecord": "records",
     "ProjectConfig": "config",
     "init_project": "ops.init",
@@ -103,6 +104,7 @@ __all__ = [  # a literal list: type checkers read what `import git_agora` export
     "Contribution",
     "Verdict",
     "RunRecord",
+    "CheckRecord",
     "WitnessRecord",
     "ProjectConfig",
     "init_project",
@@ -177,7 +179,7 @@ def open_project(
     """The Agora project of the Git repository at (or above) `path`; `account` and `remote` override
     `AGORA_ACCOUNT`, `git config agora.account` and `git config agora.remote`."""
     from .project import Project
-    from .records import RunRecord, WitnessRecord
+    from .records import CheckRecord, RunRecord, WitnessRecord
 
     return Project.open(path, account, remote, feedback)
 

@@ -14,7 +14,11 @@ The run record's eras (`RunRecord.era`), as `git log -p -S'"duration_s"' src/git
    sandbox and limits added. Only this era can be run-backed (`backed`): the older ones do not say
    whether the code ran sandboxed.
 
-The witness record has had one shape since it exists: ``{"witness": {"tips": {account: sha}}}``.
+A claim's check record (`CheckRecord`, Agora-Meta ``check``, written by `push --check`) has three eras
+too: the first (2026-11-29) ``{command, measured, duration_s}``; the policy's evaluator (2026-11-30) the
+evaluator identity and the declared output in place of the command; the sandbox (2026-12-01, today's)
+sandbox and limits added. The witness record has had one shape since it exists:
+``{"witness": {"tips": {account: sha}}}``.
 """
 
 from __future__ import annotations
@@ -157,6 +161,63 @@ def carries_run(metadata: Mapping[str, Any]) -> bool:
     get = metadata.get  # `RunRecord.read(metadata).backed` without the other fields: read for every verdict indexed
     return "reproduced" in metadata and _backed(
         _numbers(get("reproduced")), _object(get("evaluator")), _flag(get("sandbox")), _number(get("duration_s"))
+    )
+
+
+CHECK_KEYS = ("evaluator", "output", "measured", "duration_s", "sandbox", "limits")  # today's, exactly
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """What a result published with `push --check` records of that run (Agora-Meta ``check``): numbers
+    and fixed words, never the evaluator's free text. A field its era did not write, or of another type,
+    reads as None."""
+
+    measured: dict[str, float] | None
+    evaluator: dict[str, Any] | None = None
+    output: dict[str, Any] | None = None  # the setup's declared output fields (`frontier.comparable`)
+    duration_s: float | None = None
+    sandbox: bool | None = None  # None: an era that did not say
+    limits: dict[str, Any] | None = None
+    command: str | None = field(default=None, compare=False)  # the first era's scoring command
+    era: int = field(default=3, compare=False)
+
+    @classmethod
+    def read(cls, metadata: Mapping[str, Any]) -> CheckRecord | None:
+        """The check record in a claim's Agora-Meta, of any era; None without one (no `--check`)."""
+        check = metadata.get("check")
+        if not isinstance(check, Mapping):
+            return None
+        get = check.get
+        values = {key: _READ["reproduced" if key == "measured" else key](get(key)) for key in CHECK_KEYS}
+        values = {key: dict(v) if isinstance(v, dict) else v for key, v in values.items()}
+        era = 3 if "sandbox" in check else 2 if "evaluator" in check else 1
+        return cls(**values, command=_text(get("command")), era=era)
+
+    def to_metadata(self) -> dict[str, Any]:
+        """The record as a claim's Agora-Meta ``check`` holds it (today's era)."""
+        return {key: getattr(self, key) for key in CHECK_KEYS}
+
+    @property
+    def evaluator_sha256(self) -> str | None:
+        digest = (self.evaluator or {}).get("sha256")
+        return digest if isinstance(digest, str) and _SHA256.match(digest) else None
+
+    @property
+    def backed(self) -> bool:
+        """Whether it records its run as a run-backed verdict does (`RunRecord.backed`, the measured
+        values in place of the reproduced ones)."""
+        return _backed(self.measured, self.evaluator, self.sandbox, self.duration_s)
+
+
+def check_backed(metadata: Mapping[str, Any]) -> bool:
+    """`CheckRecord.read(metadata).backed` without the other fields: read for every scored result."""
+    check = metadata.get("check")
+    if not isinstance(check, Mapping):
+        return False
+    get = check.get
+    return _backed(
+        _numbers(get("measured")), _object(get("evaluator")), _flag(get("sandbox")), _number(get("duration_s"))
     )
 
 

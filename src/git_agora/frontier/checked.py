@@ -1,6 +1,6 @@
 """Run-backed results: a result published with `push --check` carries the run record of that check
 (``check`` in Agora-Meta: the measured values, the evaluator identity, the sandbox flag, the duration,
-as `records.carries_run` reads a verdict's). One without it is *unchecked*: a number typed on the
+as `records.CheckRecord` reads it). One without it is *unchecked*: a number typed on the
 command line. This is a usability signal, not a defence: anyone can write such a record by hand, and
 only verification by others (``evidence``) says a claim reproduces. Readers mark an unchecked result
 where they would say "unverified", with the one word ``UNCHECKED``."""
@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..records import carries_run
+from ..records import check_backed
 from .frame import Frame
 from .views import Row, View, ranked_by_metric
 
@@ -33,8 +33,7 @@ def run_backed(metadata: str | Mapping[str, Any] | None) -> bool:
             return False
     if not isinstance(metadata, Mapping):
         return False
-    check = metadata.get("check")
-    return isinstance(check, Mapping) and carries_run({**check, "reproduced": check.get("measured")})
+    return check_backed(metadata)
 
 
 def run_backed_mask(table: pa.Table, nodes: np.ndarray | None = None) -> np.ndarray:

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..records import CheckRecord
+
 
 def measured_under(metadata: str | Mapping[str, Any] | None, fields: Sequence[str]) -> dict[str, Any]:
     """The values of ``fields`` in a contribution's recorded evaluator output (``check.output`` of
@@ -25,8 +27,8 @@ def measured_under(metadata: str | Mapping[str, Any] | None, fields: Sequence[st
             return {}
     if not isinstance(metadata, Mapping):
         return {}
-    check = metadata.get("check")
-    output = check.get("output") if isinstance(check, Mapping) else metadata.get("output")
+    check = CheckRecord.read(metadata)
+    output = check.output if check is not None else metadata.get("output")
     if not isinstance(output, Mapping):
         return {}
     return {name: output[name] for name in fields if name in output and output[name] is not None}

@@ -14,7 +14,7 @@ from ..errors import AgoraError
 from ..frontier.comparable import differences, measured_under, warning
 from ..leaks import SECRET_MARK, redact, redact_data, secret_in
 from ..project import Project
-from ..records import RunRecord
+from ..records import CheckRecord, RunRecord
 
 if TYPE_CHECKING:
     from ..frontier.lineage import Lineage
@@ -216,9 +216,8 @@ def _unchecked_notes(score: dict[str, Any] | None) -> tuple[str, ...]:
 def _run_notes(project: Project, c: Contribution) -> tuple[str, ...]:
     """A verdict or checked claim that ran unsandboxed says so; a setup or amendment says how its
     evaluations run (network, limits)."""
-    check = c.metadata.get("check")
-    record = RunRecord.read(c.metadata) if c.is_verification else None
-    sandboxed = record.sandbox if record else check.get("sandbox") if isinstance(check, dict) else None
+    record = RunRecord.read(c.metadata) if c.is_verification else CheckRecord.read(c.metadata)
+    sandboxed = record.sandbox if record else None
     notes = []
     if sandboxed is False:
         what = "this verdict" if c.is_verification else "this claim's check"

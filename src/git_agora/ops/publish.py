@@ -380,9 +380,13 @@ def _checked_claim(
                 f"{measured:.6g} (tolerance {config.tolerance:g}); nothing published"
             )
         metrics[config.metric] = measured
-    record = evaluation.record(config.evaluation, config.metric)
-    del record["reason"], record["exit_status"]  # a published claim ran to the end
-    return metrics, record
+    from ..records import CheckRecord
+
+    ran = evaluation.record(config.evaluation, config.metric)  # a published claim ran to the end: no reason
+    check = CheckRecord(
+        ran["measured"], ran["evaluator"], ran["output"], ran["duration_s"], ran["sandbox"], ran["limits"]
+    )
+    return metrics, check.to_metadata()
 
 
 def _given_evaluation(project: Project, policy, tree: str, evaluated: Any):

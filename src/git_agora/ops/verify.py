@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -10,10 +9,9 @@ from ..contribution import VERIFICATION, Contribution, ContributionError, Verdic
 from ..errors import ClaimError
 from ..evaluate import Judgement, evaluate_tree, hardware, judge
 from ..project import Project
-from ..records import RunRecord
+from ..records import CheckRecord, RunRecord
 from .publish import Published, publish
 
-_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 if TYPE_CHECKING:
     from ..frontier.verdict_rows import Standing
 
@@ -203,10 +201,8 @@ def verification_of(
 def claimed_evaluator(target: Contribution) -> str | None:
     """The evaluator identity a claim recorded (`push --check`), when it did: a SHA-256 in hex, else
     None (a verdict copies it, so it is never the claim's free text)."""
-    check = target.metadata.get("check")
-    evaluator = check.get("evaluator") if isinstance(check, dict) else None
-    digest = evaluator.get("sha256") if isinstance(evaluator, dict) else None
-    return digest if isinstance(digest, str) and _SHA256.match(digest) else None
+    check = CheckRecord.read(target.metadata)
+    return check.evaluator_sha256 if check is not None else None
 
 
 def _verification(
