@@ -162,10 +162,7 @@ def finalize(
     table = contributions if presorted else contributions.sort_by([("timestamp", "ascending"), ("sha", "ascending")])
     table = _recheck_pending(table, int(time.time()) if now is None else now)
     table = _case_twins(table, root)
-    tags = table.column("tags").combine_chunks()
-    setup_rows = np.unique(
-        pc.list_parent_indices(tags).to_numpy()[pc.equal(pc.list_flatten(tags), SETUP).to_numpy(zero_copy_only=False)]
-    )
+    setup_rows = tagged(table, SETUP)
     column = table.column("reasons")
     before = {int(i): column[int(i)].as_py() for i in setup_rows}
     shas = table.column("sha")
@@ -189,6 +186,13 @@ def finalize(
     return table.set_column(
         table.schema.get_field_index("log_seq"), "log_seq", _account_positions(table.column("account"))
     )
+
+
+def tagged(table: pa.Table, tag: str) -> np.ndarray:
+    """The rows whose tags hold `tag`, ascending."""
+    tags = table.column("tags").combine_chunks()
+    hit = pc.equal(pc.list_flatten(tags), tag).to_numpy(zero_copy_only=False)
+    return np.unique(pc.list_parent_indices(tags).to_numpy()[hit])
 
 
 def case_twin_groups(accounts: Iterable[str]) -> list[list[str]]:

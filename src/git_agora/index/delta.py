@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import LIMITS, PENDING_FUTURE, SETUP
-from .build import rows_with_reason
+from .build import rows_with_reason, tagged
 from .listing import NOT_LISTED
 from .segments import Key, Watch
 from .signatures import WAITING
@@ -31,8 +31,7 @@ def watch_of(table: pa.Table) -> Watch:
         chosen = table.select(["timestamp", "sha", "account"]).take(pa.array(rows, pa.int64()))
         return tuple(chosen.column(c).to_pylist() for c in ("timestamp", "sha", "account"))  # type: ignore[return-value]
 
-    tags = table.column("tags").combine_chunks()
-    setups = sorted(set(pc.list_parent_indices(tags).filter(pc.equal(pc.list_flatten(tags), SETUP)).to_pylist()))
+    setups = tagged(table, SETUP).tolist()
     pending, not_listed, waiting, setup = (
         values(rows) for rows in (picked(PENDING_FUTURE), picked(NOT_LISTED), picked(WAITING), setups)
     )
@@ -73,7 +72,7 @@ def touched(
     found = {(ts, sha) for sha, ts in watch.pending.items() if ts <= now + LIMITS.future_slack_s}
     found |= {(ts, sha) for sha, (ts, account) in watch.not_listed.items() if account in listed.get(sha, ())}
     found |= {(ts, sha) for sha, (ts, account) in watch.waiting.items() if keys.get(account)}
-    new_setup = new_rows.num_rows and pc.any(pc.equal(pc.list_flatten(new_rows.column("tags")), SETUP)).as_py()
+    new_setup = len(tagged(new_rows, SETUP)) > 0
     if new_setup or any(sha in watch.setups for _, sha in found):
         found |= {(ts, sha) for sha, ts in watch.setups.items()}
     return found

@@ -137,7 +137,8 @@ def _evaluator_policy_table(
     sha, policy = table.column("sha"), table.column("policy")
     own = pc.equal(policy, sha)
     judged = pc.and_(table.column("code_bearing"), pc.invert(own))
-    amends = pc.and_(own, pc.invert(_has_tag(table, SETUP)))
+    setups = pa.array(build.tagged(table, SETUP), pa.int64())
+    amends = pc.and_(own, pc.invert(pc.is_in(pa.array(range(table.num_rows), pa.int64()), value_set=setups)))
     if root is not None:
         amends = pc.and_(amends, pc.not_equal(sha, root))
     picked = pc.indices_nonzero(pc.fill_null(pc.or_(judged, amends), False))
@@ -160,13 +161,6 @@ def _dotgit_reasons(repo: Repository, trees: list[str], found: Mapping[str, str]
 
     paths = dotgit_paths(repo.common_path, trees) if found is None else found
     return [f"the tree holds {paths[tree]!r}: {DOTGIT_REASON}" if tree in paths else None for tree in trees]
-
-
-def _has_tag(table: pa.Table, tag: str) -> pa.Array:
-    """Per row, whether its tags hold `tag`."""
-    tags = table.column("tags").combine_chunks()
-    rows = pc.list_parent_indices(tags).filter(pc.equal(pc.list_flatten(tags), tag))
-    return pc.is_in(pa.array(range(table.num_rows), pa.int64()), value_set=pc.cast(rows, pa.int64()))
 
 
 def _signatures_table(repo: Repository, table: pa.Table, rules: IndexRules) -> pa.Table:
