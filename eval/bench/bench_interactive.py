@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-src", type=Path, help="src/ of the tree to compare with, in the same run")
     ap.add_argument("--src", type=Path, default=ROOT / "src", help="src/ of the tree to measure (default: this one)")
     ap.add_argument("--rebuild", action="store_true", help="also time index --rebuild against git log (minutes at 1M)")
+    ap.add_argument("--phases", default="analyze,fetch,post", help="which of analyze, fetch, post to run")
     args = ap.parse_args(argv)
     src = args.src
     base = args.baseline_src
@@ -179,9 +180,24 @@ def main(argv: list[str] | None = None) -> int:
     columns = ",".join(dict.fromkeys(("sha", "timestamp", *ANALYZE_COLUMNS)))
     index = reader / ".git" / "agora" / "index"
 
-    # warm analyze: run once (caches, vectors the frontier reads), then `repeat` runs, baseline interleaved
-    agora(reader, "analyze", "--json", *model, src=src)
+    phases = set(args.phases.split(","))
     trees = [("this tree", src)] + ([("baseline", base)] if base else [])
+    read_floor = _analyze(args, table, reader, index, columns, model, trees) if "analyze" in phases else None
+    floor = _fetch(args, table, origin, reader, plain, model, trees, read_floor) if "fetch" in phases else None
+    if "post" in phases:
+        _post(args, table, reader, writer, plain, trees, floor)
+    _rebuild(args, table, reader, src)
+    data = {"size": args.size, "accounts": args.accounts, "rows": table.rows}
+    path = write_json(f"bench_interactive-{args.size}", data)
+    print(f"\n{table.markdown()}\n\nload at the end: {load()}; wrote {path}")
+    return 0
+
+
+def _analyze(args, table: Table, reader: Path, index: Path, columns: str, model, trees) -> float:
+    """Warm analyze: run once (caches, vectors the frontier reads), then `repeat` runs, baseline
+    interleaved, each round after the read floor."""
+    src = trees[0][1]
+    agora(reader, "analyze", "--json", *model, src=src)
     warm: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, _ in trees}
     floor_s: list[float] = []
     floor_mb: list[float] = []
@@ -198,8 +214,14 @@ def main(argv: list[str] | None = None) -> int:
     table.add("floor: read analyze's columns with pyarrow", floor_s, floor_mb, None, "")
     for name, (seconds, peaks) in warm.items():
         table.add(f"warm analyze --json, {name}", seconds, peaks, read_floor, "< 3 s, <= 3x floor, < 1.5 GB")
+    return read_floor
 
-    # +1 fetch (recent parent) and the analyze after it; the floor: git fetch into a plain clone + python
+
+def _fetch(args, table: Table, origin: Path, reader: Path, plain: Path, model, trees, read_floor) -> float:
+    """+1 fetch (recent parent) and the analyze after it; the floor: git fetch into a plain clone (with
+    a commit-graph, as git agora keeps one) + python -c pass."""
+    src = trees[0][1]
+    _plain_fetch(plain)  # whatever came before this run: not timed
     py = [timed_peak([sys.executable, "-c", "pass"], reader)[0] for _ in range(args.repeat)]
     fetch_floor: list[float] = []
     plus: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, _ in trees}
@@ -214,16 +236,30 @@ def main(argv: list[str] | None = None) -> int:
             after[name][0].append(s)
             after[name][1].append(mb)
             agora(reader, "analyze", "--json", *model, src=src)
-        s, _mb, _out = timed_peak(["git", "fetch", "-q", "--no-tags", "origin", LOG_REFSPEC], plain)
-        fetch_floor.append(s + median(py))
+        fetch_floor.append(_plain_fetch(plain) + median(py))
     floor = median(fetch_floor)
     table.add("floor: git fetch + python -c pass", fetch_floor, [0.0], None, "")
     for name in plus:
         table.add(f"fetch +1 (recent parent), {name}", *plus[name], floor, "< 0.5 s")
     for name in after:
         table.add(f"analyze --json after the +1, {name}", *after[name], read_floor, "O(k) + views")
+    return floor
 
-    # a new account's first contribution on an old parent: post from the writer clone, fetch in the reader
+
+def _plain_fetch(plain: Path) -> float:
+    """Seconds of one plain `git fetch` of the logs into `plain`, which keeps a commit-graph."""
+    if not (plain / ".git" / "objects" / "info" / "commit-graphs").exists():
+        git(plain, "config", "fetch.writeCommitGraph", "true")
+        git(plain, "commit-graph", "write", "--reachable", "--split")
+    return timed_peak(["git", "fetch", "-q", "--no-tags", "origin", LOG_REFSPEC], plain)[0]
+
+
+def _post(args, table: Table, reader: Path, writer: Path, plain: Path, trees, floor) -> None:
+    """A new account's first contribution on an old parent: post from the writer clone, fetch in the
+    reader; the floor of that fetch: the plain clone's fetch of the same log + python -c pass."""
+    py = median([timed_peak([sys.executable, "-c", "pass"], reader)[0] for _ in range(args.repeat)])
+    _plain_fetch(plain)
+    plain_new: list[float] = []
     early = index_table(reader).column("sha")[1000].as_py()  # an old contribution: 1,000 rows after the setup
     git(writer, "config", "agora.setup", git(reader, "config", "agora.setup").strip())
     posts: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, _ in trees}
@@ -249,20 +285,20 @@ def main(argv: list[str] | None = None) -> int:
             s, mb, _out = agora(reader, "fetch", src=tree)
             firsts[name][0].append(s)
             firsts[name][1].append(mb)
+            plain_new.append(_plain_fetch(plain) + py)
+    new_floor = median(plain_new)
+    table.add("floor: git fetch of a new account's log + python -c pass", plain_new, [0.0], None, "")
     for name in posts:
         table.add(f"new account's first post on an old parent, {name}", *posts[name], None, "< 1 s")
-        table.add(f"reader's fetch of it, {name}", *firsts[name], floor, "< 0.5 s")
+        table.add(f"reader's fetch of it, {name}", *firsts[name], new_floor, "< 0.5 s")
 
+
+def _rebuild(args, table: Table, reader: Path, src: Path) -> None:
     if args.rebuild:
         s, _mb, _out = timed_peak(["git", "log", "--all", "--date-order", f"--format={LOG_FLOOR}"], reader)
         table.add("floor: git log --format='%H %P %ct %an %B'", [s], [0.0], None, "")
         r, mb, _out = agora(reader, "index", "--rebuild", src=src)  # this tree only: minutes at 1M
         table.add("index --rebuild, this tree", [r], [mb], s, "<= 1x")
-    path = write_json(
-        f"bench_interactive-{args.size}", {"size": args.size, "accounts": args.accounts, "rows": table.rows}
-    )
-    print(f"\n{table.markdown()}\n\nload at the end: {load()}; wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":
