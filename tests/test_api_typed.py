@@ -69,6 +69,10 @@ def test_a_caller_runs_the_ci_and_reads_typed_views_search_and_the_index(tmp_pat
     for name, view in analysis.views.items():
         assert printed[name]["rows"] == [row.to_dict() for row in view.rows], name
         assert [list(row) for row in printed[name]["rows"]] == [list(row.fields) for row in view.rows], name
+    shown = agora.show(project, baseline)  # show's evidence is typed too, its JSON as the command prints it
+    assert shown.evidence is not None and shown.evidence.status == "confirmed" and shown.evidence.checked is True
+    printed_show = json.loads(agora_cli(project.repo.worktree_path, "show", baseline, "--json").stdout)
+    assert printed_show["evidence"] == shown.evidence.to_dict() and list(printed_show["evidence"])[-1] == "checked"
     recent = {row.sha: row for row in analysis.views["recent"].rows}
     assert recent[failed].verdict == "failed" and recent[failed].target == inflated
 
@@ -133,3 +137,10 @@ def test_a_callers_script_type_checks_strictly(tmp_path):
     assert good.returncode == 0, good.stdout + good.stderr
     bad = mypy("wrong.py")
     assert bad.returncode == 1 and 'Incompatible return value type (got "str | None", expected "int")' in bad.stdout
+
+
+def test_shows_evidence_has_a_field_for_every_evidence_column():
+    from git_agora.frontier.evidence import EVIDENCE
+    from git_agora.ops.history import Evidence
+
+    assert [*EVIDENCE.names[1:], "checked"] == list(Evidence.__dataclass_fields__)

@@ -47,8 +47,8 @@ def command(ctx, sha, as_json):
               for r in shown.cross_refs]  # fmt: skip
     if ev:
         lines.append(
-            f"evidence     score {ev['score']:g}, {ev['children']} children, {ev['descendants']} descendants, "
-            f"{shown_status(ev)}"
+            f"evidence     score {ev.score:g}, {ev.children} children, {ev.descendants} descendants, "
+            f"{shown_status({'status': ev.status, 'checked': ev.checked})}"
         )
     else:
         lines.append("evidence     none: this commit is rejected (see `git agora log --rejected`)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -36,9 +36,29 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """A contribution's evidence as `show` gives it: its row of `frontier.evidence.EVIDENCE`."""
+
+    score: float
+    children: int
+    cross_children: int
+    descendants: int  # n(v), its follow-ons
+    status: str | None  # unverified, confirmed, partial, contested, failed, ...
+    confirmations: int
+    partials: int
+    failures: int
+    weightless: bool | None  # a verification whose verdict weighs nothing
+    checked: bool | None = None  # a result (not a verdict): whether it carries its run record (`frontier.checked`)
+
+    def to_dict(self) -> dict[str, Any]:
+        shown = dict(self.__dict__)
+        return shown if self.checked is not None else {k: v for k, v in shown.items() if k != "checked"}
+
+
+@dataclass(frozen=True)
 class Shown:
     contribution: Contribution
-    evidence: dict[str, Any] | None  # None: the commit is rejected
+    evidence: Evidence | None  # None: the commit is rejected
     parents: tuple[Reference, ...]
     cross_refs: tuple[Reference, ...] = field(default=())
     evaluator_note: str | None = None  # set when the claim was made under another evaluator identity
@@ -71,7 +91,7 @@ class Shown:
             "tree": c.tree,
             "cross_refs": list(c.cross_refs),
             "cross_ref_titles": [r.to_dict() for r in self.cross_refs],
-            "evidence": self.evidence,
+            "evidence": self.evidence.to_dict() if self.evidence else None,
             "evaluator_note": self.evaluator_note,
             "run_notes": list(self.run_notes),
             "compared_with_best": self.best,
@@ -103,9 +123,9 @@ def show(project: Project, rev: str) -> Shown:
     columns = evidence_columns(graph, project.config.tag_weights, cached_counter(project.repo), verdicts)
     table = pa.table(columns, schema=EVIDENCE)
     rows = table.filter(pc.equal(table["sha"], c.sha)).to_pylist()
-    score = {k: v for k, v in rows[0].items() if k != "sha"} if rows else None
+    score = Evidence(**{k: v for k, v in rows[0].items() if k != "sha"}) if rows else None
     if score is not None and c.metrics and not c.is_verification:
-        score["checked"] = run_backed(c.metadata)  # `frontier.checked`: a usability signal, not a defence
+        score = replace(score, checked=run_backed(c.metadata))  # `frontier.checked`: a usability signal
     parents = tuple(_reference(project, sha) for sha in c.parents)
     cited = tuple(_reference(project, ref.sha, ref.url) for ref in map(parse_cross_ref, c.cross_refs))
     best, incomparable = _against_best(project, c, contributions, table, root) if score else (None, ())
@@ -206,9 +226,9 @@ def _weight_notes(graph, verdicts, c: Contribution) -> tuple[str, ...]:
     return (f"this verdict weighs nothing: {why}",) if why else ()
 
 
-def _unchecked_notes(score: dict[str, Any] | None) -> tuple[str, ...]:
+def _unchecked_notes(score: Evidence | None) -> tuple[str, ...]:
     """An unverified result without the run record of `push --check` says so (`frontier.checked`)."""
-    if not score or score.get("checked") is not False or score.get("status") != "unverified":
+    if not score or score.checked is not False or score.status != "unverified":
         return ()
     return ("unchecked: no run record (published without `push --check`); nobody has reproduced it",)
 
