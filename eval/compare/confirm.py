@@ -17,7 +17,8 @@ Runs go in seed order (every task and arm of a seed before the next seed), each 
 `runs.jsonl` as it finishes, so a run stopped part way keeps whole seeds and `--resume` finishes it.
 At the end, and with `--report`: `results.md`/`results.csv`/`runs.csv`/`compare-TASK.png` (run.py's
 table and plots) and `confirm.md`/`confirm.csv`/`confirm.png`, the non-inferiority test per task and
-arm, computed on the seeds where every arm of the task finished (a partial run says so in every file).
+arm; every table is computed on the seeds where all four arms of the task finished (a partial run
+says so in every file; runs.jsonl keeps every finished community).
 """
 
 from __future__ import annotations
@@ -356,15 +357,19 @@ def main(argv: list[str] | None = None) -> int:
     return report(out, records, note, len(records) == len(planned))
 
 
-def report(out: Path, records: list[dict[str, Any]], note: str, complete: bool) -> int:
+def report(out: Path, records: list[dict[str, Any]], note: str, finished: bool) -> int:
     if not records:
         raise SystemExit(f"no runs in {out / 'runs.jsonl'}")
+    complete = {(task, seed) for task in TASKS for seed in complete_seeds(records, task)}
+    records = [r for r in records if (r["task"], r["seed"]) in complete]  # the tables pair whole seeds only
+    if not records:
+        raise SystemExit("no seed has every arm of a task finished yet")
     order = {seed: i for i, seed in enumerate(dict.fromkeys(r["seed"] for r in records))}
     records.sort(key=lambda r: (list(TASKS).index(r["task"]), ARMS.index(r["arm"]), order[r["seed"]]))
     write_report(out, records, note)
-    rows = write_confirm(out, records, note, complete)
+    rows = write_confirm(out, records, note, finished)
     for task, ok in verdicts(rows).items():
-        print(f"{task}: {verdict_text(ok, complete)}")
+        print(f"{task}: {verdict_text(ok, finished)}")
     return 0
 
 
