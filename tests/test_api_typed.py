@@ -88,6 +88,23 @@ def test_a_caller_runs_the_ci_and_reads_typed_views_search_and_the_index(tmp_pat
     assert not {hit.sha for hit in ideas.hits} & {*verdict_shas, *report.witness_records}
     with pytest.raises(agora.AgoraError, match="give tag names"):
         agora.search(project, "order", tags="result")
+    printed_search = agora_cli(
+        project.repo.worktree_path,
+        "search",
+        "baseline",
+        "--limit",
+        "20",
+        "--tag",
+        "-verification",
+        "--tag=-witness",
+        "--json",
+    ).json()  # the CLI's --tag is the same filter, a leading - included
+    assert [hit["sha"] for hit in printed_search["hits"]] == [hit.sha for hit in ideas.hits]
+    shown_text = agora_cli(
+        project.repo.worktree_path, "search", "verification", "failed", "--tag", "verification"
+    ).stdout
+    shown_shas = {line.split()[1] for line in shown_text.splitlines()[1:]}  # each hit: score, sha, metric, ...
+    assert failed[:10] in shown_shas and shown_shas <= {sha[:10] for sha in verdict_shas}
 
     # the index as an Arrow table (and pandas where installed) for analysis
     table = agora.index_table(project, ["sha", "tags", "valid", "run_backed"])

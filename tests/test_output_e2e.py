@@ -180,3 +180,12 @@ def test_text_from_the_record_never_steers_the_terminal(tmp_path, remote):
     assert "\\x1b[2J" in outputs["log"] and "\\u202e" in outputs["show"]
     data = agora(a, "show", sha, "--json").json()  # --json is data, as it was (a description's \r is a line break)
     assert HOSTILE_TEXT.replace("\r", "\n") in data["description"] and data["metadata"]["note"] == HOSTILE_TEXT
+
+
+def test_whoami_and_status_show_each_field_of_the_identity_on_its_own_line(busy):
+    identity = agora(busy, "whoami", "--json").json()
+    expected = [f"{name:8} {'-' if value is None else value}" for name, value in identity.items()]
+    assert agora(busy, "whoami").stdout.splitlines() == expected
+    assert agora(busy, "status").stdout.splitlines()[: len(expected)] == expected
+    assert [line.split()[0] for line in expected] == ["account", "remote", "setup", "base", "queued"]
+    assert identity["account"] == "alice" and len(identity["setup"]) == 40 and identity["queued"] == 0

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from ..frontier.ucb import Slots
     from ..frontier.verdict_rows import VerdictRow
     from ..frontier.views import View
+    from ..ops.status import Identity
 
 DEFAULT_WIDTH = 100  # when neither COLUMNS nor a terminal says
 ELLIPSIS = "…"
@@ -481,6 +483,13 @@ def print_stats(data: GraphStats) -> None:
             f"edges across accounts; "
             + reproduced_ancestors(data.best_reproduced_scored_ancestors or 0, data.best_scored_ancestors or 0)
         )
+
+
+def print_identity(identity: Identity) -> None:
+    """`whoami`'s lines (and `status`'s first ones): the account, remote, setup, base and queue."""
+    for field in fields(identity):
+        value = getattr(identity, field.name)
+        click.echo(f"{field.name:8} {'-' if value is None else value}")
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:

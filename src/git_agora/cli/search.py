@@ -13,15 +13,22 @@ from .render import cut
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--model", help="Sentence-transformers model name or path ('hashing': the lexical fallback).")
+@click.option(
+    "--tag",
+    "tags",
+    multiple=True,
+    metavar="[-]TAG",
+    help="Only contributions with this tag (repeatable: any of them); -TAG leaves that tag out (--tag -verification).",
+)
 @json_option
 @click.pass_context
-def command(ctx, query, limit, model, as_json):
+def command(ctx, query, limit, model, tags, as_json):
     """Contributions closest to QUERY by embedding similarity; those without a vector yet (see
     `git agora index --embed`) and every contribution without embeddings are matched by keyword."""
     from ..ops.analyze import search
 
     text = " ".join(query)
-    result = search(open_project(ctx, as_json=as_json), text, limit, model)
+    result = search(open_project(ctx, as_json=as_json), text, limit, model, tags=tags)
     if as_json:
         emit_json(result.to_dict())
         return 0

@@ -16,6 +16,7 @@ def command(ctx, ack, account, as_json):
     """Show the account, remote, setup and queue, and every rewritten or deleted remote log seen here
     (with where its old tip is kept) until you acknowledge it with --ack ID."""
     from ..ops.status import acknowledge, status
+    from .render import print_identity
 
     project = open_project(ctx, account, as_json=as_json)
     marked = acknowledge(project, list(ack)) if ack else []
@@ -23,8 +24,7 @@ def command(ctx, ack, account, as_json):
     if as_json:
         emit_json({**done.to_dict(), "acknowledged": [r.id for r in marked]})
         return 0
-    for key, value in done.identity.to_dict().items():
-        click.echo(f"{key:8} {value if value is not None else '-'}")
+    print_identity(done.identity)
     for report in marked:
         click.echo(f"acknowledged {report.id}")
     for report in done.tamper:

@@ -14,11 +14,11 @@ from .common import account_option, emit_json, json_option, open_project
 def command(ctx, account, as_json):
     """Show the account you publish as, the remote, the setup and what is queued."""
     from ..ops.status import whoami
+    from .render import print_identity
 
-    info = whoami(open_project(ctx, account, as_json=as_json)).to_dict()
+    identity = whoami(open_project(ctx, account, as_json=as_json))
     if as_json:
-        emit_json(info)
+        emit_json(identity.to_dict())
     else:
-        for key, value in info.items():
-            click.echo(f"{key:8} {value if value is not None else '-'}")
+        print_identity(identity)
     return 0
