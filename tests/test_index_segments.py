@@ -308,7 +308,7 @@ def test_check_names_the_rows_that_differ(forged):
     table = segments.read_segment(directory, last)
     wrong = table.set_column(table.schema.get_field_index("log_seq"), "log_seq", pa.array([7] * table.num_rows))
     forged_segment = segments.write_segment(directory, manifest.next_id, wrong, segments.read_refs(directory, last), 0)
-    bad = segments.with_segments(manifest, [*manifest.segments[:-1], forged_segment], next_id=manifest.next_id + 1)
+    bad = replace(manifest, segments=(*manifest.segments[:-1], forged_segment), next_id=manifest.next_id + 1)
     segments.commit(directory, bad)
     differences = check(clone, t0 + 100)
     sha = table.column("sha")[0].as_py()

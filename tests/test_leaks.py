@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from git_agora.leaks import _PATTERN, SECRET_MARK, redact, redact_data, redacted, secret_in
+from git_agora.leaks import _PATTERN, REDACTED, SECRET_MARK, redact, redact_data, secret_in
 from git_agora.visible import visible
 
 SHAPES = [
@@ -27,7 +27,7 @@ def test_every_shape_is_redacted_and_found_through_the_hints(text):
     held = f"a title holding {text} somewhere"
     assert _PATTERN.search(held) and secret_in(held) is not None  # the hints never hide a match
     shown = redact(held)
-    assert secret_in(shown) is None and redacted(shown) and shown.endswith("] somewhere")
+    assert secret_in(shown) is None and REDACTED in shown and shown.endswith("] somewhere")
     assert visible(held) == shown
 
 

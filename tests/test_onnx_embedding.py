@@ -18,7 +18,7 @@ from git_agora.contribution import Contribution
 from git_agora.embedding import exported as exported_module
 from git_agora.embedding.backends import DEFAULT_MODEL, load_backend
 from git_agora.embedding.runtime import length_batches, mean_pool
-from git_agora.frontier.embeddings import contribution_text, embedding_matrix, rows_table, vector_index
+from git_agora.frontier.embeddings import contribution_text, rows_table, vector_index
 from git_agora.frontier.search import search
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ def test_similarities_equal_the_full_matrix_product_on_every_read_path():
     shas = [f"{i:040x}" for i in range(50)]
     cache = random_cache(rng, shas[:40], models=("other", "m"))  # 10 shas without a vector
     query = rng.standard_normal(8).astype(np.float32)
-    matrix, present = embedding_matrix(cache, shas, "m")
+    matrix, present = vector_index(cache, shas, "m").vectors()
     expected = np.where(present, matrix @ (query / np.linalg.norm(query)), -np.inf)
     flat = cache["vector"].chunk(0).values.to_numpy().reshape(-1, 8)
     paths = {
@@ -88,7 +88,7 @@ def test_search_ranks_only_valid_contributions_and_keeps_the_old_order():
     result = search(query, contributions, cache, k=30, model="m")
     # the path before: every valid row's unit vector in memory, one product, a stable sort
     kept = [s for s, v in zip(shas, valid) if v]
-    matrix, present = embedding_matrix(cache, kept, "m")
+    matrix, present = vector_index(cache, kept, "m").vectors()
     scores = np.where(present, matrix @ (query / np.linalg.norm(query)), -np.inf)
     order = np.argsort(-scores, kind="stable")[: int(present.sum())]
     assert [h.sha for h in result.hits] == [kept[i] for i in order]

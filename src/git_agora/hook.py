@@ -88,7 +88,7 @@ def account_keys(identity: str | None, pinned: tuple[str, ...]) -> tuple[str, ..
 def pinned_keys(roots: list[str], logs: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
     """The keys the project's policies pin per account: `[ci] keys` of each setup in `roots` and of its
     account's policy amendments in `logs` (this push's included), as readers take them
-    (`ops.standing.policy_pins`), so a squatter's identity on the server never locks a pinned account out."""
+    (`ops.standing.pins_in_force`), so a squatter's identity on the server never locks a pinned account out."""
     pins: dict[str, set[str]] = {}
     for root in sorted(set(roots)):
         founder = _account_of(root)

@@ -80,10 +80,5 @@ def redact_data(value: Any) -> Any:
     return value
 
 
-def redacted(text: str) -> bool:
-    """Whether `text` shows a part `redact` replaced (readers mark it `SECRET_MARK`)."""
-    return REDACTED in text
-
-
 def _kind(match: re.Match[str]) -> str:
     return _SHAPES[int(match.lastgroup[1:])][0] if match.lastgroup else "a secret"

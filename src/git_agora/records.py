@@ -45,16 +45,12 @@ def _number(value: object) -> float | None:
 
 
 def _numbers(value: object) -> dict[str, float] | None:
-    if not isinstance(value, dict):
-        return _numbers(dict(value)) if isinstance(value, Mapping) else None
-    for v in value.values():
-        if not isinstance(v, (int, float)) or isinstance(v, bool):
-            return None
-    return value
+    found = _object(value)
+    return None if found is None or any(_number(v) is None for v in found.values()) else found
 
 
 def _object(value: object) -> dict[str, Any] | None:
-    return value if isinstance(value, dict) else dict(value) if isinstance(value, Mapping) else None
+    return dict(value) if isinstance(value, Mapping) else None  # its own copy
 
 
 def _text(value: object) -> str | None:
@@ -87,13 +83,17 @@ _READ: dict[str, Callable[[object], Any]] = {  # each field as read: its value, 
 }
 
 
+def _sha256(evaluator: object) -> str | None:
+    """An evaluator identity's digest, None where it holds no well-formed one."""
+    digest = evaluator.get("sha256") if isinstance(evaluator, Mapping) else None
+    return digest if isinstance(digest, str) and _SHA256.match(digest) else None
+
+
 def _backed(reproduced: object, evaluator: object, sandbox: object, duration: object) -> bool:
     """The rule of `RunRecord.backed`, over fields as `_READ` reads them."""
-    digest = evaluator.get("sha256") if isinstance(evaluator, dict) else None
     return (
         reproduced is not None
-        and isinstance(digest, str)
-        and bool(_SHA256.match(digest))
+        and _sha256(evaluator) is not None
         and sandbox is not None
         and isinstance(duration, (int, float))
         and math.isfinite(duration)
@@ -132,7 +132,6 @@ class RunRecord:
             return None
         get = metadata.get
         values = {key: read(get(key)) for key, read in _READ.items()}
-        values = {key: dict(v) if isinstance(v, dict) else v for key, v in values.items()}  # its own copies
         unreadable = tuple(k for k, v in values.items() if v is None and get(k) is not None)
         era = 3 if "sandbox" in metadata else 2 if "output" in metadata else 1
         unknown = tuple(sorted(k for k in metadata if k not in RUN_KEYS))
@@ -144,8 +143,7 @@ class RunRecord:
 
     @property
     def evaluator_sha256(self) -> str | None:
-        digest = (self.evaluator or {}).get("sha256")
-        return digest if isinstance(digest, str) and _SHA256.match(digest) else None
+        return _sha256(self.evaluator)
 
     @property
     def backed(self) -> bool:
@@ -155,12 +153,12 @@ class RunRecord:
         return _backed(self.reproduced, self.evaluator, self.sandbox, self.duration_s)
 
 
-def carries_run(metadata: Mapping[str, Any]) -> bool:
+def carries_run(metadata: Mapping[str, Any], values: str = "reproduced") -> bool:
     """Whether a verdict's metadata records its rerun (`RunRecord.backed`): the index's `run_backed`
-    column, and with ``measured`` as ``reproduced``, whether a claim carries its check's run."""
+    column; with ``values="measured"``, whether a claim's check record does (`check_backed`)."""
     get = metadata.get  # `RunRecord.read(metadata).backed` without the other fields: read for every verdict indexed
-    return "reproduced" in metadata and _backed(
-        _numbers(get("reproduced")), _object(get("evaluator")), _flag(get("sandbox")), _number(get("duration_s"))
+    return values in metadata and _backed(
+        _numbers(get(values)), _object(get("evaluator")), _flag(get("sandbox")), _number(get("duration_s"))
     )
 
 
@@ -190,7 +188,6 @@ class CheckRecord:
             return None
         get = check.get
         values = {key: _READ["reproduced" if key == "measured" else key](get(key)) for key in CHECK_KEYS}
-        values = {key: dict(v) if isinstance(v, dict) else v for key, v in values.items()}
         era = 3 if "sandbox" in check else 2 if "evaluator" in check else 1
         return cls(**values, command=_text(get("command")), era=era)
 
@@ -200,8 +197,7 @@ class CheckRecord:
 
     @property
     def evaluator_sha256(self) -> str | None:
-        digest = (self.evaluator or {}).get("sha256")
-        return digest if isinstance(digest, str) and _SHA256.match(digest) else None
+        return _sha256(self.evaluator)
 
     @property
     def backed(self) -> bool:
@@ -213,12 +209,7 @@ class CheckRecord:
 def check_backed(metadata: Mapping[str, Any]) -> bool:
     """`CheckRecord.read(metadata).backed` without the other fields: read for every scored result."""
     check = metadata.get("check")
-    if not isinstance(check, Mapping):
-        return False
-    get = check.get
-    return _backed(
-        _numbers(get("measured")), _object(get("evaluator")), _flag(get("sandbox")), _number(get("duration_s"))
-    )
+    return isinstance(check, Mapping) and carries_run(check, "measured")
 
 
 @dataclass(frozen=True)

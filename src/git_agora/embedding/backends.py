@@ -72,11 +72,6 @@ class EmbeddingBackend:
     detail: str | None = None
 
     @property
-    def is_fallback(self) -> bool:
-        """Word overlap instead of meaning (the hashing backends)."""
-        return self.name.startswith("hashing")
-
-    @property
     def runtime(self) -> str:
         """What ran, for one line of output: ``onnxruntime int8``, ``sentence-transformers``, ..."""
         return f"{self.name} {self.detail}" if self.detail else self.name

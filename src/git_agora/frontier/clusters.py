@@ -314,7 +314,7 @@ def diversity(
     limit: int = 10,
 ) -> Diversity:
     """Cluster the window and summarise it (module docstring). ``has_vector``: per frame node;
-    ``source(nodes)`` returns their unit vectors and presence, as ``embedding_matrix`` does."""
+    ``source(nodes)`` returns their unit vectors and presence, as ``VectorIndex.vectors`` does."""
     pool = clusterable(frame)
     recent = recent_clusterable(frame, params.window)
     total = len(recent)

@@ -156,6 +156,8 @@ class VectorIndex:
         return matrix, offsets[:-1] // dim
 
     def vectors(self, indices: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Unit-length vectors aligned with the shas (those at ``indices``): ``(matrix (n, dim) float32,
+        present (n,) bool)``, a zero row where a sha has none (any model's output: cosine = dot product)."""
         where = self.position if indices is None else self.position[np.asarray(indices, dtype=np.int64)]
         present = where >= 0
         if not present.any():
@@ -217,14 +219,3 @@ def vector_index(
     if not every:
         position[position >= 0] = mine[position[position >= 0]]
     return VectorIndex(embeddings, position, model, read)
-
-
-def embedding_matrix(
-    embeddings: pa.Table | None, shas: pa.Array | pa.ChunkedArray | Sequence[str], model: str | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Unit-length vectors aligned with ``shas``: ``(matrix (n, dim) float32, present (n,) bool)``.
-
-    Rows of ``shas`` without a vector for ``model`` (see ``pick_model``) are zero and not present.
-    Vectors are re-normalized, so any model's output works with cosine = dot product.
-    """
-    return vector_index(embeddings, shas, model).vectors()

@@ -706,10 +706,6 @@ def discard(path: Path) -> None:
         pass
 
 
-def with_segments(manifest: Manifest, segments: Sequence[Segment], **changes) -> Manifest:
-    return replace(manifest, segments=tuple(segments), **changes)
-
-
 def accounts_of(table: pa.Table) -> dict[str, tuple[int, int, str]]:
     """Rows and last key per account of a table in canonical order."""
     named = table.select(["account", "timestamp", "sha"]).filter(pc.is_valid(table.column("account")))

@@ -32,7 +32,6 @@ from .schema import CONTRIBUTIONS, TABLES
 from .segments import MANIFEST, Damaged, Manifest, OtherFormat, Segment, WriteFailed
 from .state import FORMAT_VERSION, LEGACY_FILE, ManifestHead, current, index_dir, read_state, tips_digest
 
-STORED = ("contributions", "cross_refs")  # the rest is derived on load
 LOCK = "lock"
 LEGACY_FILES = ("contributions.parquet", "cross_refs.parquet", "state.json")  # format 2: whole tables
 

@@ -19,18 +19,15 @@ runs both, and shellcheck on every script): every action pinned by a full commit
 a comment, no permission at the top, `contents: read` for the verify job and `contents: write` for the
 one that pushes, no `${{ }}` in a `run:` line, no credential persisted by the checkout.
 
-Pure: strings in, files out (`write_recipe`); no click, no Git.
+Pure: strings in, strings out; no click, no Git, no files.
 """
 
 from __future__ import annotations
 
-import os
 import platform
 import re
 import shlex
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..contribution import valid_account
 from ..errors import AgoraError
@@ -238,44 +235,6 @@ def recipe(
     notes = (*_environment_notes(python, from_policy, lock is not None), *notes)
     extra = () if lock is None else ((lock_path, lock if lock.endswith("\n") else lock + "\n"),)
     return Recipe(forge, PATHS[forge], text, notes, python, from_policy, extra)
-
-
-def write_recipe(
-    root: Path,
-    forge: str,
-    branch: str = "main",
-    force: bool = False,
-    *,
-    install: str | None = None,
-    account: str = "ci",
-    python: str | None = None,
-    lock: str | None = None,
-) -> Recipe:
-    """Write `recipe(...)`'s files at their paths under `root` (a work tree); existing ones are replaced
-    only with `force` (each replaced whole, never written through a link)."""
-    made = recipe(forge, branch, install=install, account=account, python=python, lock=lock)
-    for path, _ in made.files:
-        target = Path(root) / path
-        if (target.exists() or target.is_symlink()) and not force:
-            raise AgoraError(f"{path} exists; --force replaces it")
-        if target.is_dir() and not target.is_symlink():
-            raise AgoraError(f"{path} is a folder")
-    for path, text in made.files:
-        _replace(Path(root) / path, text)
-    return made
-
-
-def _replace(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, scratch = tempfile.mkstemp(prefix=".agora-ci-", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-        os.chmod(scratch, 0o644)
-        os.replace(scratch, target)
-    except BaseException:
-        Path(scratch).unlink(missing_ok=True)
-        raise
 
 
 def _environment_notes(python: str, from_policy: bool, locked: bool) -> tuple[str, ...]:

@@ -112,7 +112,7 @@ def refresh(
 
 def _with_the_policies_pins(project: Project, rules, report: UpdateReport, refs: dict[str, str]) -> UpdateReport:
     """The index judged signatures with the keys the policies pinned as far as this clone knew them
-    (`ops.standing.policy_pins`); when the policies in force now pin others (an amendment arrived), it is
+    (`ops.standing.pins_in_force`); when the policies in force now pin others (an amendment arrived), it is
     rebuilt under those, so that a rebuild and an incremental update agree. The policies in force are
     those remembered for the index the update started from plus those of the rows it wrote
     (`UpdateReport.policies`); only when that is not known is the policy column read."""

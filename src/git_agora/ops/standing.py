@@ -6,7 +6,7 @@
   policy's `[identity] members` and the CI accounts it counts (`ProjectConfig.counted_ci_accounts`);
   the latter's witness records date what they saw (`ops.witness`).
 - Keys come from the history, not from the order a reader saw it: an account some policy in force pins
-  (`[ci] keys`, `policy_pins`) is verified with those keys (and the rotations they signed), whatever
+  (`[ci] keys`, `pins_in_force`) is verified with those keys (and the rotations they signed), whatever
   identity this clone pinned first; `[identity] members` are verified with the key of the policy in
   force for each contribution (`index.signatures`). First-use pins hold only for the other accounts.
 - The *current epoch*: every policy in force somewhere whose evaluator (`Policy.evaluator_key`) is the
@@ -80,15 +80,10 @@ def _current_config_and_epoch(project: Project, contributions: pa.Table) -> tupl
 PINS_FILE = "policy-pins.json"  # under .git/agora: the keys the policies in force pin, as last indexed
 
 
-def policy_pins(project: Project, contributions: pa.Table) -> dict[str, tuple[str, ...]]:
-    """The keys the policies in force pin for CI accounts (`[ci] keys` of the setup and of every valid
-    amendment any valid contribution is judged by), per account, in a fixed order: a function of the
-    history alone. The setup's account is never pinned here (its amendments decide the policies)."""
-    return pins_in_force(project, policies_in_force(project, contributions))
-
-
 def pins_in_force(project: Project, in_force: set[str] | frozenset[str]) -> dict[str, tuple[str, ...]]:
-    """`policy_pins` of the policies `in_force` (`policies_in_force`)."""
+    """The keys the policies `in_force` (`policies_in_force`: the setup and every valid amendment any valid
+    contribution is judged by) pin for CI accounts (`[ci] keys`), per account, in a fixed order: a function
+    of the history alone. The setup's account is never pinned here (its amendments decide the policies)."""
     founder = project.repo.contribution(project.setup)
     pins: dict[str, set[str]] = {}
     for sha in sorted(in_force):
@@ -103,7 +98,7 @@ def pins_in_force(project: Project, in_force: set[str] | frozenset[str]) -> dict
 
 
 def pinned_keys(project: Project) -> dict[str, tuple[str, ...]]:
-    """`policy_pins` as the index last found them (`remember_pins`), else those of the setup."""
+    """`pins_in_force` as the index last found them (`remember_pins`), else those of the setup."""
     data = _remembered(project)
     if data is not None:
         try:

@@ -7,7 +7,6 @@ from typing import NewType
 from ..contribution import ACCOUNT_PATTERN, valid_account
 
 RefName = NewType("RefName", str)
-Sha = NewType("Sha", str)
 
 ROOT = "refs/agora/"
 LOG_PREFIX = "refs/agora/log/"
