@@ -132,6 +132,7 @@ def test_a_sandbox_that_stops_mid_run_keeps_the_verdicts_reached(tmp_path, monke
     from git_agora.errors import AgoraError, ExitCode
     from git_agora.evaluate.sandbox import SandboxUnavailable
     from git_agora.ops import ci_split, verify
+    from git_agora.ops.ci import ci
     from git_agora.project import Project
 
     remote = tmp_path / "remote.git"
@@ -163,7 +164,11 @@ def test_a_sandbox_that_stops_mid_run_keeps_the_verdicts_reached(tmp_path, monke
 
     secret, _ = ci_secret(tmp_path)
     publisher = make_clone(tmp_path, "publish-job", str(remote), "ci")
-    job = {"AGORA_CI_KEY": secret, "PATH": no_bwrap_path(tmp_path)}
-    published = agora(publisher, "ci", "--publish", str(bundle), "--json", check=False, env=job).json()
+    monkeypatch.setenv("PATH", no_bwrap_path(tmp_path))
+    asked: list[str] = []
+    policy = Project.policy
+    monkeypatch.setattr(Project, "policy", lambda self, sha: asked.append(sha) or policy(self, sha))
+    published = ci(Project.open(publisher, account="ci"), secret=secret, bundle=bundle).to_dict()
     assert [c["target"] for c in published["checked"] if c["verification"]] == [calls[0]], published
     assert published["left"] == [calls[1]], published  # left for the next run (the recipe fails the job: exit 4)
+    assert asked.count(calls[0]) == 1  # the target's policy checks the verdict and names its metric: asked once

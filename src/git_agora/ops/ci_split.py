@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..contribution import ContributionError, Verdict, check
 from ..errors import AgoraError, ClaimError, ExitCode
@@ -150,9 +150,15 @@ def publish_bundle(project: Project, folder: Path | str, site_dir: Path | str | 
     return CiReport(project.account, fetched.remote, new, tuple(checked), bundle.left, records, logs, site, notes)
 
 
-def publish_rerun(
-    project: Project, rerun: Rerun, accepted: dict[str, tuple[Judgement, RunRecord]], publishing: bool = True
-) -> Checked:
+class Accepted(NamedTuple):
+    """A verdict of a checked bundle, as it will be published: under the metric of its target's policy."""
+
+    judgement: Judgement
+    record: RunRecord
+    metric: str | None
+
+
+def publish_rerun(project: Project, rerun: Rerun, accepted: dict[str, Accepted], publishing: bool = True) -> Checked:
     """One claim of an accepted bundle: its verdict signed and published (unless not `publishing`: then
     kept as data, with its record, for a bundle), or why it was not rerun."""
     from .verify import verification_of
@@ -162,17 +168,16 @@ def publish_rerun(
     if rerun.verdict is None:
         cause = NotRerun(rerun.cause)
         return Checked(rerun.target, who, title, None, rerun.reason, None, rerun.seconds, cause)
-    judgement, record = accepted[rerun.target]
+    judgement, record, metric = accepted[rerun.target]
     if not publishing:
         return Checked(rerun.target, who, title, rerun.verdict, judgement.reason, None, rerun.seconds, None, record)
-    metric = project.policy(rerun.target).config.metric
     verification = verification_of(project.account, target, judgement, record, metric)
     assert target.tree is not None
     published = _shared(publish(project, verification, target.tree))
     return Checked(rerun.target, who, title, rerun.verdict, judgement.reason, published.sha, rerun.seconds)
 
 
-def accept(project: Project, bundle: Bundle, pending: tuple[str, ...]) -> dict[str, tuple[Judgement, RunRecord]]:
+def accept(project: Project, bundle: Bundle, pending: tuple[str, ...]) -> dict[str, Accepted]:
     """Each verdict's judgement and record as the publish half will publish them, once the whole
     bundle is checked (module docstring); BundleError, naming the first problem, otherwise."""
     if bundle.account != project.account:
@@ -189,7 +194,7 @@ def accept(project: Project, bundle: Bundle, pending: tuple[str, ...]) -> dict[s
     return accepted
 
 
-def _accepted(project: Project, rerun: Rerun) -> tuple[Judgement, RunRecord]:
+def _accepted(project: Project, rerun: Rerun) -> Accepted:
     from .verify import _verification, claimed_evaluator
 
     short = rerun.target[:12]
@@ -246,7 +251,7 @@ def _accepted(project: Project, rerun: Rerun) -> tuple[Judgement, RunRecord]:
         check(_verification(project.account, target, _verdict(judgement), "draft", {}, {}), project.repo.contribution)
     except ContributionError as exc:
         raise BundleError(f"{short}: {ClaimError(str(exc))}") from None
-    return judgement, expected
+    return Accepted(judgement, expected, config.metric)
 
 
 def _verdict(judgement: Judgement) -> Verdict:
