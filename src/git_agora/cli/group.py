@@ -13,12 +13,12 @@ from . import COMMANDS
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name in COMMANDS if _module_exists(COMMANDS[name])]
+        return [name for name in COMMANDS if _module_exists(name)]
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in COMMANDS or not _module_exists(COMMANDS[name]):
+        if name not in COMMANDS or not _module_exists(name):
             return None
-        return importlib.import_module(f"git_agora.cli.{COMMANDS[name]}").command
+        return importlib.import_module(f"git_agora.cli.{name}").command
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
         """An unknown command names the nearest one, and `-h` (git takes `git agora --help` for itself)."""
