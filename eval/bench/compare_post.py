@@ -1,7 +1,13 @@
 """`git agora post` of two source trees side by side, interleaved round by round with the baselines.
 
-    git worktree add /tmp/old-tree <commit>
-    python eval/bench/compare_post.py CLONE --old /tmp/old-tree/src --rounds 20 [--same-remote] [--same-clone]
+    git worktree add /tmp/old-tree <commit>   # with its own venv: python -m venv .venv && pip install -e .
+    python eval/bench/compare_post.py CLONE --old /tmp/old-tree/.venv/bin/git-agora --rounds 20 \
+        [--same-remote] [--same-clone]
+
+- `--old` a venv's entry point: each tree runs from its own venv's, as installed (compare like with like:
+  a `src/` folder given instead goes first on PYTHONPATH of this venv's, which is not how either is
+  installed, and costs what the import system's lookups of a foreign layout cost: 88f69ea's `src/` as a
+  `git archive` took 1.49x the CPU of the same code in a worktree with its egg-info, 2026-12-06);
 
 - CLONE: a clone with `agora.account` set and a key made (any bench clone, e.g. the one
   `bench_publish.py` or `bench_scale.py` leaves under $AGORA_BENCH_DIR), whose origin takes the posts;
@@ -13,7 +19,8 @@
   refs, whose push (like the post's) hands every remote ref it has to pack-objects as a negative;
 - interleaving keeps a machine's changing load out of the comparison (the two trees take turns going
   first); bytecode is cached; the first round is a warm-up. Prints medians, each as a ratio to the
-  baseline of the same run.
+  baseline of the same run, and the pair-by-pair ratio new / old: its median and a distribution-free
+  95% interval for it (`median_interval`).
 """
 
 from __future__ import annotations
@@ -21,10 +28,11 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import sys
 import time
 from pathlib import Path
 
-from _common import ROOT, WORK_DIR, sh  # sh: the venv's git agora first on PATH
+from _common import ROOT, WORK_DIR, median_interval, sh  # sh: the venv's git agora first on PATH
 
 IDENT = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
 BRANCH = "refs/heads/compare-post-plain"
@@ -60,22 +68,30 @@ def plain_round(work: Path) -> None:
     sh("git", "push", "-q", "origin", f"HEAD:{BRANCH}-{work.name}", cwd=work)
 
 
-def post(clone: Path, src: Path, label: str) -> None:
+def post(clone: Path, tree: Path, label: str) -> None:
+    """One post with `tree`: a venv's `git-agora` entry point runs as it is; a `src/` folder is put first
+    on PYTHONPATH of this venv's (its bytecode cached under WORK_DIR)."""
     message = f"compare {label} {time.time_ns()}: nothing to see"
-    caches = {"PYTHONPATH": str(src), "PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(WORK_DIR / "pycache")}
-    out = sh("git", "agora", "post", "-m", message, "--tag", "insight", "--json", cwd=clone, extra_env=caches)
+    args = ("post", "-m", message, "--tag", "insight", "--json")
+    if tree.is_file():
+        out = sh(str(tree), *args, cwd=clone)
+    else:
+        pycache = str(WORK_DIR / "pycache")
+        caches = {"PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": pycache}
+        out = sh("git", "agora", *args, cwd=clone, extra_env=caches)
     assert '"pushed"' in out, out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("clone", type=Path)
-    parser.add_argument("--old", type=Path, required=True, help="the other tree's src folder")
+    parser.add_argument("--old", type=Path, required=True, help="the other tree's venv's git-agora, or its src folder")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--same-remote", action="store_true")
     parser.add_argument("--same-clone", action="store_true")
     args = parser.parse_args()
-    sources = {"old": args.old.resolve(), "new": ROOT / "src"}
+    new = Path(sys.executable).with_name("git-agora") if args.old.is_file() else ROOT / "src"
+    sources = {"old": args.old.resolve(), "new": new}
     works = {"baseline": plain_work("tiny", None)}
     if args.same_remote:
         origin = sh("git", "remote", "get-url", "origin", cwd=args.clone).strip()
@@ -105,6 +121,9 @@ def main() -> None:
     print(f"{args.clone} ({args.rounds} rounds, load {Path('/proc/loadavg').read_text().split()[0]}):")
     for name, ms in medians.items():
         print(f"  {name:20} {ms:7.1f} ms  {ms / base:5.2f}x")
+    paired = [new / old for new, old in zip(times["new"][1:], times["old"][1:], strict=True)]
+    low, high = median_interval(paired)
+    print(f"  new / old, pair by pair: median {statistics.median(paired):.3f}, 95% interval [{low:.3f}, {high:.3f}]")
 
 
 if __name__ == "__main__":
