@@ -11,11 +11,16 @@ gets a random vector of all-MiniLM-L6-v2's id (as `bench_search.py` does) and ea
 `analyze --json` and `search QUERY --json` with each tree. One untimed warm-up of each first (the
 search's loads the query model). Prints medians with the rounds' range, and the ratio new / baseline
 (at most 1.10: no speed given back). Results: bench-out/compare_index.json.
+
+"new" is this checkout's HEAD (committed code only), unpacked by `git archive` as the baseline is: the
+two trees then differ in their code alone (a `src/` with an editable install's egg-info and one without
+cost the import system different lookups: 1.49x the CPU of a post for the same code, 2026-12-06).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 
 from bench_search import QUERIES, baseline_src, run, write_random_vectors
 
@@ -29,7 +34,8 @@ def main() -> int:
     parser.add_argument("--accounts", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    trees = {"new": ROOT / "src", "baseline": baseline_src(args.baseline)}
+    head = sh("git", "rev-parse", "--short=12", "HEAD", cwd=ROOT).strip()
+    trees = {"new": baseline_src(head), "baseline": baseline_src(args.baseline)}  # both laid out alike
     origin = project(args.size, args.accounts)
     clones = {name: plain_clone(origin, WORK_DIR / f"compare-index-{args.size}-{name}") for name in trees}
     for clone in clones.values():  # one clone per tree: their index formats may differ
@@ -72,12 +78,17 @@ def main() -> int:
             for name, done in by_tree.items()
         }
         new, old = summary["new"]["wall"], summary["baseline"]["wall"]
-        results[step] = {**summary, "ratio": ratio(new["median"], old["median"])}
+        paired = {  # round by round, new / baseline: the median and the range (5 rounds: a 94% interval)
+            key: sorted(ratio(a[key], b[key]) for a, b in zip(by_tree["new"], by_tree["baseline"], strict=True))
+            for key in ("wall", "cpu")
+        }
+        results[step] = {**summary, "ratio": ratio(new["median"], old["median"]), "paired": paired}
+        cpu = paired["cpu"]
         print(
             f"  {step}: new {new['median']:.3f} s [{new['min']:.3f}-{new['max']:.3f}], "
             f"baseline {old['median']:.3f} s [{old['min']:.3f}-{old['max']:.3f}] -> "
-            f"{results[step]['ratio']:.3f}x; peak {summary['new']['mb']['median']:.0f} MB vs "
-            f"{summary['baseline']['mb']['median']:.0f} MB",
+            f"{results[step]['ratio']:.3f}x; CPU paired {statistics.median(cpu):.3f} [{cpu[0]:.3f}-{cpu[-1]:.3f}]; "
+            f"peak {summary['new']['mb']['median']:.0f} MB vs {summary['baseline']['mb']['median']:.0f} MB",
             flush=True,
         )
     print(f"wrote {write_json('compare_index', {'baseline': args.baseline, 'size': args.size, **results})}")
