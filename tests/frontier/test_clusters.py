@@ -105,3 +105,23 @@ def test_window_keeps_the_most_recent():
     config = replace(config, clusters=replace(config.clusters, window=5))
     div = analyze(contributions, embeddings=emb, config=config).diversity
     assert div.window == 5 and div.sizes == (5,)  # the five newest are all in the crowd
+
+
+def test_central_members_sums_each_cluster_as_add_at_does():
+    """The cluster means are summed in row order, bit for bit what `np.add.at` gives, so the central
+    member (a label and a site's map) does not move with the faster sum."""
+    from git_agora.frontier.clusters import central_members
+
+    def by_add_at(vectors, labels, k):
+        mean = np.zeros((k, vectors.shape[1]), dtype=np.float64)
+        np.add.at(mean, labels, vectors)
+        closeness = np.einsum("ij,ij->i", vectors, mean[labels])
+        order = np.lexsort((-closeness, labels))
+        return order[np.flatnonzero(np.r_[True, labels[order][1:] != labels[order][:-1]])]
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n, d, k = int(rng.integers(1, 300)), int(rng.integers(1, 24)), int(rng.integers(1, 40))
+        vectors = rng.standard_normal((n, d)).astype(rng.choice([np.float32, np.float64]))
+        labels = rng.integers(0, k, n)
+        assert np.array_equal(central_members(vectors, labels, k), by_add_at(vectors, labels, k))
