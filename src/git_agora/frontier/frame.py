@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from ..contribution import HYPOTHESIS
 from .evidence import FollowOnCounter, evidence_columns
 from .graph import Graph, build_graph, combined, kind_mask, signed, tag_mask
 from .root import Root
-from .scored import buildable_mask, in_epoch, is_verification, primary_metric
+from .scored import buildable_mask, in_epoch, is_verification, may_lead, new_best_nodes, primary_metric
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,6 +84,19 @@ class Frame:
     @property
     def has_metric(self) -> bool:
         return bool(self.scored.any())
+
+    @cached_property
+    def new_best_records(self) -> np.ndarray:
+        """The results that set a new best (noise-aware) when published, in time order, among those that
+        may lead (``scored.may_lead``): what the best, its ties and the new-best marks read, once a frame."""
+        leading = may_lead(self.scored, self.status, self.graph.root.ranks)
+        return new_best_nodes(self.table, leading, self.direction, self.tolerance, self.metric)
+
+    @property
+    def best_node(self) -> int:
+        """The best result (the latest of ``new_best_records``), -1 when none may lead."""
+        records = self.new_best_records
+        return int(records[-1]) if len(records) else -1
 
     def loss(self) -> np.ndarray:
         """Metric in "smaller is better" form."""

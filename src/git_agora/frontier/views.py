@@ -29,7 +29,7 @@ from . import calibration
 from .evidence import verdicts_of
 from .frame import Frame, build_frame, inherit_quality, int_column, quality
 from .graph import combined, top_lexsort
-from .scored import best_node, may_lead, new_best_nodes
+from .scored import best_node
 from .verdict_rows import unsettled_failures
 
 __all__ = [  # build_frame, Frame and the quality functions live in ``frame``; re-exported for old imports
@@ -226,14 +226,8 @@ def within_tolerance_of(frame: Frame, node: int) -> np.ndarray:
         return frame.scored & (np.abs(loss - loss[node]) <= frame.tolerance)
 
 
-def leading(frame: Frame) -> np.ndarray:
-    """Boolean per node: a scored result that may be a new best or the best (``scored.may_lead``: with
-    ranks, not contested)."""
-    return may_lead(frame.scored, frame.status, frame.graph.root.ranks)
-
-
 def held_back(frame: Frame) -> str | None:
-    """The sha of the contested result that would be the best if contested results led (``leading``),
+    """The sha of the contested result that would be the best if contested results led (``scored.may_lead``),
     None when there is none (no ranks, or the best among all scored results may lead)."""
     if not frame.graph.root.ranks:
         return None
@@ -245,21 +239,21 @@ def held_back(frame: Frame) -> str | None:
 
 def best_group(frame: Frame) -> np.ndarray:
     """Boolean per node: the best result and its ties (``best``), the results a reported best rests on."""
-    node = best_node(frame.table, leading(frame), frame.direction, frame.tolerance, frame.metric)
+    node = frame.best_node
     return within_tolerance_of(frame, node) if node >= 0 else np.zeros(frame.n, dtype=bool)
 
 
 def new_bests(frame: Frame) -> np.ndarray:
     """Boolean per node: a scored result that set a new best (noise-aware) when it was published."""
     mask = np.zeros(frame.n, dtype=bool)
-    mask[new_best_nodes(frame.table, leading(frame), frame.direction, frame.tolerance, frame.metric)] = True
+    mask[frame.new_best_records] = True
     return mask
 
 
 def best(frame: Frame) -> Best | None:
     """The best result (``scored.best_node``: the latest noise-aware new best among the results that may
     lead, ``leading``), or None when none is scored."""
-    node = best_node(frame.table, leading(frame), frame.direction, frame.tolerance, frame.metric)
+    node = frame.best_node
     if node < 0:
         return None
     close = within_tolerance_of(frame, node)
