@@ -112,10 +112,6 @@ def advance_head(repo: Repository, old: str, new: str, snap: Snapshot) -> bool:
     return True
 
 
-def is_dirty(repo: Repository) -> bool:
-    return bool(repo.git.run("status", "--porcelain", "--untracked-files=no").strip())
-
-
 def checkout(
     repo: Repository, sha: str, worktree: Path | None = None, record: Callable[[Path], None] | None = None
 ) -> Path:
@@ -143,7 +139,7 @@ def checkout(
         return path
     if repo.bare:
         raise AgoraError("a bare repository has no work tree: use --worktree DIR")
-    if is_dirty(repo):
+    if repo.git.run("status", "--porcelain", "--untracked-files=no").strip():
         raise AgoraError("the work tree has uncommitted changes: publish, commit or stash them, or use --worktree DIR")
     if record is not None:
         record(Path(repo.worktree_path))

@@ -152,7 +152,7 @@ def _scored(outcome: _Outcome, metric: str | None, spec: EvalSpec) -> EvalRun:
     duration = outcome.step.duration_s
     if payload is None:
         return EvalRun(False, {}, duration, Reason.NO_METRIC, "the evaluator printed no JSON object", None, 0)
-    if _incomplete(payload):  # the scorer's word: the build stopped short of the setup's budget
+    if payload.get(INCOMPLETE_KEY) not in (None, False):  # the scorer's word: short of the setup's budget
         detail = "the evaluator found the run short of its budget"
         return EvalRun(False, {}, duration, Reason.INCOMPLETE, detail + _budget_detail(payload), payload, 0)
     metrics = finite_numbers(payload)
@@ -167,10 +167,6 @@ def _scored(outcome: _Outcome, metric: str | None, spec: EvalSpec) -> EvalRun:
 
 
 INCOMPLETE_KEY = "incomplete"  # an evaluator's JSON object holding it (not false or null) scores nothing
-
-
-def _incomplete(payload: Mapping[str, Any]) -> bool:
-    return payload.get(INCOMPLETE_KEY) not in (None, False)
 
 
 def _budget_detail(payload: Mapping[str, Any]) -> str:

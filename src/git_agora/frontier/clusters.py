@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .frame import Frame
-from .graph import pointer_roots, top_lexsort
+from .graph import pointer_roots
 
 VectorSource = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -262,12 +262,7 @@ def clusterable(frame: Frame) -> np.ndarray:
 
 def recent_clusterable(frame: Frame, window: int) -> np.ndarray:
     """The ``window`` most recent clusterable nodes, newest first: the nodes clustering reads vectors of."""
-    return newest_first(frame, np.flatnonzero(clusterable(frame)), window)
-
-
-def newest_first(frame: Frame, nodes: np.ndarray, limit: int | None = None) -> np.ndarray:
-    """``nodes`` by timestamp, then log position, newest first (the first ``limit`` of them)."""
-    return nodes[top_lexsort((frame.log_seq[nodes], frame.timestamp[nodes]), limit, last=True)]
+    return frame.newest_first(np.flatnonzero(clusterable(frame)), window)
 
 
 def metric_histogram(frame: Frame, bins: int = 10) -> Histogram | None:
@@ -335,7 +330,7 @@ def diversity(
             )
         )
         return _unavailable(why, model, coverage, params, histogram)
-    nodes = newest_first(frame, np.flatnonzero(pool & has_vector), params.window)
+    nodes = frame.newest_first(np.flatnonzero(pool & has_vector), params.window)
     vectors, _ = source(nodes)
     labels, degree = single_link(vectors, params.threshold, params.block)
     sizes = np.bincount(labels)

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from ..contribution import HYPOTHESIS
 from .evidence import FollowOnCounter, evidence_columns
-from .graph import Graph, build_graph, combined, kind_mask, signed, tag_mask
+from .graph import Graph, build_graph, combined, kind_mask, signed, tag_mask, top_lexsort
 from .root import Root
 from .scored import buildable_mask, in_epoch, is_verification, may_lead, new_best_nodes, primary_metric
 
@@ -101,6 +101,10 @@ class Frame:
     def loss(self) -> np.ndarray:
         """Metric in "smaller is better" form."""
         return -signed(self.metric, self.direction)
+
+    def newest_first(self, nodes: np.ndarray, limit: int | None = None) -> np.ndarray:
+        """``nodes`` by timestamp, then log position, newest first (the first ``limit`` of them)."""
+        return nodes[top_lexsort((self.log_seq[nodes], self.timestamp[nodes]), limit, last=True)]
 
     def candidates(self) -> np.ndarray:
         """Nodes that may be suggested as parents: not wip, endorsement, verification or failed."""

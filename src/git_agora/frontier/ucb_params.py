@@ -55,18 +55,9 @@ class UcbParams:
         kinds = {f.name: type(getattr(cls(), f.name)) for f in fields(cls)}
         if not isinstance(values.get("explore_scored", False), bool):
             raise ValueError(f"[ucb] explore_scored must be true or false, not {values['explore_scored']!r}")
-        quality = values.get("explore_quality", "own")
-        if quality not in EXPLORE_QUALITIES:
-            raise ValueError(f"[ucb] explore_quality must be one of {', '.join(EXPLORE_QUALITIES)}, not {quality!r}")
-        slots = values.get("explore_slots", "both")
-        if slots not in EXPLORE_SLOTS:
-            raise ValueError(f"[ucb] explore_slots must be one of {', '.join(EXPLORE_SLOTS)}, not {slots!r}")
-        verify = values.get("verify", "all")
-        if verify not in VERIFY_LISTS:
-            raise ValueError(f"[ucb] verify must be one of {', '.join(VERIFY_LISTS)}, not {verify!r}")
-        rank = values.get("exploit_rank", "ucb")
-        if rank not in EXPLOIT_RANKS:
-            raise ValueError(f"[ucb] exploit_rank must be one of {', '.join(EXPLOIT_RANKS)}, not {rank!r}")
+        for key, choices in CHOICES.items():
+            if values.get(key, choices[0]) not in choices:
+                raise ValueError(f"[ucb] {key} must be one of {', '.join(choices)}, not {values[key]!r}")
         return cls(**{k: kinds[k](v) for k, v in values.items()})
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,10 +73,12 @@ class UcbParams:
 UCB_FORMAT = 3  # the newest [ucb] format this git-agora reads
 FORMAT_2 = ("format", "replicate_within", "replicates", "explore_quality", "explore_scored", "explore_slots")
 KEY_FORMATS = {**dict.fromkeys(FORMAT_2 + ("exploit_rank",), 2), "verify": 3}  # the format a key needs (others: 1)
-EXPLORE_QUALITIES = ("own", "lineage")
-EXPLORE_SLOTS = ("both", "novel")
-EXPLOIT_RANKS = ("ucb", "quality")
-VERIFY_LISTS = ("all", "leaders")
+CHOICES = {  # each word-valued key's words, its default first
+    "explore_quality": ("own", "lineage"),
+    "explore_slots": ("both", "novel"),
+    "verify": ("all", "leaders"),
+    "exploit_rank": ("ucb", "quality"),
+}
 
 NEW_SETUPS = UcbParams(
     format=3, explore_scored=True, explore_quality="lineage", explore_slots="novel", verify="leaders"

@@ -178,11 +178,6 @@ class ViewSpec:
     compute: ViewFunction
 
 
-def _newest_first(frame: Frame, nodes: np.ndarray, limit: int | None = None) -> np.ndarray:
-    """``nodes`` newest first (the first ``limit`` of them)."""
-    return nodes[top_lexsort((frame.log_seq[nodes], frame.timestamp[nodes]), limit, last=True)]
-
-
 # --------------------------------------------------------------------------- metric leaders
 
 
@@ -339,7 +334,7 @@ def leaves(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Leaves: contributions (not endorsements or verifications) with no follow-on yet, newest first.
     Extra fields: quality, status."""
     nodes = np.flatnonzero((frame.follow_ons == 0) & frame.own_work)
-    top = _newest_first(frame, nodes, limit)
+    top = frame.newest_first(nodes, limit)
     return Listing(frame.rows(top, quality=frame.q[top], status=frame.status[top]), len(nodes))
 
 
@@ -380,7 +375,7 @@ def contested(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Contributions whose counting verdicts disagree, newest first: they stay scored, marked; a rerun
     settles them. Extra fields: confirmations, partials, failures, quality."""
     nodes = np.flatnonzero(frame.status == "contested")
-    top = _newest_first(frame, nodes, limit)
+    top = frame.newest_first(nodes, limit)
     rows = frame.rows(
         top,
         confirmations=frame.confirmations[top],
@@ -408,14 +403,14 @@ def earlier_epoch(frame: Frame, limit: int, params: ViewParams) -> Listing:
     listed apart, never ranked against the current ones (docs/protocol.md, "Evaluator epochs", says how
     to re-measure one under the current evaluator). Extra fields: status."""
     nodes = np.flatnonzero(frame.earlier_epoch)
-    top = _newest_first(frame, nodes, limit)
+    top = frame.newest_first(nodes, limit)
     return Listing(frame.rows(top, status=frame.status[top]), len(nodes))
 
 
 def open_hypotheses(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Hypotheses with no follow-on yet, newest first. Extra fields: inherited_quality."""
     nodes = np.flatnonzero(frame.hypothesis & (frame.follow_ons == 0) & ~frame.verification)
-    top = _newest_first(frame, nodes, limit)
+    top = frame.newest_first(nodes, limit)
     return Listing(frame.rows(top, inherited_quality=frame.q_inherited[top]), len(nodes))
 
 
@@ -423,7 +418,7 @@ def recent(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Recent activity: the newest valid contributions (witness records are bookkeeping: left out). Extra
     fields: status, verdict, target."""
     nodes = np.flatnonzero(~frame.uncounted)
-    top = _newest_first(frame, nodes, limit)
+    top = frame.newest_first(nodes, limit)
     part = frame.graph.rows(top, ["verdict", "target"])
     rows = frame.rows(
         top, status=frame.status[top], verdict=part["verdict"].to_pylist(), target=part["target"].to_pylist()

@@ -460,13 +460,8 @@ def _policy_column(
     return pc.if_else(is_contribution, policy, pa.scalar(None, pa.string()))
 
 
-def _numpy_bools(column: pa.Array | pa.ChunkedArray):
-    return np_bools(pc.fill_null(column, False))
-
-
-def np_bools(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-
-    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=bool)
+def _numpy_bools(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.fill_null(column, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _root_account(work: pa.Table, known: Mapping[str, build.Known], root: str | None) -> str | None:

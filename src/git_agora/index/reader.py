@@ -104,7 +104,7 @@ def _records(command: list[str], revisions: list[str], git_dir: str | os.PathLik
 def _split(command: list[str], revisions: list[str], git_dir: str | os.PathLike[str]) -> Iterator[bytes]:
     """The records git prints, log commits left out, while git is still walking."""
     for block in _blocks(command, revisions, git_dir):
-        yield from (r for r in block.split(b"\0") if not _is_log_record(r))
+        yield from (r for r in block.split(b"\0") if not is_transport(r))  # log and identity commits
 
 
 def _blocks(
@@ -168,11 +168,6 @@ _LOG_BLOCK_LENGTH = len(_LOG_BLOCK) + 41  # the block, a 40-hex sha and the fina
 
 
 _IDENTITY_BLOCK = b"\n\nAgora-Identity-Format: 1\nAgora-Key: "
-
-
-def _is_log_record(record: bytes) -> bool:
-    """Transport, not contributions: account log commits and identity commits."""
-    return is_transport(record)
 
 
 def is_transport(text: bytes) -> bool:

@@ -374,14 +374,10 @@ def load_index(repo: Repository, rules: IndexRules, update: bool = True, columns
         _refuse_newer(directory, exc.version)
         return _rebuilt(repo, rules, directory, columns, warnings)
     except Damaged as exc:
-        if manifest_exists(directory):
+        if (directory / MANIFEST).exists():
             warnings.append(f"the index was damaged ({exc}); rebuilt it from Git")
         return _rebuilt(repo, rules, directory, columns, warnings)
     return Index(contributions, refs, manifest.tips, tuple(warnings))
-
-
-def manifest_exists(directory: Path) -> bool:
-    return (directory / MANIFEST).exists()
 
 
 def _rebuilt(

@@ -201,10 +201,7 @@ def accounts_in_order(names: list[str], first: np.ndarray, founder: np.ndarray) 
 
 def look_alike_notes(contributions: pa.Table) -> tuple[str, ...]:
     """One line per look-alike account, for the summary of `analyze`."""
-    return notes_of_look_alikes(account_look_alikes(contributions))
-
-
-def notes_of_look_alikes(marked: dict[str, str]) -> tuple[str, ...]:
+    marked = account_look_alikes(contributions)
     return tuple(f"account {later} looks like {earlier}" for later, earlier in marked.items())
 
 
