@@ -25,8 +25,16 @@ def tips(repo: Path) -> dict[str, str]:
     return dict(line.split() for line in out.splitlines())
 
 
+def walked(repo: Path, new: dict[str, str], old: dict[str, str]) -> set[str]:
+    """What `git log --date-order` finds from the new tips down to the old ones, log commits left out."""
+    if not new:
+        return set()
+    revisions = [*sorted(set(new.values())), *(f"^{sha}" for sha in sorted(set(old.values())))]
+    return {raw.sha for raw in reader._records(["log", "--date-order"], revisions, repo)}
+
+
 def indexed(repo: Path) -> set[str]:
-    return {raw.sha for raw in reader.walk(repo, sorted(set(tips(repo).values())), [])}
+    return walked(repo, tips(repo), {})
 
 
 def known_in(shas: set[str]):
@@ -34,7 +42,7 @@ def known_in(shas: set[str]):
 
 
 def git_log_answer(repo: Path, old: dict[str, str], new: dict[str, str]) -> set[str]:
-    return {raw.sha for raw in reader.walk(repo, sorted(set(new.values())), sorted(set(old.values())))}
+    return walked(repo, new, old)
 
 
 @pytest.fixture(scope="module")

@@ -45,17 +45,6 @@ class ParsedCommit:
     problem: str | None = None
 
 
-def walk(git_dir: str | os.PathLike[str], tips: list[str], exclude: list[str]) -> Iterator[RawCommit]:
-    """Every commit reachable from tips and not from exclude, newest first, log commits left out.
-
-    A log commit (its last paragraph is the log trailer block) is transport, not a contribution, and
-    is skipped before decoding; records are parsed while git is still walking.
-    """
-    if not tips:
-        return
-    yield from _records(["log", "--date-order"], [*tips, *(f"^{sha}" for sha in exclude)], git_dir)
-
-
 DATE_ORDER_FROM = 500_000
 """Commits in the commit-graph from which a rebuild walks in date order (`walk_blocks`): 200,000 commits
 (100,000 contributions) rebuild faster in the default order, 2,000,000 in date order."""
@@ -64,8 +53,9 @@ DATE_ORDER_FROM = 500_000
 def walk_blocks(
     git_dir: str | os.PathLike[str], tips: list[str], exclude: list[str], size: int = 1 << 20
 ) -> Iterator[bytes]:
-    """The output of `walk` as blocks of undecoded records, log commits included (`records` splits one):
-    a large walk hands them to worker processes, which also read the log commits (`listing.log_links`).
+    """Every commit reachable from tips and not from exclude, as blocks of undecoded records, log commits
+    included (`records` splits one): a large walk hands them to worker processes, which also read the log
+    commits (`listing.log_links`).
 
     Their order is not walk order. A walk that excludes nothing (a rebuild) takes git's default order,
     whose first records come at once, so the workers parse while git is still walking; `--date-order`
@@ -87,12 +77,13 @@ def records(block: bytes) -> list[bytes]:
 
 
 def as_raw(commit: RawCommit | bytes) -> RawCommit:
-    """A commit as `walk` gives it, from either form."""
+    """A commit as `read` gives it, from either form."""
     return _raw_commit(commit) if isinstance(commit, bytes) else commit
 
 
 def read(git_dir: str | os.PathLike[str], shas: list[str]) -> Iterator[RawCommit]:
-    """These commits only (no walk), log commits left out: the same records as `walk` gives."""
+    """These commits only (no walk), log commits left out (a log commit is transport, not a contribution:
+    skipped before decoding)."""
     if shas:
         yield from _records(["log", "--no-walk=unsorted", "--ignore-missing"], shas, git_dir)
 

@@ -78,30 +78,19 @@ def analyze(
     result = compute(
         index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs, frame=frame
     )
-    return _with_look_alike_notes(index.contributions, policy, _with_tamper_notes(project, result))
+    return _with_notes(project, index.contributions, policy, result)
 
 
-def _with_look_alike_notes(contributions, policy, result):
-    """Accounts whose names look like earlier ones are named in the summary notes, and so are the
-    current policy's (`policy`, a `ProjectConfig`) CI accounts without a pinned key (`standing.ci_pin_notes`)."""
+def _with_notes(project: Project, contributions, policy, result):
+    """Unacknowledged tamper reports lead the summary notes (`git agora status --ack ID` ends them);
+    accounts whose names look like earlier ones follow them, and so do the current policy's (`policy`, a
+    `ProjectConfig`) CI accounts without a pinned key (`standing.ci_pin_notes`)."""
+    from ..trust import tamper_reports
     from .standing import ci_pin_notes, look_alike_notes
 
-    notes = look_alike_notes(contributions) + ci_pin_notes(policy)
-    if not notes:
-        return result
-    return replace(result, summary=replace(result.summary, notes=result.summary.notes + notes))
-
-
-def _with_tamper_notes(project: Project, result):
-    """Unacknowledged tamper reports lead the summary notes (`git agora status --ack ID` ends them)."""
-
-    from ..trust import tamper_reports
-
-    reports = tamper_reports(project.repo)
-    if not reports:
-        return result
-    notes = tuple(f"tampering: {r.describe()} (git agora status --ack {r.id})" for r in reports)
-    return replace(result, summary=replace(result.summary, notes=notes + result.summary.notes))
+    tampering = [f"tampering: {r.describe()} (git agora status --ack {r.id})" for r in tamper_reports(project.repo)]
+    notes = (*tampering, *result.summary.notes, *look_alike_notes(contributions), *ci_pin_notes(policy))
+    return replace(result, summary=replace(result.summary, notes=notes))
 
 
 def search(
@@ -171,12 +160,8 @@ def _tag_filter(tags: Iterable[str]) -> Callable[[pa.Table], pa.Table]:
 
         from ..frontier.graph import tag_mask
 
-        keep = np.zeros(table.num_rows, bool) if wanted else np.ones(table.num_rows, bool)
-        for tag in wanted:
-            keep |= tag_mask(table, tag)
-        for tag in left_out:
-            keep &= ~tag_mask(table, tag)
-        return table.filter(pa.array(keep))
+        keep = tag_mask(table, *wanted) if wanted else np.ones(table.num_rows, bool)
+        return table.filter(pa.array(keep & ~tag_mask(table, *left_out)))
 
     return picked
 
