@@ -55,7 +55,7 @@ def crowded_project():
 
 def test_crowded_cluster_warns_and_explore_points_elsewhere():
     contributions, emb = crowded_project()
-    result = analyze(contributions, None, None, emb, AnalyzeConfig(metric="loss", tolerance=1e-4))
+    result = analyze(contributions, emb, AnalyzeConfig(metric="loss", tolerance=1e-4))
     div = result.diversity
     assert div.available and div.count == 4 and div.sizes == (8, 1, 1, 1)
     crowd = {sha(f"crowd{i}") for i in range(8)}

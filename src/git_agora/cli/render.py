@@ -441,7 +441,6 @@ def _fmt(value, spec: str) -> str:
 
 def print_stats(data: GraphStats) -> None:
     """The graph figures of the paper's section 4.6, one topic a line."""
-    share = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
     click.echo(
         f"nodes {data.nodes}  edges {data.edges}  multi-parent {data.multi_parent_nodes}  "
         f"components {data.components}, the largest holds {data.largest_component_share:.1%}"
@@ -461,8 +460,8 @@ def print_stats(data: GraphStats) -> None:
     click.echo(
         f"equal scores from different accounts: {data.equal_score_pairs} pairs"
         + (
-            f", median gap {gap:.0f} s, {share(data.equal_score_share_1h)} within 1 h, "
-            f"{share(data.equal_score_share_6h)} within 6 h"
+            f", median gap {gap:.0f} s, {_fmt(data.equal_score_share_1h, '.0%')} within 1 h, "
+            f"{_fmt(data.equal_score_share_6h, '.0%')} within 6 h"
             if gap is not None
             else ""
         )

@@ -1,6 +1,6 @@
 """One call that computes everything an agent needs to choose its next piece of work.
 
-``analyze(contributions, edges, verdicts, embeddings, config) -> AnalyzeResult``; the result's
+``analyze(contributions, embeddings, config) -> AnalyzeResult``; the result's
 ``to_dict()`` is the JSON of ``git agora analyze --json``:
 
 - ``summary``: ``warning`` (first: the convergence warning's message, or null), ``contributions``
@@ -174,8 +174,6 @@ class AnalyzeResult:
 
 def analyze(
     contributions: pa.Table,
-    edges: pa.Table | None = None,
-    verdicts: pa.Table | None = None,
     embeddings: pa.Table | None = None,
     config: AnalyzeConfig = AnalyzeConfig(),
     cross_refs: pa.Table | None = None,
@@ -183,17 +181,15 @@ def analyze(
     follow_on_counter: FollowOnCounter | None = None,
 ) -> AnalyzeResult:
     """Evidence, views, clusters and UCB slots in one pass over the index tables; with the index's
-    ``cross_refs`` table, also the commits of other projects that valid contributions cite.
-
-    ``edges`` and ``verdicts`` are accepted for symmetry with the index but not read: evidence
-    derives both from ``contributions`` (the index builds them from the same rows). ``frame``:
-    ``frame_for(contributions, config)`` when the caller built it already. ``follow_on_counter``:
-    computes n(v) (``evidence.evidence``) when the frame is built here; a caller's cache may answer.
+    ``cross_refs`` table, also the commits of other projects that valid contributions cite. Evidence
+    derives the edges and verdicts from ``contributions``. ``frame``: ``frame_for(contributions,
+    config)`` when the caller built it already. ``follow_on_counter``: computes n(v)
+    (``evidence.evidence``) when the frame is built here; a caller's cache may answer.
     """
     frame = frame_for(contributions, config, follow_on_counter) if frame is None else frame
     model = pick_model(embeddings, config.embedding_model)
-    has_vector, source = _vector_access(frame, embeddings, model)
-    div = diversity(frame, has_vector, source, config.clusters, model, config.limit)
+    vectors = vector_index(embeddings, frame.table["sha"], model)
+    div = diversity(frame, vectors.present, vectors.vectors, config.clusters, model, config.limit)
     claims = tuple(active_claims(contributions, config.now)) if config.now is not None else ()
     replicas = Replicas.of(frame) if config.ucb.replicating else None  # read by the slots and the summary's best
     slots = with_claims(plan_slots(frame, div.clustering, config.ucb, replicas), claims)
@@ -250,11 +246,6 @@ def cited_commits(frame: Frame, cross_refs: pa.Table | None, limit: int) -> tupl
     urls = np.asarray(cross_refs["url"].to_pylist(), dtype=object)[keep][order]
     targets = np.asarray(cross_refs["target"].to_pylist(), dtype=object)[keep][order]
     return tuple({**row, "url": url, "target": target} for row, url, target in zip(rows, urls, targets))
-
-
-def _vector_access(frame: Frame, embeddings: pa.Table | None, model: str | None):
-    index = vector_index(embeddings, frame.table["sha"], model)
-    return index.present, index.vectors
 
 
 def _tie_notes(top: Best | None) -> list[str]:
