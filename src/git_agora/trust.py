@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .identity.chain import chain_keys, identity_account
+from .identity.keys import same_key
 from .locks import READ_ONLY_ERRORS
 from .refs.quarantine import RewrittenLog
 from .refs.store import Repository
@@ -159,7 +160,7 @@ def trusted_keys(
         if pinned is None:
             continue
         pins[account] = pinned
-        matching = [keys for keys in chains if _same_key(keys[0], pinned)]
+        matching = [keys for keys in chains if same_key(keys[0], pinned)]
         trusted[account] = tuple(max(matching, key=lambda keys: len(list(keys)))) if matching else (pinned,)
     for account, pinned in pins.items():  # an identity gone from the remote: the pinned key still holds
         if account not in decided:
@@ -175,7 +176,7 @@ def _from_pins(keys: Sequence[str], chains: list[list[str]]) -> tuple[str, ...]:
     pinned = [" ".join(k.split()[:2]) for k in keys]
     later: set[str] = set()
     for chain in chains:
-        at = next((i for i, key in enumerate(chain) if any(_same_key(key, p) for p in pinned)), None)
+        at = next((i for i, key in enumerate(chain) if any(same_key(key, p) for p in pinned)), None)
         if at is not None:
             later.update(" ".join(k.split()[:2]) for k in chain[at + 1 :])
     return tuple(dict.fromkeys([*sorted(set(pinned)), *sorted(later - set(pinned))]))
@@ -197,7 +198,3 @@ def competing_identities(repo: Repository, account: str, refs: Mapping[str, str]
 def pinned_on_first_use(repo: Repository, account: str) -> bool:
     """Whether this clone pinned `account`'s key on first use."""
     return account in _load(repo).get("keys", {})
-
-
-def _same_key(a: str, b: str) -> bool:
-    return a.split()[:2] == b.split()[:2]

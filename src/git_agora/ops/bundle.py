@@ -138,7 +138,7 @@ def _rerun(value: Any, where: str, target: str) -> Rerun:
     reason, seconds = data["reason"], data["seconds"]
     if not isinstance(reason, str) or len(reason) > MAX_LINE or not reason.isprintable():
         raise BundleError(f"{where}: the reason is not one printable line")
-    if not _number(seconds) or seconds < 0:
+    if not finite_number(seconds) or seconds < 0:
         raise BundleError(f"{where}: seconds is not a number")
     return Rerun(target, data["verdict"], reason, _record(data.get("record"), where), data.get("cause"), float(seconds))
 
@@ -184,5 +184,6 @@ def _sha(value: Any) -> bool:
     return isinstance(value, str) and bool(_SHA.match(value))
 
 
-def _number(value: Any) -> bool:
+def finite_number(value: Any) -> bool:
+    """A finite int or float, never a bool (what a bundle's numbers are)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -32,7 +31,7 @@ from ..evaluate.sandbox import SandboxUnavailable, require_bwrap
 from ..leaks import redact, secret_in
 from ..project import Project
 from ..records import RunRecord
-from .bundle import HEADER, MAX_LINE, VERDICTS, Bundle, BundleError, Rerun, read_bundle, write_bundle
+from .bundle import HEADER, MAX_LINE, VERDICTS, Bundle, BundleError, Rerun, finite_number, read_bundle, write_bundle
 from .ci import (
     Budget,
     Checked,
@@ -212,7 +211,7 @@ def _accepted(project: Project, rerun: Rerun) -> Accepted:
     fields = config.evaluation.declared_output
     reported = {config.metric, *fields}
     reproduced = record.reproduced or {}
-    if not all(k in reported and _number(v) for k, v in reproduced.items()):
+    if not all(k in reported and finite_number(v) for k, v in reproduced.items()):
         raise BundleError(f"{short}: reproduced holds other than the setup's metric and fields, as numbers")
     run = EvalRun(code in JUDGED, reproduced, 0.0, None if code in JUDGED else code)
     judgement = judge(dict(target.metrics), run, config.tolerance, config.metric, fields)
@@ -225,7 +224,7 @@ def _accepted(project: Project, rerun: Rerun) -> Accepted:
     claimed_under = claimed_evaluator(target)
     identity = _identity(project, policy, record.evaluator, short)
     duration = record.duration_s
-    if duration is None or not _number(duration) or duration < 0 or record.sandbox is not True:
+    if duration is None or not finite_number(duration) or duration < 0 or record.sandbox is not True:
         raise BundleError(f"{short}: duration_s or sandbox is not what a sandboxed rerun records")
     expected = RunRecord(
         claimed={name: value for name, value in judgement.claimed.items() if name in reported},
@@ -291,7 +290,7 @@ def _identity(project: Project, policy, identity: Any, short: str) -> dict[str, 
 def _plain(value: Any, short: str, name: str, depth: int = 0) -> Any:
     """`value` when it is plain data: numbers, booleans, None, short printable words with no secret shape,
     and lists and tables of them, three deep at most."""
-    if value is None or isinstance(value, bool) or _number(value):
+    if value is None or isinstance(value, bool) or finite_number(value):
         return value
     if isinstance(value, str) and len(value) <= 200 and value.isprintable() and secret_in(value) is None:
         return value
@@ -300,7 +299,3 @@ def _plain(value: Any, short: str, name: str, depth: int = 0) -> Any:
     if depth < 3 and isinstance(value, dict) and len(value) <= 64:
         return {_plain(k, short, name, 3): _plain(v, short, name, depth + 1) for k, v in value.items()}
     raise BundleError(f"{short}: {name} holds more than numbers and short words")
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

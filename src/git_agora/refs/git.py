@@ -178,11 +178,12 @@ TRANSFER_CONFIG = (
 )
 
 
-def stall_seconds() -> float:
+def stall_seconds(variable: str = "AGORA_STALL_SECONDS", default: float = STALL_SECONDS) -> float:
+    """How long a watched git process may make no progress: `variable` in the environment, else `default`."""
     try:
-        return float(os.environ.get("AGORA_STALL_SECONDS", STALL_SECONDS))
+        return float(os.environ.get(variable, default))
     except ValueError:
-        return STALL_SECONDS
+        return default
 
 
 _LINE_END = re.compile(rb"[\r\n]")

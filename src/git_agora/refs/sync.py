@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from ..contribution import valid_account
 from .catfile import CatFile, message, parents
+from .git import stall_seconds
 from .names import IDENTITY_PREFIX, LOG_PREFIX, REMOTES_PREFIX, LogRef, fetch_refspec, identity_refspec
 from .quarantine import RewrittenLog, quarantine_rewritten_logs
 from .store import LOG_ENTRY_KEY, MAX_REF_ATTEMPTS, Repository
@@ -312,7 +313,7 @@ def write_commit_graph(repo: Repository) -> str | None:
     marker = os.path.join(repo.agora_path, COMMIT_GRAPH_OFF)
     if os.path.exists(marker):
         return None
-    stall = commit_graph_stall_seconds()
+    stall = stall_seconds("AGORA_COMMIT_GRAPH_STALL_SECONDS", COMMIT_GRAPH_STALL_S)
     proc = repo.git.watched(
         "commit-graph", "write", "--reachable", "--split", "--progress", stall=stall, new_lines_only=True
     )
@@ -328,15 +329,6 @@ def write_commit_graph(repo: Repository) -> str | None:
         f"git's commit-graph writer made no progress for {stall:g} s (a commit with a "
         "hostile committer time?); this clone stops writing commit-graphs"
     )
-
-
-def commit_graph_stall_seconds() -> float:
-    """How long the commit-graph writer may make no progress: `AGORA_COMMIT_GRAPH_STALL_SECONDS`, else
-    `COMMIT_GRAPH_STALL_S`."""
-    try:
-        return float(os.environ.get("AGORA_COMMIT_GRAPH_STALL_SECONDS", COMMIT_GRAPH_STALL_S))
-    except ValueError:
-        return COMMIT_GRAPH_STALL_S
 
 
 def _count_new_entries(repo: Repository, remote: str, before: dict[str, str], changed: dict[str, str]) -> int:
