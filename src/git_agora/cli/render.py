@@ -233,19 +233,19 @@ def _render_slots(out: _Out, slots: Slots) -> None:
     out.blank()
 
 
-def _until(until: int) -> str:
+def utc_minute(until: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(until))
 
 
 def _claimed(claim: Mapping[str, Any]) -> str:
     """A suggestion's active claim (`frontier.claims.claims_on`: {account, until, sha, title})."""
-    return f"claimed by {claim['account']} until {_until(claim['until'])}: {claim['title']}"
+    return f"claimed by {claim['account']} until {utc_minute(claim['until'])}: {claim['title']}"
 
 
 def _render_claims(out: _Out, claims: Sequence[Claim]) -> None:
     out.line("Claimed: work in progress (build elsewhere, or coordinate)", style="bold")
     for c in claims:
-        head = f"    {c.target[:10]}  {c.account[:12]:<12}  until {_until(c.until)}  "
+        head = f"    {c.target[:10]}  {c.account[:12]:<12}  until {utc_minute(c.until)}  "
         out.line(head + cut(c.title, out.width - _cells(head)))
     out.blank()
 

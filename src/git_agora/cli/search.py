@@ -6,7 +6,7 @@ import click
 
 from ..visible import visible
 from .common import emit_json, json_option, open_project
-from .render import cut
+from .render import cut, utc_minute
 
 
 @click.command("search")
@@ -43,14 +43,8 @@ def command(ctx, query, limit, model, tags, as_json):
         account = cut(hit.account, 12)
         click.echo(f"  {hit.score:5.2f}  {hit.sha[:10]} {metric:>9}  {account:<12} {cut(hit.title, 60)}{by}")
         for claim in hit.claimed_by:
-            until = _utc(claim["until"])
+            until = utc_minute(claim["until"])
             click.echo(f"         claimed by {visible(claim['account'])} until {until}: {cut(claim['title'], 50)}")
     if not result.hits:
         click.echo("  nothing similar yet")
     return 0
-
-
-def _utc(when: int) -> str:
-    import time
-
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))

@@ -119,6 +119,7 @@ def show(project: Project, rev: str) -> Shown:
     contributions = load(project, FRAME_COLUMNS).contributions
     root, policy = root_and_config(project, contributions)
     graph = build_graph(contributions, root)
+    node = int(graph.lookup(pa.array([c.sha], pa.string()))[0]) if c.sha else -1
     verdicts = current_verdicts(graph)
     columns = evidence_columns(graph, project.config.tag_weights, cached_counter(project.repo), verdicts)
     table = pa.table(columns, schema=EVIDENCE)
@@ -132,13 +133,13 @@ def show(project: Project, rev: str) -> Shown:
     notes = (
         _unchecked_notes(score)
         + _run_notes(project, c)
-        + _weight_notes(graph, verdicts, c)
+        + _weight_notes(verdicts, c, node)
         + _look_alike_notes(contributions, c)
     )
     notes += _identity_notes(project, c) + account_key_notes(project, policy, c.account)
-    witnessed = _witness_time(graph, c)
+    witnessed = graph.table["witness_time"][node].as_py() if node >= 0 else None
     notes += _witness_notes(root, witnessed) + _secret_notes(c)
-    received, unsettled = _verdicts_on(graph, verdicts, c)
+    received, unsettled = _verdicts_on(graph, verdicts, node)
     notes += tuple(filter(None, [unsettled_note(unsettled, c.sha or "")]))
     evaluator = _evaluator_note(project, c)
     return Shown(
@@ -146,13 +147,10 @@ def show(project: Project, rev: str) -> Shown:
     )
 
 
-def _verdicts_on(graph, verdicts, c: Contribution) -> tuple[tuple[VerdictRow, ...], int]:
-    """Every verdict on `c` (newest first, counting or not) and its failed reruns that do not count yet."""
-    import pyarrow as pa
-
+def _verdicts_on(graph, verdicts, node: int) -> tuple[tuple[VerdictRow, ...], int]:
+    """Every verdict on `node` (newest first, counting or not) and its failed reruns that do not count yet."""
     from ..frontier.verdict_rows import unsettled_failures, verdict_rows
 
-    node = int(graph.lookup(pa.array([c.sha], pa.string()))[0]) if c.sha else -1
     if node < 0:
         return (), 0
     rows = tuple(verdict_rows(graph, verdicts, [node]).get(node, ()))
@@ -177,13 +175,6 @@ def _secret_notes(c: Contribution) -> tuple[str, ...]:
     text = "\n".join([c.account, c.description, *c.metrics, meta])
     kind = secret_in(text)
     return (f"{SECRET_MARK}: what looks like {kind} is shown redacted",) if kind else ()
-
-
-def _witness_time(graph, c: Contribution) -> int | None:
-    import pyarrow as pa
-
-    node = int(graph.lookup(pa.array([c.sha], pa.string()))[0])
-    return graph.table["witness_time"][node].as_py() if node >= 0 else None
 
 
 def _witness_notes(root, witnessed: int | None) -> tuple[str, ...]:
@@ -212,13 +203,10 @@ def _look_alike_notes(contributions, c: Contribution) -> tuple[str, ...]:
     return (f"account {c.account} looks like {earlier}, an earlier account",) if earlier else ()
 
 
-def _weight_notes(graph, verdicts, c: Contribution) -> tuple[str, ...]:
+def _weight_notes(verdicts, c: Contribution, node: int) -> tuple[str, ...]:
     """Why a verdict weighs nothing (replaced, an opinion, from an account with no confirmed work)."""
-    import pyarrow as pa
-
     if c.verdict is None or c.sha is None:
         return ()
-    node = int(graph.lookup(pa.array([c.sha]))[0])
     at = (verdicts.node == node).nonzero()[0]
     if not len(at):
         return ("this verdict weighs nothing: it does not verify a valid contribution of another account",)
