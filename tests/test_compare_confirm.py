@@ -181,3 +181,9 @@ def test_shared_settings_counts_settings_seen_in_several_runs_and_those_measured
         run("agora", 2, ("C", 0, 1.21)),  # C measured differently: a second draw somewhere
     ]
     assert shared_settings(records) == (2, 1)
+
+
+def test_a_resumed_run_names_every_commit_whose_code_ran_it():
+    records = [{"code": "a" * 40}] * 2 + [{"code": "b" * 40}]
+    assert confirm.code_at(records) == f"{'a' * 40} (2 runs), {'b' * 40} (1 run)"
+    assert confirm.code_at(records[:2]) == "a" * 40 and confirm.code_at([]) == "?"

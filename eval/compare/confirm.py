@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     path = out / "runs.jsonl"
     if args.report:
         records = read_runs(path)
-        head = records[0].get("code", "?") if records else "?"
+        head = code_at(records)
         timing = f"{sum(r['wall_s'] for r in records):.0f} s of community rounds in all (summed over runs)."
         note = describe(freeze, seeds, head, len(records), len(planned), timing)
         return report(out, records, note, len(records) == len(planned))
@@ -353,8 +353,20 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - started
     shutil.rmtree(work, ignore_errors=True)
     timing = f"This invocation: {wall:.0f} s wall with --jobs {args.jobs} on {os.cpu_count()} cores."
-    note = describe(freeze, seeds, head, len(records), len(planned), timing)
+    note = describe(freeze, seeds, code_at(records), len(records), len(planned), timing)
     return report(out, records, note, len(records) == len(planned))
+
+
+def code_at(records: list[dict[str, Any]]) -> str:
+    """The commits whose code ran the records, in the order they first ran, each with its count of runs
+    when a resumed run used more than one (`--recheck` compares a stored run with a rerun on today's)."""
+    counts: dict[str, int] = {}
+    for record in records:
+        code = record.get("code", "?")
+        counts[code] = counts.get(code, 0) + 1
+    if len(counts) <= 1:
+        return next(iter(counts), "?")
+    return ", ".join(f"{code} ({count} run{'' if count == 1 else 's'})" for code, count in counts.items())
 
 
 def report(out: Path, records: list[dict[str, Any]], note: str, finished: bool) -> int:
