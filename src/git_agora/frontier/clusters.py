@@ -232,18 +232,9 @@ class Diversity:
     clustering: Clustering | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "available": self.available,
-            "note": self.note,
-            "model": self.model,
-            "coverage": self.coverage,
-            "window": self.window,
-            "threshold": self.threshold,
-            "count": self.count,
+        data = {name: value for name, value in self.__dict__.items() if name != "clustering"}  # fields in order
+        return data | {
             "sizes": list(self.sizes),
-            "top_share": self.top_share,
-            "effective_count": self.effective_count,
-            "evenness": self.evenness,
             "clusters": [c.to_dict() for c in self.clusters],
             "histogram": None if self.histogram is None else self.histogram.to_dict(),
             "promising_small": list(self.promising_small),

@@ -132,13 +132,7 @@ class Slots:
     slots: tuple[Slot, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "exploration_c": self.exploration_c,
-            "bunching": self.bunching,
-            "n_total": self.n_total,
-            "params": self.params.to_dict(),
-            "slots": [s.to_dict() for s in self.slots],
-        }
+        return {**self.__dict__, "params": self.params.to_dict(), "slots": [s.to_dict() for s in self.slots]}
 
     def __getitem__(self, name: str) -> Slot:
         for slot in self.slots:
