@@ -30,7 +30,7 @@ from test_templates_e2e import LEAST_SQUARES, edit
 from test_tutorial import bash_blocks, run_script, section
 
 from agora_testing import agora, git
-from git_agora.ops.ci_recipes import BUNDLE_DIR, GITHUB_ENVIRONMENT, SITE_DIR
+from git_agora.ops.ci_recipes import BUNDLE_DIR, PUBLISH_ENVIRONMENT, SITE_DIR
 from servers import smart_http
 
 CI_DOC = Path(__file__).parents[1] / "docs" / "ci.md"
@@ -52,7 +52,7 @@ def test_the_first_day_has_the_steps_it_promises():
     assert BUNDLE_DIR == "bundle" and f"--site {SITE_DIR}" in jobs[1]  # the folders the generated jobs use
     text = section(CI_DOC.read_text(), "The first day: from an empty forge repository to a scheduled, split CI")
     named = re.search(r"Settings > Environments > New environment `([^`]+)`", text)
-    assert named and named[1] == GITHUB_ENVIRONMENT, named  # the environment the generated workflow names
+    assert named and named[1] == PUBLISH_ENVIRONMENT, named  # the environment the generated workflow names
 
 
 def job(runner: Path, url: str, block: str, env: dict[str, str], bundle: Path | None = None):
@@ -84,7 +84,7 @@ def test_the_first_day_runs_against_a_local_forge(tmp_path):
         printed = done.stdout
         assert f"committed {WORKFLOW} on main" in printed and "pushed main to origin" in printed, printed
         assert "The key pin: the policy pins ci's key" in printed and "ssh-keygen -y -f ci_ed25519" in printed
-        assert "https://img.shields.io/endpoint?url=" in printed and f"environment {GITHUB_ENVIRONMENT}" in printed
+        assert "https://img.shields.io/endpoint?url=" in printed and f"environment {PUBLISH_ENVIRONMENT}" in printed
         secret = (home / "ci_ed25519").read_text()  # what the founder stores as the forge's secret
         gone = run_script(delete, home / "project", env)
         assert gone.returncode == 0 and not (home / "ci_ed25519").exists(), gone

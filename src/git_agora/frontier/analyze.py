@@ -178,15 +178,13 @@ def analyze(
     config: AnalyzeConfig = AnalyzeConfig(),
     cross_refs: pa.Table | None = None,
     frame: Frame | None = None,
-    follow_on_counter: FollowOnCounter | None = None,
 ) -> AnalyzeResult:
     """Evidence, views, clusters and UCB slots in one pass over the index tables; with the index's
     ``cross_refs`` table, also the commits of other projects that valid contributions cite. Evidence
     derives the edges and verdicts from ``contributions``. ``frame``: ``frame_for(contributions,
-    config)`` when the caller built it already. ``follow_on_counter``: computes n(v)
-    (``evidence.evidence``) when the frame is built here; a caller's cache may answer.
+    config)`` when the caller built it already (`ops.frame_cache`: with a cache's n(v)).
     """
-    frame = frame_for(contributions, config, follow_on_counter) if frame is None else frame
+    frame = frame_for(contributions, config) if frame is None else frame
     model = pick_model(embeddings, config.embedding_model)
     vectors = vector_index(embeddings, frame.table["sha"], model)
     div = diversity(frame, vectors.present, vectors.vectors, config.clusters, model, config.limit)

@@ -27,28 +27,10 @@ import pyarrow.compute as pc
 
 from . import calibration
 from .evidence import verdicts_of
-from .frame import Frame, build_frame, inherit_quality, int_column, quality
+from .frame import Frame, int_column
 from .graph import combined, top_lexsort
 from .scored import best_node
 from .verdict_rows import unsettled_failures
-
-__all__ = [  # build_frame, Frame and the quality functions live in ``frame``; re-exported for old imports
-    "REGISTRY",
-    "VIEW_NAMES",
-    "Best",
-    "Frame",
-    "Row",
-    "View",
-    "ViewParams",
-    "best",
-    "build_frame",
-    "compute_views",
-    "inherit_quality",
-    "new_bests",
-    "noise_aware_ranks",
-    "quality",
-    "ranked_by_metric",
-]
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,6 @@ LOCK_PATHS = {
 GITLAB_CI = ".gitlab-ci.yml"
 GITLAB_INCLUDE = f"include:\n  - local: {PATHS['gitlab']}  # git agora ci (written by git agora ci --init gitlab)\n"
 PUBLISH_ENVIRONMENT = "agora-publish"  # the environment that holds the key, usable from the default branch only
-GITHUB_ENVIRONMENT = PUBLISH_ENVIRONMENT
 SECRET = "AGORA_CI_KEY"  # the CI account's private key text (an OpenSSH ed25519 key), a secret of the forge
 GITLAB_SECRET = "AGORA_CI_KEY_BASE64"  # GitLab masks only values in the base64 alphabet: the key, encoded
 GITLAB_PUSH_TOKEN = "AGORA_PUSH_TOKEN"  # GitLab's job token cannot push: a project access token can
