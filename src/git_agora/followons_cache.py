@@ -15,6 +15,7 @@ written and the counts are computed as usual.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numpy as np
@@ -82,10 +83,8 @@ def cached_counter(repo: Repository) -> FollowOnCounter:
         previous = read_follow_ons(repo)
         state = follow_on_counts(graph, qualifying, previous)
         if previous is None or not _same(previous, state):
-            try:
+            with contextlib.suppress(WriteFailed):  # read-only or full: the counts are right, the next run counts again
                 write_follow_ons(repo, state)
-            except WriteFailed:
-                pass  # read-only or full: the counts are right, the next run counts again
         return state.counts
 
     return counter

@@ -79,13 +79,8 @@ def cli_feedback(as_json: bool = False):
     return Feedback(
         on_notice=lambda m: say(f"git agora: note: {visible(m)}", err=True),
         on_progress=_progress_bar if terminal else None,
-        on_output=_evaluator_line if terminal else None,
+        on_output=(lambda line: say(f"  | {line}", err=True)) if terminal else None,
     )
-
-
-def _evaluator_line(line: str) -> None:
-    sys.stderr.write(f"  | {line}\n")
-    sys.stderr.flush()
 
 
 @contextmanager
@@ -121,14 +116,10 @@ def emit_json(data: Any) -> None:
 def parse_metrics(items: Iterable[str]) -> dict[str, float]:
     from ..contribution import ContributionError, parse_metric
 
-    metrics = {}
-    for item in items:
-        try:
-            name, value = parse_metric(item)
-        except ContributionError as exc:
-            raise AgoraError(f"--metric: {exc}") from None
-        metrics[name] = value
-    return metrics
+    try:
+        return dict(parse_metric(item) for item in items)
+    except ContributionError as exc:
+        raise AgoraError(f"--metric: {exc}") from None
 
 
 def parse_meta(items: Iterable[str]) -> dict[str, Any]:

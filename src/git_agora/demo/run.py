@@ -6,6 +6,7 @@ process; they follow the research loop on a small real task (the character n-gra
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -176,10 +177,8 @@ def follow(procs: list[subprocess.Popen], on_event) -> list[dict]:
 
     def pump(proc):
         for line in proc.stdout:
-            try:
+            with contextlib.suppress(json.JSONDecodeError):
                 events.put(json.loads(line))
-            except json.JSONDecodeError:
-                pass
         proc.wait()
         events.put(None)
 

@@ -194,10 +194,8 @@ def _kill_group(proc: subprocess.Popen, signum: int = signal.SIGKILL, grace: flo
     """Send `signum` to the step's process group, wait for it, and kill whatever is left after `grace`."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signum)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        pass
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()

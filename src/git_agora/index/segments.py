@@ -23,6 +23,7 @@ read (some columns or row groups) Parquet's page checksums.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -700,10 +701,8 @@ def sync_dir(folder: Path) -> None:
 
 def discard(path: Path) -> None:
     """Best effort: what is left behind is collected by the next update."""
-    try:
+    with contextlib.suppress(OSError):
         _unlink(path)
-    except OSError:
-        pass
 
 
 def accounts_of(table: pa.Table) -> dict[str, tuple[int, int, str]]:

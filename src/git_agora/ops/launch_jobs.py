@@ -10,6 +10,7 @@ state is kept after the scheduler forgets it; `launch status` and `launch stop` 
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
 import time
@@ -155,10 +156,8 @@ def submit_all(where: Path, state: LaunchState) -> None:
 
 
 def _cancel_quietly(jobs: Scheduler, ids: list[str]) -> None:
-    try:
+    with contextlib.suppress(SchedulerError):
         jobs.cancel(ids)
-    except SchedulerError:
-        pass
 
 
 def refresh(where: Path, state: LaunchState) -> LaunchState:

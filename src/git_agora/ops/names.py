@@ -9,6 +9,7 @@ is refused with the suggestion, unless the writer says it is meant (`--new-tag`,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -160,7 +161,5 @@ def _write_used(path: str, digest: str, tags: frozenset[str]) -> None:
             json.dump({"digest": digest, "tags": sorted(tags)}, handle)
         os.replace(temporary, path)
     except OSError:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temporary)
-        except OSError:
-            pass

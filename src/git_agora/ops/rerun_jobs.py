@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -244,10 +244,8 @@ class _Run:
         return publish_rerun(self.project, bundle.reruns[0], accepted, self.publishing)
 
     def _cancel_all(self) -> None:
-        try:
+        with suppress(SchedulerError):
             self.scheduler.cancel(list(self.running))
-        except SchedulerError:
-            pass
         for job in self.running.values():
             os.close(job.lock)
         self.running.clear()

@@ -101,10 +101,8 @@ def pinned_keys(project: Project) -> dict[str, tuple[str, ...]]:
     """`pins_in_force` as the index last found them (`remember_pins`), else those of the setup."""
     data = _remembered(project)
     if data is not None:
-        try:
+        with contextlib.suppress(AttributeError, KeyError, TypeError):
             return {str(a): tuple(str(k) for k in keys) for a, keys in data["pins"].items()}
-        except (AttributeError, KeyError, TypeError):
-            pass
     founder = project.repo.contribution(project.setup)
     keys = {a: k for a, k in project.config.ci_keys.items() if founder is None or a != founder.account}
     return {a: (" ".join(k.split()[:2]),) for a, k in sorted(keys.items())}

@@ -14,6 +14,7 @@ here: the founder's scorer is the project's (`evaluate.identity.package_identity
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import re
 from dataclasses import dataclass, field
@@ -71,10 +72,8 @@ class Copied:
         for path, before in self.merged.items():
             (self.root / path).write_bytes(before)
         for path in reversed(self.folders):
-            try:
+            with contextlib.suppress(OSError):
                 (self.root / path).rmdir()
-            except OSError:
-                pass
 
 
 def copy_template(name: str, root: Path) -> Copied:

@@ -15,6 +15,7 @@ commit-graph, which git writes from refs only), the only ones that may stand as 
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import shutil
@@ -141,10 +142,8 @@ def _graph_files(objects: Path) -> list[Path]:
     info = objects / "info"
     files = [info / "commit-graph"]
     chain = info / "commit-graphs" / "commit-graph-chain"
-    try:
+    with contextlib.suppress(OSError):
         files += [info / "commit-graphs" / f"graph-{line.strip()}.graph" for line in chain.read_text().split()]
-    except OSError:
-        pass
     return files
 
 

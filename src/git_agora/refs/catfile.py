@@ -5,6 +5,7 @@ commits a command reads (`Repository.commit_info`); or many at once (`batch_outp
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import threading
@@ -37,10 +38,8 @@ class CatFile:
 
     def close(self) -> None:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
+        with contextlib.suppress(BrokenPipeError):  # git is gone already
             self.proc.stdin.close()
-        except BrokenPipeError:  # git is gone already
-            pass
         self.proc.stdout.close()
         self.proc.wait()
 

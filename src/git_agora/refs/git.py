@@ -6,6 +6,7 @@ remote the user's git speaks to, with their credentials). Single objects: `objec
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import selectors
@@ -235,10 +236,8 @@ class _Watch:
         return stalled
 
     def _kill(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def stop(self) -> None:
         """Kill the child and every helper it started (ssh, remote helpers, upload-pack)."""

@@ -3,6 +3,7 @@ that a group (or everybody) shares, applied the same way to the objects and refs
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 GROUP, EVERYBODY = 0o660, 0o664
@@ -49,8 +50,6 @@ def make_folders(folder: str | os.PathLike[str], shared: int) -> None:
         missing.append(path)
         path = os.path.dirname(path) or os.curdir
     for created in reversed(missing):
-        try:
+        with contextlib.suppress(FileExistsError):  # another process made it meanwhile
             os.mkdir(created)
-        except FileExistsError:  # another process made it meanwhile
-            pass
         adjust(created, shared, folder=True)
