@@ -5,6 +5,7 @@ means working it out again."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 KEEP = 256
@@ -23,14 +24,12 @@ def facts(folder: str | os.PathLike[str], kind: str) -> dict[str, str]:
 def remember(folder: str | os.PathLike[str], kind: str, key: str, value: str) -> None:
     path = os.path.join(folder, kind)
     kept = [line for line in _lines(path) if line.partition(" ")[0] != key][-(KEEP - 1) :]
-    try:
+    with contextlib.suppress(OSError):
         os.makedirs(folder, exist_ok=True)
         temporary = f"{path}.{os.getpid()}"
         with open(temporary, "w") as out:
             out.write("".join(f"{line}\n" for line in [*kept, f"{key} {value}"]))
         os.replace(temporary, path)
-    except OSError:
-        pass
 
 
 def _lines(path: str) -> list[str]:

@@ -12,6 +12,7 @@ orchestrator's progress bar.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import sys
@@ -69,10 +70,8 @@ class Worker:
     def choose(self) -> Step:
         """Where to work next, the Agora way: fetch, analyze, pick a slot (the matched comparison in
         eval/compare overrides this to run other ways of choosing with the same loop)."""
-        try:
+        with contextlib.suppress(agora.AgoraError):  # the remote is busy or away: work from what is here
             agora.fetch(self.project())
-        except agora.AgoraError:
-            pass  # the remote is busy or away: work from what is here
         analysis = agora.analyze(self.project(), limit=5).to_dict()
         slot, parent = self.pick(analysis)
         unverified = tuple(analysis["views"].get("unverified", {}).get("rows", []))

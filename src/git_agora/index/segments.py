@@ -720,9 +720,6 @@ def merge_accounts(
 ) -> dict[str, tuple[int, int, str]]:
     merged = dict(old)
     for account, (count, ts, sha) in new.items():
-        if account in merged:
-            n, lts, lsha = merged[account]
-            merged[account] = (n + count, *max((lts, lsha), (ts, sha)))
-        else:
-            merged[account] = (count, ts, sha)
+        n, lts, lsha = merged.get(account, (0, ts, sha))
+        merged[account] = (n + count, *max((lts, lsha), (ts, sha)))
     return merged

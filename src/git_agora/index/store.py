@@ -126,7 +126,7 @@ def update_index(
     if tips is None:
         seen = read_state(directory)
         tips = current_tips(repo)
-    if not rebuild and _current(seen, tips, now):
+    if not rebuild and current(seen, tips, now, FORMAT_VERSION):
         return UpdateReport(0, False)
     with locked(directory, exclusive=True):
         if read_state(directory) != seen:
@@ -144,10 +144,6 @@ def stored_tips(directory: Path, state: ManifestHead | None) -> dict[str, str]:
     if manifest is not None:
         return manifest.tips
     return state.tips if state is not None else {}
-
-
-def _current(state: ManifestHead | None, tips: Mapping[str, str], now: int) -> bool:
-    return current(state, tips, now, FORMAT_VERSION)
 
 
 def _update_locked(

@@ -10,6 +10,7 @@ show: `site_data`, `site_contributions`; which page in which file: `site_pages`,
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -108,9 +109,5 @@ def serve_site(
     server = site_server(project, report.directory, port, data)
     if on_ready is not None:
         on_ready(f"http://127.0.0.1:{server.server_address[1]}/")
-    try:
+    with server, contextlib.suppress(KeyboardInterrupt):  # closed either way
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()

@@ -3,6 +3,7 @@ what an earlier build left that this one did not write."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -70,12 +71,9 @@ class PageWriter:
 
     def _store(self, path: str, data: bytes) -> None:
         if not self.fresh:
-            try:
-                with open(path, "rb") as handle:
-                    if handle.read(len(data) + 1) == data:
-                        return
-            except FileNotFoundError:
-                pass
+            with contextlib.suppress(FileNotFoundError), open(path, "rb") as handle:
+                if handle.read(len(data) + 1) == data:
+                    return
         with open(path, "wb") as handle:
             handle.write(data)
 

@@ -8,6 +8,7 @@ thousands of `git diff` calls: at 100,000 contributions the per-process start-up
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -63,13 +64,9 @@ def diffs(
     assert proc.stdin is not None and proc.stdout is not None
 
     def feed(stdin) -> None:
-        try:
+        with stdin, contextlib.suppress(BrokenPipeError):  # closed either way
             for sha, parent in pairs:
                 stdin.write(f"{sha} {parent}\n".encode() if parent else f"{sha}\n".encode())
-        except BrokenPipeError:
-            pass
-        finally:
-            stdin.close()
 
     writer = threading.Thread(target=feed, args=(proc.stdin,), daemon=True)
     writer.start()
