@@ -134,7 +134,7 @@ def test_exploit_by_quality_breaks_ties_by_verification_then_follow_ons():
     from git_agora.frontier.ucb import by_quality
 
     frame = build_frame(worked_leader_project(second=1.00), tolerance=0.001)  # level, unconfirmed, untouched
-    order = [frame.rows([int(i)])[0]["sha"] for i in by_quality(frame, frame.candidates().nonzero()[0])]
+    order = [frame.rows([int(i)])[0]["sha"] for i in by_quality(frame, frame.buildable.nonzero()[0])]
     assert order[:2] == [sha("best"), sha("second")]
 
 

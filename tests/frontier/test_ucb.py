@@ -97,7 +97,7 @@ def test_slots_on_a_random_history_respect_the_rules():
     emb = rows_table(shas, "random", rng.normal(size=(len(shas), 8)).astype(np.float32))
     result = analyze(contributions, embeddings=emb, config=AnalyzeConfig(tolerance=0.01))
     frame = result.frame
-    allowed = set(np.asarray(frame.table["sha"].to_pylist())[frame.candidates()])
+    allowed = set(np.asarray(frame.table["sha"].to_pylist())[frame.buildable])
     suggested = [s for slot in result.slots.slots for s in slot.suggestions]
     assert len(suggested) == 9 and all(s.sha in allowed for s in suggested)
     assert all(s.follow_ons == 0 for s in result.slots["explore_novel"].suggestions)

@@ -364,7 +364,7 @@ def _best_per_cluster(frame: Frame, clustering: Clustering, by_quality: bool) ->
     nodes, labels = clustering.nodes, clustering.labels
     best = np.full(len(clustering.sizes), -1, dtype=np.int64)
     if by_quality:
-        keep = frame.candidates()[nodes]
+        keep = frame.buildable[nodes]
         key = (frame.timestamp[nodes], frame.q_inherited[nodes])
     else:
         keep = frame.scored[nodes]
@@ -433,7 +433,7 @@ def _promising_small(
     nodes = clustering.nodes
     size = clustering.sizes[clustering.labels]
     q = frame.q_inherited[nodes]
-    keep = (size <= params.small_cluster) & frame.candidates()[nodes] & (q >= params.promising_q) & frame.has_metric
+    keep = (size <= params.small_cluster) & frame.buildable[nodes] & (q >= params.promising_q) & frame.has_metric
     chosen = nodes[keep]
     chosen = chosen[np.lexsort((-frame.timestamp[chosen], -frame.q_inherited[chosen]))][:limit]
     return _node_rows(frame, chosen, clustering)

@@ -106,10 +106,6 @@ class Frame:
         """``nodes`` by timestamp, then log position, newest first (the first ``limit`` of them)."""
         return nodes[top_lexsort((self.log_seq[nodes], self.timestamp[nodes]), limit, last=True)]
 
-    def candidates(self) -> np.ndarray:
-        """Nodes that may be suggested as parents: not wip, endorsement, verification or failed."""
-        return self.buildable
-
     def rows(
         self, nodes: Sequence[int] | np.ndarray, **extra: Sequence[Any] | np.ndarray
     ) -> tuple[dict[str, Any], ...]:

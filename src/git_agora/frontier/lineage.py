@@ -64,10 +64,9 @@ class Lineage:
         """Plain JSON-ready data, with `size` and `reproduced_scored_ancestors` added."""
         data = asdict(self)
         data["size"] = self.size
-        for name in ("ancestry", "accounts", "reproduced", "scored_ancestors"):
+        for name in ("ancestry", "accounts", "reproduced", "scored_ancestors", "milestones"):  # milestones: dicts
             data[name] = list(data[name])
         data["reproduced_scored_ancestors"] = list(self.reproduced_scored_ancestors)
-        data["milestones"] = [asdict(m) for m in self.milestones]
         return data
 
 

@@ -244,7 +244,7 @@ def exploit_shortlist(frame: Frame, params: UcbParams = UcbParams()) -> np.ndarr
     """The nodes whose vectors the exploit slot reads (for rho): its pool's first shortlist and one
     round more, by base U (by quality where ``exploit_rank = "quality"``). The explore slots read only
     the clustered window when clusters exist."""
-    pool, _ = exploit_pool(frame, frame.candidates(), params)
+    pool, _ = exploit_pool(frame, frame.buildable, params)
     if params.exploit_rank == "quality":
         ranked = by_quality(frame, pool)
     else:
@@ -266,8 +266,8 @@ def plan_slots(
     else:
         cluster, size = clustering.cluster_of(frame.n)
     ctx = _Context(frame, clustering, params, c, cluster, size, replicas)
-    exploit, taken = _exploit(ctx, frame.candidates())
-    allowed = frame.candidates().copy()
+    exploit, taken = _exploit(ctx, frame.buildable)
+    allowed = frame.buildable.copy()
     allowed[taken] = False
     if frame.graph.root.ranks:  # a contested result is offered to verify (exploit), never to build on
         allowed &= frame.status != "contested"
