@@ -54,8 +54,7 @@ def read_embeddings(repo: Repository) -> pa.Table | None:
     offsets = np.r_[0, ends].astype(np.int32) if len(ends) else np.zeros(1, np.int32)
     values = pa.Array.from_buffers(pa.float32(), int(offsets[-1]), [None, pa.py_buffer(floats)])
     vectors = pa.ListArray.from_arrays(pa.array(offsets), values)
-    table = pa.table([keys["sha"], keys["model"], vectors], schema=EMBEDDINGS)
-    return table
+    return pa.table([keys["sha"], keys["model"], vectors], schema=EMBEDDINGS)
 
 
 def _read_keys(directory: Path, floats: int) -> pa.Table | None:

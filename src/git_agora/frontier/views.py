@@ -460,11 +460,8 @@ def calibration_view(frame: Frame, limit: int, params: ViewParams) -> Listing:
     ``calibration``). Rows: {account, results, predicted, inside, inside_share, mean_error (measured -
     band midpoint), short, beat, p_value, over_optimistic}; the note sums up every account together."""
     calibrated = calibration.frame_calibration(frame, params.calibration_alpha)
-    rows = []
-    for c in calibrated.accounts[:limit]:
-        row = c.to_dict()
-        rows.append({"account": row.pop("account"), **row})
-    return Listing(tuple(rows), len(calibrated.accounts), calibration_note(calibrated, frame.direction))
+    rows = tuple({"account": c.account, **c.to_dict()} for c in calibrated.accounts[:limit])  # account first
+    return Listing(rows, len(calibrated.accounts), calibration_note(calibrated, frame.direction))
 
 
 def calibration_note(calibrated: calibration.FrameCalibration, direction: str) -> str | None:

@@ -268,11 +268,7 @@ def _known_parents_of(
     wanted = named.filter(pc.invert(pc.is_in(named, value_set=work.column("sha")))).to_pylist()
     if not wanted:
         return {}
-    keys = set()
-    for sha in wanted:
-        info = repo.commit_info(sha)
-        if info is not None:
-            keys.add((info.timestamp, sha))
+    keys = {(info.timestamp, sha) for sha in wanted if (info := repo.commit_info(sha)) is not None}
     rows = segments.find_rows(directory, base.segments, keys, KNOWN_COLUMNS)
     missing = set(wanted) - set(rows.column("sha").to_pylist())
     if missing:  # a time Git and the reader see differently, or a parent that is no contribution

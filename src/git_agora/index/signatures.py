@@ -113,8 +113,6 @@ def recheck_waiting(git_dir: str | os.PathLike[str], table: pa.Table, keys: Mapp
         return table
     shas = [table.column("sha")[i].as_py() for i in waiting]
     raws = raw_commits(git_dir, shas)
-    verdicts = {}
-    for i, sha in zip(waiting, shas):
-        found = problem(raws.get(sha), keys[table.column("account")[i].as_py()], True)
-        verdicts[i] = found
+    accounts = table.column("account")
+    verdicts = {i: problem(raws.get(sha), keys[accounts[i].as_py()], True) for i, sha in zip(waiting, shas)}
     return replace_reason(table, WAITING, verdicts)

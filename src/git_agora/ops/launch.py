@@ -164,7 +164,7 @@ def launch(
     `scheduler` "slurm": each agent is a Slurm job (`ops.launch_jobs`), its budget the job's --time,
     `scheduler_options` passed to sbatch; `restart`: its job script starts a new session when one ends."""
     from . import launch_jobs
-    from .clone import _absolute
+    from .clone import _absolute, _remove
 
     feedback = feedback or Feedback()
     remote = _absolute(remote)
@@ -402,17 +402,6 @@ def _start_detached(where: Path) -> None:
     if proc.returncode != 0:
         lines = log.read_text(errors="replace").strip().splitlines() or ["no output"]
         raise AgoraError(f"the supervisor did not start the agents: {lines[-1]} (see {log})")
-
-
-def _remove(where: Path, created: bool) -> None:
-    if created:
-        shutil.rmtree(where, ignore_errors=True)
-        return
-    for child in where.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
 
 
 # --- reading and stopping ------------------------------------------------------------------------

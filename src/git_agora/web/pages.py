@@ -579,9 +579,7 @@ def _pager(number_: int, pages: int) -> str:
     if pages <= 1:
         return ""
     shown = sorted({1, pages, *range(max(1, number_ - 3), min(pages, number_ + 3) + 1)})
-    links = []
-    for n in shown:
-        links.append(f"<b>{n}</b>" if n == number_ else f'<a href="{n}.html">{n}</a>')
+    links = [f"<b>{n}</b>" if n == number_ else f'<a href="{n}.html">{n}</a>' for n in shown]
     return f'<p class="pager">{" ".join(links)}</p>'
 
 
