@@ -25,8 +25,11 @@ import tracegen  # noqa: E402
 
 
 def env() -> dict[str, str]:
-    """The caller's environment with the venv's `git agora` first on PATH and no account set."""
-    e = {k: v for k, v in os.environ.items() if k != "AGORA_ACCOUNT"}
+    """The caller's environment with the venv's `git agora` first on PATH, no account set, and bytecode
+    written as an installed package has it (a PYTHONDONTWRITEBYTECODE the caller set would make each
+    process compile every module of a tree whose cache is missing or stale: 20-35 ms a post, which an
+    A/B of two trees then measures instead of their code)."""
+    e = {k: v for k, v in os.environ.items() if k not in ("AGORA_ACCOUNT", "PYTHONDONTWRITEBYTECODE")}
     e["PATH"] = f"{BIN}{os.pathsep}{e.get('PATH', '')}"
     e["GIT_TERMINAL_PROMPT"] = "0"
     return e

@@ -12,9 +12,8 @@ gets a random vector of all-MiniLM-L6-v2's id (as `bench_search.py` does) and ea
 search's loads the query model). Prints medians with the rounds' range, and the ratio new / baseline
 (at most 1.10: no speed given back). Results: bench-out/compare_index.json.
 
-"new" is this checkout's HEAD (committed code only), unpacked by `git archive` as the baseline is: the
-two trees then differ in their code alone (a `src/` with an editable install's egg-info and one without
-cost the import system different lookups: 1.49x the CPU of a post for the same code, 2026-12-06).
+"new" is this checkout's HEAD (committed code only), unpacked by `git archive` as the baseline is, and
+both write their bytecode in the warm-up (`_common.env`): the two trees then differ in their code alone.
 """
 
 from __future__ import annotations

@@ -4,10 +4,11 @@
     python eval/bench/compare_post.py CLONE --old /tmp/old-tree/.venv/bin/git-agora --rounds 20 \
         [--same-remote] [--same-clone]
 
-- `--old` a venv's entry point: each tree runs from its own venv's, as installed (compare like with like:
-  a `src/` folder given instead goes first on PYTHONPATH of this venv's, which is not how either is
-  installed, and costs what the import system's lookups of a foreign layout cost: 88f69ea's `src/` as a
-  `git archive` took 1.49x the CPU of the same code in a worktree with its egg-info, 2026-12-06);
+- `--old` a venv's entry point: each tree runs from its own venv's, as installed; a `src/` folder given
+  instead goes first on PYTHONPATH of this venv's. Either way each tree's bytecode is written in the
+  warm-up round (`_common.env` clears PYTHONDONTWRITEBYTECODE): with it set, a tree whose caches were stale
+  compiled its modules in every round, and the same 88f69ea code measured 1.2x to 1.5x the CPU of a copy
+  with fresh caches (2026-12-06);
 
 - CLONE: a clone with `agora.account` set and a key made (any bench clone, e.g. the one
   `bench_publish.py` or `bench_scale.py` leaves under $AGORA_BENCH_DIR), whose origin takes the posts;
@@ -76,8 +77,7 @@ def post(clone: Path, tree: Path, label: str) -> None:
     if tree.is_file():
         out = sh(str(tree), *args, cwd=clone)
     else:
-        pycache = str(WORK_DIR / "pycache")
-        caches = {"PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": pycache}
+        caches = {"PYTHONPATH": str(tree), "PYTHONPYCACHEPREFIX": str(WORK_DIR / "pycache")}
         out = sh("git", "agora", *args, cwd=clone, extra_env=caches)
     assert '"pushed"' in out, out
 
