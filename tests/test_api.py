@@ -188,3 +188,43 @@ def test_a_claim_lasts_exactly_its_time_from_its_own_commit(founded):
     released = agora.release(project, baseline.sha, now=start + 60)
     assert git(a, "log", "-1", "--format=%ct", released.sha).strip() == str(start + 60)
     assert agora.claims(project, now=start + 61) == ()
+
+
+def test_a_fetch_loads_the_index_modules_beside_git_and_waits_for_them(tmp_path, remote, founded, monkeypatch):
+    """When a large clone's listing shows moved refs, the index's modules are imported on a thread while
+    git transfers; the fetch returns only once that thread is done (no import left running at exit), an
+    import that fails there does not fail the fetch, and a fetch that finds nothing new starts none."""
+    import importlib
+    import threading
+
+    from git_agora.ops import sync
+    from git_agora.refs import sync as refs_sync
+
+    a, setup, baseline = founded
+    bob = agora.open_project(make_clone(tmp_path, "b", str(remote), "bob"))
+    assert agora.fetch(bob).new_contributions == 2
+    monkeypatch.setattr(refs_sync, "PROBE_FROM_COMMITS", 0)  # this small clone takes the large clones' path
+    indexing, real_import, real_indexed = threading.Event(), importlib.import_module, sync._indexed
+    started: list[threading.Thread] = []
+
+    def slow_failing_import(name, package=None):
+        if name != "git_agora.no_such_module":
+            return real_import(name, package)
+        indexing.wait(30)  # still importing when the fetch reaches its index
+        time.sleep(0.2)
+        raise ImportError(name)
+
+    def indexed(project):
+        indexing.set()
+        return real_indexed(project)
+
+    real_meanwhile = sync._import_meanwhile
+    monkeypatch.setattr(sync, "_import_meanwhile", lambda names: started.append(real_meanwhile(names)) or started[-1])
+    monkeypatch.setattr(sync, "INDEX_MODULES", ("git_agora.no_such_module", *sync.INDEX_MODULES))
+    monkeypatch.setattr(importlib, "import_module", slow_failing_import)
+    monkeypatch.setattr(sync, "_indexed", indexed)
+    assert agora.fetch(bob).new_contributions == 0 and started == []  # nothing moved: nothing loaded
+    news = agora.post(agora.open_project(a), "an insight bob has not seen", ["insight"], parents=[baseline.sha])
+    assert agora.fetch(bob).new_contributions == 1
+    assert len(started) == 1 and not started[0].is_alive()
+    assert news.sha in {e.sha for e in agora.log(bob)}

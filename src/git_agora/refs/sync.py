@@ -148,16 +148,22 @@ def _rebase_queue(repo: Repository, account: str, remote: str) -> None:
             return
 
 
-def fetch(repo: Repository, remote: str, on_progress: Callable[[str], None] | None = None) -> FetchResult:
+def fetch(
+    repo: Repository,
+    remote: str,
+    on_progress: Callable[[str], None] | None = None,
+    on_moved: Callable[[], object] | None = None,
+) -> FetchResult:
     """Fetch every account log of `remote`; count new contributions; quarantine rewritten logs.
-    `on_progress` gets git's progress lines (a transfer is stopped only when it stops progressing)."""
+    `on_progress` gets git's progress lines (a transfer is stopped only when it stops progressing);
+    `on_moved` is called once a large clone's listing shows refs that moved, before their transfer."""
     from .boundary import commit_graph_size  # here, not at the top: a publish never loads `boundary`
 
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
     refs = repo.git.for_each_ref("refs/")
     before = {ref: sha for ref, sha in refs.items() if ref.startswith(prefix)}
     large = before and commit_graph_size(repo.objects_path) >= PROBE_FROM_COMMITS
-    moved = _fetch_moved(repo, remote, refs, on_progress) if large else None
+    moved = _fetch_moved(repo, remote, refs, on_progress, on_moved) if large else None
     if isinstance(moved, dict):  # stored from the probe: exactly these tracking refs moved
         after = {**before, **{ref: sha for ref, sha in moved.items() if ref.startswith(prefix)}}
     else:
@@ -196,7 +202,11 @@ BOUNDARY_PREFIX = "refs/agora-boundary/"  # parents proven connected, standing a
 
 
 def _fetch_moved(
-    repo: Repository, remote: str, refs: dict[str, str], on_progress: Callable[[str], None] | None
+    repo: Repository,
+    remote: str,
+    refs: dict[str, str],
+    on_progress: Callable[[str], None] | None,
+    on_moved: Callable[[], object] | None = None,
 ) -> dict[str, str] | subprocess.CompletedProcess | None:
     """Fetch only the refs that moved, sending as haves the commits they rest on (`boundary.probe`), so
     that an old parent costs neither side a walk of the whole graph (`refs`: every ref, read once). The
@@ -223,6 +233,8 @@ def _fetch_moved(
     moved = {ref: sha for ref, sha in theirs.items() if tracking.get(_tracking(remote, ref)) != sha}
     if not moved:
         return {}
+    if on_moved is not None:
+        on_moved()
     if len(moved) > MAX_MOVED_REFS:
         return None
     from .boundary import probe, proven
