@@ -1,6 +1,6 @@
 """The index of two source trees side by side: a rebuild and a one-contribution fetch, interleaved.
 
-    python eval/bench/compare_index.py --baseline 774e2dd [--size 100000] [--rounds 5]
+    python eval/bench/compare_index.py --baseline 774e2dd [--size 100000] [--rounds 5] [--steps rebuild,fetch]
 
 On a generated project (cached under $AGORA_BENCH_DIR) fetched by plain git into one clone per tree
 (their index formats may differ): each round,
@@ -32,6 +32,7 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--accounts", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", default="rebuild,fetch,analyze,search", help="which steps to time (comma-separated)")
     args = parser.parse_args()
     head = sh("git", "rev-parse", "--short=12", "HEAD", cwd=ROOT).strip()
     trees = {"new": baseline_src(head), "baseline": baseline_src(args.baseline)}  # both laid out alike
@@ -40,7 +41,7 @@ def main() -> int:
     for clone in clones.values():  # one clone per tree: their index formats may differ
         sh("git", "config", "agora.account", "bench", cwd=clone)
     agora = str(BIN / "git-agora")
-    steps = ("rebuild", "fetch", "analyze", "search")
+    steps = tuple(step for step in ("rebuild", "fetch", "analyze", "search") if step in args.steps.split(","))
     runs: dict[str, dict[str, list[dict]]] = {step: {name: [] for name in trees} for step in steps}
 
     def fetch_one(name: str) -> dict:
@@ -49,23 +50,24 @@ def main() -> int:
 
     for name, src in trees.items():  # warm-up: bytecode, page cache, the first index
         run([agora, "index", "--rebuild"], clones[name], src)
-        fetch_one(name)
-    for round_ in range(args.rounds):
+        if "fetch" in steps:
+            fetch_one(name)
+    for round_ in range(args.rounds if {"rebuild", "fetch"} & set(steps) else 0):
         order = list(trees.items()) if round_ % 2 == 0 else list(reversed(trees.items()))
-        for name, src in order:
+        for name, src in order if "rebuild" in steps else ():
             runs["rebuild"][name].append(run([agora, "index", "--rebuild"], clones[name], src))
-        for name, _ in order:
+        for name, _ in order if "fetch" in steps else ():
             runs["fetch"][name].append(fetch_one(name))
         print(f"  round {round_ + 1}/{args.rounds} done", flush=True)
-    for name, src in trees.items():
+    for name, src in trees.items() if {"analyze", "search"} & set(steps) else ():
         write_random_vectors(clones[name], src)  # every contribution has a vector: analyze and search embed nothing
         run([agora, "analyze", "--json"], clones[name], src)
         run([agora, "search", QUERIES[0], "--json"], clones[name], src)
-    for round_ in range(args.rounds):
+    for round_ in range(args.rounds if {"analyze", "search"} & set(steps) else 0):
         order = list(trees.items()) if round_ % 2 == 0 else list(reversed(trees.items()))
-        for name, src in order:
+        for name, src in order if "analyze" in steps else ():
             runs["analyze"][name].append(run([agora, "analyze", "--json"], clones[name], src))
-        for name, src in order:
+        for name, src in order if "search" in steps else ():
             query = QUERIES[round_ % len(QUERIES)]
             runs["search"][name].append(run([agora, "search", query, "--json"], clones[name], src))
 
