@@ -99,8 +99,8 @@ def test_the_first_day_runs_against_a_local_forge(tmp_path):
         agora(tmp_path, "clone", url, str(tmp_path / "bob"), "--account", "bob")
         bob = tmp_path / "bob"
         edit(bob / "solve.py", r"^def coefficients\(\):\n    return .*$", LEAST_SQUARES)
-        agora(bob, "push", "--check", "-m", "least squares on a grid", "--tag", "result")
-        honest = agora(bob, "log", "--json").json()[0]["sha"]
+        pushed = agora(bob, "push", "--check", "-m", "least squares on a grid", "--tag", "result", "--json")
+        honest = pushed.json()["sha"]  # not the log's newest: the founder's last may share its second
         agora(tmp_path, "clone", url, str(tmp_path / "mallory"), "--account", "mallory")
         edit(tmp_path / "mallory" / "solve.py", r"^import json$", "import json  # the exact polynomial")
         claimed = ["push", "-m", "exact, trust me", "--tag", "result", "--metric", "max_error=1e-12", "--json"]
