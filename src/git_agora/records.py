@@ -45,8 +45,11 @@ def _number(value: object) -> float | None:
 
 
 def _numbers(value: object) -> dict[str, float] | None:
-    found = _object(value)
-    return None if found is None or any(_number(v) is None for v in found.values()) else found
+    return dict(value) if isinstance(value, Mapping) and _all_numbers(value) else None  # its own copy
+
+
+def _all_numbers(value: object) -> bool:
+    return isinstance(value, Mapping) and all(_number(v) is not None for v in value.values())
 
 
 def _object(value: object) -> dict[str, Any] | None:
@@ -156,10 +159,9 @@ class RunRecord:
 def carries_run(metadata: Mapping[str, Any], values: str = "reproduced") -> bool:
     """Whether a verdict's metadata records its rerun (`RunRecord.backed`): the index's `run_backed`
     column; with ``values="measured"``, whether a claim's check record does (`check_backed`)."""
-    get = metadata.get  # `RunRecord.read(metadata).backed` without the other fields: read for every verdict indexed
-    return values in metadata and _backed(
-        _numbers(get(values)), _object(get("evaluator")), _flag(get("sandbox")), _number(get("duration_s"))
-    )
+    get = metadata.get  # `RunRecord.read(metadata).backed` without the other fields or copies: every verdict indexed
+    measured = get(values) if _all_numbers(get(values)) else None
+    return values in metadata and _backed(measured, get("evaluator"), _flag(get("sandbox")), _number(get("duration_s")))
 
 
 CHECK_KEYS = ("evaluator", "output", "measured", "duration_s", "sandbox", "limits")  # today's, exactly
