@@ -243,3 +243,13 @@ def test_keyword_search_is_the_same_in_chunks(monkeypatch):
     monkeypatch.setattr(search_module, "KEYWORD_CHUNK", 3)
     chunked = search("warmup rank BATCH", contributions, None, k=15)
     assert len(whole.hits) == 15 and chunked == whole
+
+
+def test_keyword_search_over_a_table_read_without_descriptions_searches_titles():
+    """A caller that read no descriptions (they are only needed when keywords are the answer) gets the
+    title matches, or none, never a missing-column error: it then reads them and searches again."""
+    rows = [node("setup", "org", tags=("setup",)), node("warmup schedule", "ann", "setup", t=1)]
+    contributions = table(rows).drop_columns(["description"])
+    words = search("Warmup", contributions, None, k=5)
+    assert words.method == "keyword" and [h.title for h in words.hits] == ["warmup schedule"]
+    assert search("Warmup", contributions.slice(0, 0), None, k=5).hits == ()

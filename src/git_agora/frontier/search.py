@@ -161,7 +161,10 @@ def alternate(first: tuple[SearchHit, ...], second: tuple[SearchHit, ...]) -> tu
 
 
 def _valid(contributions: pa.Table) -> pa.Table:
-    """The valid rows, with only the columns keyword search reads."""
+    """The valid rows, with only the columns keyword search reads (a table read without descriptions is
+    searched by title: its caller reads them and searches again when the keyword result is the answer)."""
+    if "description" not in contributions.column_names:
+        contributions = contributions.append_column("description", pa.nulls(contributions.num_rows, pa.string()))
     valid = pc.fill_null(contributions["valid"], False)
     return contributions.select([*HIT_COLUMNS, "description"]).filter(valid)
 
