@@ -5,8 +5,9 @@ Rounds are synchronous, as if the workers ran at once: in each round every worke
 from what the remote holds after the previous round and the claims made before it in this round
 (`TaskWorker.commit_to`; a planner assigns all steps at once), then each acts in turn (evaluate,
 publish, post, verify). So nobody sees another's work of the same round, as with concurrent agents, yet
-the run is reproducible from its seed (up to commit timestamps, which only break ties). Everything runs
-in this process through the library; evaluations are subprocesses.
+the run is reproducible from its seed: the community runs on its own clock (`clock.CommunityClock`), which
+gives every publication its own second in the order the run makes them, so no order is left to commit
+hashes. Everything runs in this process through the library; evaluations are subprocesses.
 
 After the rounds the founder reruns each worker's first result (`establish_workers`), so workers'
 verdicts count as they would in a project whose founder verifies. The record is plain JSON: the
@@ -32,17 +33,20 @@ from git_agora.frontier.evidence import current_verdicts
 
 from . import stats
 from .arms import WORKERS, Planner
+from .clock import START, CommunityClock
 from .tasks import TASKS, Task, found
 
 
 def found_template(task: Task, directory: Path, ucb: dict | None = None) -> dict[str, Any]:
     """Found the task's project once (setup + the evaluated baseline; `ucb`: its `[ucb]` settings);
     every run starts from a copy of its remote, so all arms and seeds share the very same setup commit
-    and baseline."""
+    and baseline. Founded on a community clock from `START`; `clock`: where the runs' clocks go on from."""
     directory.mkdir(parents=True)
-    founder = found(task, directory, ucb)
-    project = agora.open_project(founder, account="founder")
-    (baseline,) = [e for e in agora.log(project, limit=10) if task.metric in e.metrics]
+    with CommunityClock(START) as clock:
+        founder = found(task, directory, ucb)
+        project = agora.open_project(founder, account="founder")
+        (baseline,) = [e for e in agora.log(project, limit=10) if task.metric in e.metrics]
+        clock.advance()
     values = read_choices((founder / task.knob_file).read_text())
     measured = baseline.metrics[task.metric]
     return {
@@ -55,6 +59,7 @@ def found_template(task: Task, directory: Path, ucb: dict | None = None) -> dict
         "baseline_true": task.true_loss(values, measured),
         "baseline_choices": fingerprint(values),
         "baseline_setting": fingerprint(values, ("SEED",)),
+        "clock": clock.now,
     }
 
 
@@ -80,7 +85,26 @@ def run_community(
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
     shutil.copytree(template["remote"], directory / "remote.git")
-    plan = DemoPlan(directory, workers, budget, seed)
+    with CommunityClock(template["clock"]) as clock:
+        record = rounds(task, arm, seed, workers, budget, template, DemoPlan(directory, workers, budget, seed), clock)
+    if not keep:
+        shutil.rmtree(directory, ignore_errors=True)
+    return record
+
+
+def rounds(
+    task: Task,
+    arm: str,
+    seed: int,
+    workers: int,
+    budget: int,
+    template: dict[str, Any],
+    plan: DemoPlan,
+    clock: CommunityClock,
+) -> dict[str, Any]:
+    """The community's rounds, the founder's reruns and the observer's reading, each step `clock.advance()`
+    after the one before; the run's record."""
+    directory = plan.directory
     accounts = list(ACCOUNTS[:workers])  # run.py allows at most len(ACCOUNTS) workers
     kind = WORKERS[arm]
     crew = [kind(make_clone(plan, f"worker-{a}", a), a, random.Random(f"{seed}/{a}"), task) for a in accounts]
@@ -96,10 +120,15 @@ def run_community(
             if not active:
                 break
             if planner:
+                clock.advance()
                 steps = [w.take(s) for w, s in zip(active, planner.assign(active))]  # type: ignore[attr-defined]
             else:  # in turn: each worker's choice and claim are on the remote before the next one chooses
-                steps = [w.commit_to(w.choose()) for w in active]
+                steps = []
+                for worker in active:
+                    clock.advance()
+                    steps.append(worker.commit_to(worker.choose()))
             for position, (worker, step) in enumerate(zip(active, steps)):
+                clock.advance()
                 try:
                     outcome = worker.act(number, step, may_verify=left[worker.account] >= 2)
                 except Exception as exc:  # a round that fails is reported and counted, never fatal
@@ -132,7 +161,9 @@ def run_community(
                 )
     wall = time.perf_counter() - started
     with open(directory / "events.log", "a") as log, contextlib.redirect_stdout(log):
+        clock.advance()
         establish_workers(plan, ledger)
+    clock.advance()
     record = {
         "task": task.name,
         "arm": arm,
@@ -145,8 +176,6 @@ def run_community(
     }
     record.update(observe(task, make_clone(plan, "observer", "observer"), accounts, ledger, template, spent))
     record["ledger"] = ledger
-    if not keep:
-        shutil.rmtree(directory, ignore_errors=True)
     return record
 
 
