@@ -48,13 +48,13 @@ def test_the_bound_on_hand_computed_numbers_and_the_correction_makes_it_harder()
     assert not stats.non_inferiority(excess, margin=0.0350, level=0.05).non_inferior
 
 
-def test_the_eleventh_questions_level_counts_every_test_and_every_question():
-    assert confirm.COMPARISONS == 12 and confirm.QUESTIONS_ASKED == 11
-    level = stats.corrected_level(confirm.ALPHA, confirm.COMPARISONS, confirm.QUESTIONS_ASKED)
-    assert level == pytest.approx(0.05 / 132)
-    assert stats.t_upper_quantile(level, 39) == pytest.approx(3.654, abs=1e-3)
-    more = stats.corrected_level(confirm.ALPHA, confirm.COMPARISONS, confirm.QUESTIONS_ASKED + 1)
-    assert stats.t_upper_quantile(more, 39) > stats.t_upper_quantile(level, 39)  # another question: harder
+def test_each_questions_level_counts_every_test_and_every_question_asked_with_it():
+    assert confirm.COMPARISONS == 12 and confirm.QUESTIONS == (11, 12)
+    assert confirm.level_of(11) == pytest.approx(0.05 / 132)
+    assert stats.t_upper_quantile(confirm.level_of(11), 39) == pytest.approx(3.654, abs=1e-3)
+    assert confirm.level_of(12) == pytest.approx(0.05 / 144)
+    assert stats.t_upper_quantile(confirm.level_of(12), 39) > stats.t_upper_quantile(confirm.level_of(11), 39)
+    assert confirm.question_file(12).name == "QUESTION-12.md"
 
 
 def test_bad_inputs_are_refused():

@@ -1,17 +1,17 @@
-"""`python -m eval.compare.confirm`: the confirmatory run that `QUESTION-11.md` freezes.
+"""`python -m eval.compare.confirm`: the confirmatory runs that `QUESTION-11.md` and `QUESTION-12.md` freeze.
 
-    python -m eval.compare.confirm [--out eval/compare/results/confirm-11] [--jobs 2]
+    python -m eval.compare.confirm [--question 12] [--out eval/compare/results/confirm-12] [--jobs 2]
     python -m eval.compare.confirm --resume            # go on where a stopped run left off
     python -m eval.compare.confirm --report            # only the tables and plots, from runs.jsonl
     python -m eval.compare.confirm --recheck noisy:agora:SEED ...   # rerun stored runs, compare
 
-Everything that could be chosen after seeing an outcome is fixed here and in `QUESTION-11.md`, which
+Everything that could be chosen after seeing an outcome is fixed here and in the question's file, which
 must be committed, unchanged since, before the run starts: the seeds (`seeds_from_commit`: 40 seeds
 from a hash of the commit that added the question file, none of them used before), every task and arm,
 3 workers x 8 evaluations, the setting `git agora init` writes (no `--ucb`), the margins (each task's
-reach), and the level (one-sided 0.05, divided by the 12 comparisons and the 11 questions asked so far).
-Only how many processes run at once (`--jobs`) and where the files go can be chosen, and neither
-changes a result.
+reach), and the level (one-sided 0.05, divided by the 12 comparisons and by the count of questions
+asked when the question was frozen: its number). Only which question, how many processes run at once
+(`--jobs`) and where the files go can be chosen, and none of them changes a result.
 
 Runs go in seed order (every task and arm of a seed before the next seed), each appended to
 `runs.jsonl` as it finishes, so a run stopped part way keeps whole seeds and `--resume` finishes it.
@@ -47,12 +47,11 @@ from .run import ROOT, prepare, write_report
 from .tasks import TASKS
 
 HERE = Path(__file__).resolve().parent
-QUESTION = HERE / "QUESTION-11.md"
+QUESTIONS = (11, 12)  # the confirmatory questions; each one's number is the count of questions asked with it
 SEEDS_PER_TASK = 40
 SEED_LOW, SEED_SPAN = 1_000_000, 9_000_000  # every seed used before this question is below 10,000
 WORKERS, BUDGET = 3, 8
 ALPHA = 0.05  # one-sided, for the whole family below
-QUESTIONS_ASKED = 11  # QUESTION.md, QUESTION-2.md .. QUESTION-10.md, and QUESTION-11.md
 COMPARED = tuple(a for a in ARMS if a != REFERENCE)
 COMPARISONS = len(TASKS) * len(COMPARED)  # 4 tasks x 3 arms
 MARGINS = {name: task.reach for name, task in TASKS.items()}  # demo 0.001, noisy 0.01, deceptive 0.05, wide 0.02
@@ -83,7 +82,18 @@ def _git(root: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def freezing_commit(question: Path = QUESTION, root: Path = ROOT) -> str:
+def question_file(number: int) -> Path:
+    """`QUESTION-N.md`: the question asked as the N-th (`QUESTION.md` was the first)."""
+    return HERE / f"QUESTION-{number}.md"
+
+
+def level_of(number: int) -> float:
+    """The one-sided level of each test of question `number`: ALPHA over every comparison of every
+    question asked so far (it is the number-th), so each further question makes the test harder."""
+    return stats.corrected_level(ALPHA, COMPARISONS, number)
+
+
+def freezing_commit(question: Path, root: Path = ROOT) -> str:
     """The commit that added the question file. Refuses a question that is not committed, or changed since
     (in a later commit or in the work tree): the seeds and the rule must be those frozen."""
     relative = str(question.resolve().relative_to(root.resolve()))
@@ -169,7 +179,7 @@ def verdicts(rows: list[Row]) -> dict[str, bool]:
 
 
 def verdict_text(ok: bool, complete: bool) -> str:
-    """A task's decision; a partial run decides nothing (`QUESTION-11.md`)."""
+    """A task's decision; a partial run decides nothing (`QUESTION-11.md`, `QUESTION-12.md`)."""
     outcome = "confirmed" if ok else "not confirmed"
     return outcome if complete else f"no decision: a partial run (on these seeds: {outcome})"
 
@@ -218,9 +228,8 @@ def plot(path: Path, rows: list[Row]) -> None:
     plt.close(fig)
 
 
-def write_confirm(out: Path, records: list[dict[str, Any]], note: str, complete: bool = True) -> list[Row]:
-    level = stats.corrected_level(ALPHA, COMPARISONS, QUESTIONS_ASKED)
-    rows = confirm_rows(records, level)
+def write_confirm(out: Path, records: list[dict[str, Any]], note: str, number: int, complete: bool = True) -> list[Row]:
+    rows = confirm_rows(records, level_of(number))
     (out / "confirm.md").write_text(markdown(rows, note, complete))
     with open(out / "confirm.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0].as_dict()) if rows else ["task"])
@@ -245,15 +254,15 @@ def read_runs(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def describe(freeze: str, seeds: list[int], head: str, done: int, planned: int, timing: str) -> str:
-    level = stats.corrected_level(ALPHA, COMPARISONS, QUESTIONS_ASKED)
+def describe(number: int, freeze: str, seeds: list[int], head: str, done: int, planned: int, timing: str) -> str:
+    level = level_of(number)
     state = "complete" if done == planned else f"PARTIAL: {done} of {planned} community runs finished"
     return (
-        f"{state}. Question {QUESTION.name}, frozen in commit {freeze}; code at {head}. "
+        f"{state}. Question {question_file(number).name}, frozen in commit {freeze}; code at {head}. "
         f"Seeds: {len(seeds)} per task, sha256('{freeze}/i') rule ({seeds[0]}, {seeds[1]}, ... {seeds[-1]}). "
         f"{WORKERS} workers x {BUDGET} evaluations, every task and arm, [ucb] as git agora init writes it. "
         f"Non-inferiority per task and arm: Agora minus the arm's reported best (true loss), one-sided level "
-        f"{ALPHA} / ({COMPARISONS} comparisons x {QUESTIONS_ASKED} questions) = {level:.3g}; margins (each task's "
+        f"{ALPHA} / ({COMPARISONS} comparisons x {number} questions) = {level:.3g}; margins (each task's "
         f"reach): {', '.join(f'{t} {m:g}' for t, m in MARGINS.items())}. "
         f"{timing}\n"
         f"Command: `python -m eval.compare.confirm` (then `--resume` if it stopped)\n"
@@ -296,7 +305,8 @@ def _environment(work: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eval.compare.confirm", description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=HERE / "results" / "confirm-11", help="output folder")
+    parser.add_argument("--question", type=int, choices=QUESTIONS, default=QUESTIONS[-1], help="which question")
+    parser.add_argument("--out", type=Path, help="output folder (default: eval/compare/results/confirm-N)")
     parser.add_argument("--jobs", type=int, default=2, help="community runs at once (processes)")
     parser.add_argument("--resume", action="store_true", help="keep runs.jsonl's runs and do only the others")
     parser.add_argument("--report", action="store_true", help="only write the tables and plots from runs.jsonl")
@@ -304,10 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
-    out = args.out.resolve()
+    number = args.question
+    out = (args.out or HERE / "results" / f"confirm-{number}").resolve()
     if args.recheck:
         return recheck(out, args.recheck)
-    freeze = freezing_commit()
+    freeze = freezing_commit(question_file(number))
     seeds = seeds_from_commit(freeze, SEEDS_PER_TASK)
     planned = [(task, arm, seed) for seed in seeds for task in TASKS for arm in ARMS]
     path = out / "runs.jsonl"
@@ -315,8 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         records = read_runs(path)
         head = code_at(records)
         timing = f"{sum(r['wall_s'] for r in records):.0f} s of community rounds in all (summed over runs)."
-        note = describe(freeze, seeds, head, len(records), len(planned), timing)
-        return report(out, records, note, len(records) == len(planned))
+        note = describe(number, freeze, seeds, head, len(records), len(planned), timing)
+        return report(out, records, note, number, len(records) == len(planned))
     head = check_code_committed()
     out.mkdir(parents=True, exist_ok=True)
     records = read_runs(path) if args.resume else []
@@ -353,8 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - started
     shutil.rmtree(work, ignore_errors=True)
     timing = f"This invocation: {wall:.0f} s wall with --jobs {args.jobs} on {os.cpu_count()} cores."
-    note = describe(freeze, seeds, code_at(records), len(records), len(planned), timing)
-    return report(out, records, note, len(records) == len(planned))
+    note = describe(number, freeze, seeds, code_at(records), len(records), len(planned), timing)
+    return report(out, records, note, number, len(records) == len(planned))
 
 
 def code_at(records: list[dict[str, Any]]) -> str:
@@ -369,7 +380,7 @@ def code_at(records: list[dict[str, Any]]) -> str:
     return ", ".join(f"{code} ({count} run{'' if count == 1 else 's'})" for code, count in counts.items())
 
 
-def report(out: Path, records: list[dict[str, Any]], note: str, finished: bool) -> int:
+def report(out: Path, records: list[dict[str, Any]], note: str, number: int, finished: bool) -> int:
     if not records:
         raise SystemExit(f"no runs in {out / 'runs.jsonl'}")
     complete = {(task, seed) for task in TASKS for seed in complete_seeds(records, task)}
@@ -379,7 +390,7 @@ def report(out: Path, records: list[dict[str, Any]], note: str, finished: bool) 
     order = {seed: i for i, seed in enumerate(dict.fromkeys(r["seed"] for r in records))}
     records.sort(key=lambda r: (list(TASKS).index(r["task"]), ARMS.index(r["arm"]), order[r["seed"]]))
     write_report(out, records, note)
-    rows = write_confirm(out, records, note, finished)
+    rows = write_confirm(out, records, note, number, finished)
     for task, ok in verdicts(rows).items():
         print(f"{task}: {verdict_text(ok, finished)}")
     return 0
