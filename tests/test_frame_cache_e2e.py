@@ -1,9 +1,10 @@
-"""The kept frame (`ops.frame_cache`) through the real `git agora`: a generated project (`tracegen`) grows
-by random appends (results, insights, hypotheses, reports, verifications with verdicts, a new account's
-first post with its identity) fetched by a reader, and after each the reader's `analyze --json` from the
-kept state equals the one computed cold (the state file deleted first), byte for byte, and so do the
-states both leave. Amendments, identities the trust root names and the other ways an old row changes
-are covered row by row in `tests/frontier/test_incremental.py`."""
+"""The kept frame (`ops.frame_cache`) and clustering (`ops.link_cache`) through the real `git agora`: a
+generated project (`tracegen`) grows by random appends (results, insights, hypotheses, reports,
+verifications with verdicts, a new account's first post with its identity) fetched by a reader, and
+after each the reader's `analyze --json` from the kept state equals the one computed cold (the state
+files deleted first), byte for byte, and so do the states both leave. Amendments, identities the trust
+root names and the other ways an old row changes are covered row by row in
+`tests/frontier/test_incremental.py`."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from agora_testing import agora, git
 from git_agora.frontier.incremental import exact
 from git_agora.ops.frame_cache import FRAME_FILE, read_state
+from git_agora.ops.link_cache import LINK_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,6 +83,7 @@ def test_analysis_from_the_kept_frame_equals_a_cold_one_after_each_fetch(tmp_pat
         warm = agora(reader, *args, env=quiet).stdout
         kept = read_state(state)
         state.unlink()
+        (state.parent / LINK_FILE).unlink()  # the window's clustering: linked again
         assert agora(reader, *args, env=quiet).stdout == warm, f"step {step} ({kind})"
         again = read_state(state)
         assert kept is not None and again is not None and exact(kept, again), f"step {step} ({kind})"

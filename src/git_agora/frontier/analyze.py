@@ -54,7 +54,7 @@ from . import comparable
 from .calibration import Calibration, FrameCalibration, frame_calibration
 from .checked import mark_rows, shown_shas, unchecked_shas
 from .claims import Claim, active_claims, claims_on
-from .clusters import ClusterParams, Diversity, diversity
+from .clusters import ClusterParams, Diversity, Linker, diversity, linked
 from .embeddings import pick_model, vector_index
 from .evidence import FollowOnCounter, verdicts_of
 from .frame import Frame, build_frame
@@ -178,16 +178,18 @@ def analyze(
     config: AnalyzeConfig = AnalyzeConfig(),
     cross_refs: pa.Table | None = None,
     frame: Frame | None = None,
+    link: Linker = linked,
 ) -> AnalyzeResult:
     """Evidence, views, clusters and UCB slots in one pass over the index tables; with the index's
     ``cross_refs`` table, also the commits of other projects that valid contributions cite. Evidence
     derives the edges and verdicts from ``contributions``. ``frame``: ``frame_for(contributions,
-    config)`` when the caller built it already (`ops.frame_cache`: with a cache's n(v)).
+    config)`` when the caller built it already (`ops.frame_cache`: with a cache's n(v)). ``link``: the
+    window's clustering (`clusters.diversity`; `ops.link_cache` keeps the last answer).
     """
     frame = frame_for(contributions, config) if frame is None else frame
     model = pick_model(embeddings, config.embedding_model)
     vectors = vector_index(embeddings, frame.table["sha"], model)
-    div = diversity(frame, vectors.present, vectors.vectors, config.clusters, model, config.limit)
+    div = diversity(frame, vectors.present, vectors.vectors, config.clusters, model, config.limit, link)
     claims = tuple(active_claims(contributions, config.now)) if config.now is not None else ()
     replicas = Replicas.of(frame) if config.ucb.replicating else None  # read by the slots and the summary's best
     slots = with_claims(plan_slots(frame, div.clustering, config.ucb, replicas), claims)

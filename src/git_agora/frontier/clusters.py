@@ -27,11 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from .frame import Frame
 from .graph import pointer_roots
 
 VectorSource = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+Linker = Callable[[str | None, pa.Array, np.ndarray, float, int], tuple[np.ndarray, np.ndarray]]  # as `linked`
 
 
 @dataclass(frozen=True)
@@ -295,6 +297,14 @@ def bin_edges(lo: float, hi: float, bins: int) -> np.ndarray:
     return edges
 
 
+def linked(
+    model: str | None, shas: pa.Array, vectors: np.ndarray, threshold: float, block: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """`single_link` of the rows of ``vectors`` (``model``'s vectors of the contributions ``shas``): a
+    `Linker`."""
+    return single_link(vectors, threshold, block)
+
+
 def diversity(
     frame: Frame,
     has_vector: np.ndarray,
@@ -302,9 +312,12 @@ def diversity(
     params: ClusterParams = ClusterParams(),
     model: str | None = None,
     limit: int = 10,
+    link: Linker = linked,
 ) -> Diversity:
     """Cluster the window and summarise it (module docstring). ``has_vector``: per frame node;
-    ``source(nodes)`` returns their unit vectors and presence, as ``VectorIndex.vectors`` does."""
+    ``source(nodes)`` returns their unit vectors and presence, as ``VectorIndex.vectors`` does.
+    ``link(model, shas, vectors, threshold, block)``: `single_link`'s answer for the window (`linked`;
+    a caller may keep answers, as `ops.link_cache` does)."""
     pool = clusterable(frame)
     recent = recent_clusterable(frame, params.window)
     total = len(recent)
@@ -323,7 +336,8 @@ def diversity(
         return _unavailable(why, model, coverage, params, histogram)
     nodes = frame.newest_first(np.flatnonzero(pool & has_vector), params.window)
     vectors, _ = source(nodes)
-    labels, degree = single_link(vectors, params.threshold, params.block)
+    window = frame.table["sha"].take(pa.array(nodes))
+    labels, degree = link(model, window, vectors, params.threshold, params.block)
     sizes = np.bincount(labels)
     clustering = Clustering(nodes, labels, sizes, degree, vectors, params.threshold, source)
     shares = sizes / len(nodes)

@@ -47,6 +47,7 @@ def analyze(
     from .embedding import backlog_budget, project_model, update_embeddings
     from .frame_cache import analysis_frame
     from .indexing import load, load_rows
+    from .link_cache import kept_linker
     from .standing import root_and_config
 
     index = load(project, ANALYZE_COLUMNS)  # descriptions only if something must be embedded
@@ -75,8 +76,9 @@ def analyze(
     else:
         embeddings, model_id = read_embeddings(project.repo), _cached_model_id(model)
     config = replace(config, embedding_model=model_id)
+    link = kept_linker(project)
     result = compute(
-        index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs, frame=frame
+        index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs, frame=frame, link=link
     )
     return _with_notes(project, index.contributions, policy, result)
 
