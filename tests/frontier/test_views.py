@@ -17,8 +17,10 @@ from git_agora.frontier.views import (
     VIEW_NAMES,
     ViewParams,
     best,
+    best_of_each,
     compute_views,
     noise_aware_ranks,
+    ranked_by_metric,
 )
 from tables import MODEL, direction_vector, vectors_table
 
@@ -253,3 +255,30 @@ def test_keyword_search_over_a_table_read_without_descriptions_searches_titles()
     words = search("Warmup", contributions, None, k=5)
     assert words.method == "keyword" and [h.title for h in words.hits] == ["warmup schedule"]
     assert search("Warmup", contributions.slice(0, 0), None, k=5).hits == ()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_each_accounts_best_is_the_first_of_its_results_in_the_full_ranking(seed):
+    """`best_of_each` ranks only each account's results at its best value; the answer equals the first of
+    the account's results in the ranking of every scored result (ties on value, time and priority, results
+    with no finite value, both directions)."""
+    rng = np.random.default_rng(seed)
+    values = [0.5, 0.5, 0.25, 1.0, float("inf"), float("-inf"), float("nan")]
+    rows = [node("setup", "org", tags=("setup",))]
+    for i in range(80):
+        account = f"acc{rng.integers(0, 9)}"
+        metric = values[rng.integers(0, len(values))] if seed % 2 else float(rng.choice([0.5, 0.25, 0.75]))
+        rows.append(node(f"r{i}", account, "setup", t=int(rng.integers(0, 6)), metric=metric))
+    rows.append(node("only-nan", "nan-only", "setup", t=1, metric=float("nan")))
+    for direction in ("min", "max"):
+        f = frame(rows, direction=direction)
+        accounts = np.asarray(f.table["account"].to_pylist())
+        names_ = sorted(set(accounts.tolist()))
+        code = np.searchsorted(names_, accounts)
+        scored = np.flatnonzero(f.scored)
+        everything = ranked_by_metric(f, scored)
+        expected = np.full(len(names_), -1)
+        for a in range(len(names_)):
+            mine = everything[code[everything] == a]
+            expected[a] = mine[0] if len(mine) else -1
+        assert best_of_each(f, scored, code, len(names_)).tolist() == expected.tolist()

@@ -76,9 +76,8 @@ def claims_on(claims: list[Claim]) -> dict[str, list[Claim]]:
 
 
 def _newest_claims(contributions: pa.Table) -> list[Claim]:
-    mentions = pc.fill_null(pc.match_substring(contributions["metadata"], f'"{UNTIL_KEY}"'), False)
-    wip = pa.array(tag_mask(contributions, WIP))
-    table = contributions.filter(pc.and_(pc.and_(contributions["valid"], wip), mentions))
+    wip = contributions.filter(pc.and_(contributions["valid"], pa.array(tag_mask(contributions, WIP))))
+    table = wip.filter(pc.fill_null(pc.match_substring(wip["metadata"], f'"{UNTIL_KEY}"'), False))  # the few wip rows
     newest: dict[tuple[str, str], Claim] = {}
     for row in table.select(["sha", "account", "timestamp", "title", "metadata", "parents"]).to_pylist():
         until = _until(row["metadata"])

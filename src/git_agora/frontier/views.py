@@ -261,6 +261,21 @@ def ranked_by_metric(frame: Frame, nodes: np.ndarray, limit: int | None = None) 
     return nodes[top_lexsort((frame.log_seq[nodes], frame.priority[nodes], loss[nodes]), limit)]
 
 
+def best_of_each(frame: Frame, nodes: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """Per group 0..groups-1 (``group``: each frame node's): the first of its ``nodes`` in
+    `ranked_by_metric`'s order, -1 for none. Only the nodes at their group's best value are ranked (all
+    of a group's when that value is not finite): the same answer without sorting every scored node."""
+    loss = frame.loss()[nodes]
+    owner = group[nodes]
+    lowest = np.full(groups, np.inf)
+    np.fmin.at(lowest, owner, loss)
+    tied = nodes[(loss == lowest[owner]) | ~np.isfinite(lowest[owner])]
+    best = np.full(groups, -1)
+    ranked = ranked_by_metric(frame, tied)[::-1]  # worst first: the best of a group is written last
+    best[group[ranked]] = ranked
+    return best
+
+
 def noise_aware_ranks(losses: np.ndarray, tolerance: float, count: int) -> np.ndarray:
     """Ranks of the first ``count`` of ``losses`` (sorted ascending): a group is every value within
     ``tolerance`` of the group's first (best) value, and shares its competition rank."""
@@ -433,9 +448,7 @@ def contributors(frame: Frame, limit: int, params: ViewParams) -> Listing:
     received = np.bincount(code[target[got]], minlength=k)
     last = np.full(k, np.iinfo(np.int64).min)
     np.maximum.at(last, code, frame.timestamp)
-    best_node = np.full(k, -1)
-    scored = ranked_by_metric(frame, np.flatnonzero(frame.scored))[::-1]  # worst first: best wins last
-    best_node[code[scored]] = scored
+    best_node = best_of_each(frame, np.flatnonzero(frame.scored), code, k)
     order = sorted(range(k), key=lambda a: (-contributions_count[a], names[a]))[:limit]
     rows = []
     for a in order:
