@@ -29,6 +29,7 @@ import pyarrow.json as pj
 
 from .bands import KEYS, Band, band_of
 from .frame import Frame
+from .graph import take_rows
 
 ALPHA = 0.05
 
@@ -152,15 +153,14 @@ def frame_calibration(frame: Frame, alpha: float = ALPHA) -> FrameCalibration:
 
 def _frame_calibration(frame: Frame, alpha: float) -> FrameCalibration:
     scored = np.flatnonzero(frame.scored)
-    nodes = pa.array(scored, pa.int64())
     metadata = frame.table["metadata"]
     mentions = np.asarray(pc.fill_null(pc.match_substring(metadata, '"predict'), False).to_numpy(zero_copy_only=False))
     low, high = np.full(len(scored), np.nan), np.full(len(scored), np.nan)
     predicted = np.flatnonzero(mentions[scored])  # only these texts are read (`band_ends` reads no other)
     if len(predicted):
-        low[predicted], high[predicted] = band_ends(metadata.take(pa.array(scored[predicted], pa.int64())))
-    measured = frame.metric[nodes.to_numpy()]
-    accounts = pc.dictionary_encode(pc.fill_null(frame.table["account"].take(nodes), "")).combine_chunks()
+        low[predicted], high[predicted] = band_ends(take_rows(metadata, scored[predicted]))
+    measured = frame.metric[scored]
+    accounts = pc.dictionary_encode(pc.fill_null(take_rows(frame.table["account"], scored), "")).combine_chunks()
     code = accounts.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     names = accounts.dictionary.to_pylist()
     per = grouped(code, len(names), measured, low, high, frame.direction, frame.tolerance)

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from ..records import check_backed
 from .frame import Frame
+from .graph import take_rows
 from .views import Row, View, ranked_by_metric
 
 UNCHECKED = "unchecked"
@@ -42,7 +43,7 @@ def run_backed_mask(table: pa.Table, nodes: np.ndarray | None = None) -> np.ndar
     n = table.num_rows if nodes is None else len(nodes)
     if "metadata" not in table.column_names:
         return np.zeros(n, dtype=bool)
-    column = table["metadata"] if nodes is None else table["metadata"].take(pa.array(nodes, pa.int64()))
+    column = table["metadata"] if nodes is None else take_rows(table["metadata"], nodes)
     return np.fromiter((run_backed(m) for m in column.to_pylist()), dtype=bool, count=n)
 
 
@@ -66,7 +67,7 @@ def unchecked_shas(table: pa.Table, scored: np.ndarray, among: Iterable[str] | N
         hit = np.asarray(pc.is_in(table["sha"], value_set=wanted).to_numpy(zero_copy_only=False), dtype=bool)
         nodes = np.flatnonzero(hit & np.asarray(scored, dtype=bool))
     backed = run_backed_mask(table, nodes)
-    shas = table["sha"].take(pa.array(nodes[~backed], pa.int64())).to_pylist()
+    shas = take_rows(table["sha"], nodes[~backed]).to_pylist()
     return set(shas)
 
 

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from .frame import Frame
-from .graph import pointer_roots
+from .graph import pointer_roots, take_rows
 
 VectorSource = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 Linker = Callable[[str | None, pa.Array, np.ndarray, float, int], tuple[np.ndarray, np.ndarray]]  # as `linked`
@@ -336,7 +336,7 @@ def diversity(
         return _unavailable(why, model, coverage, params, histogram)
     nodes = frame.newest_first(np.flatnonzero(pool & has_vector), params.window)
     vectors, _ = source(nodes)
-    window = frame.table["sha"].take(pa.array(nodes))
+    window = take_rows(frame.table["sha"], nodes)
     labels, degree = link(model, window, vectors, params.threshold, params.block)
     sizes = np.bincount(labels)
     clustering = Clustering(nodes, labels, sizes, degree, vectors, params.threshold, source)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -16,6 +17,8 @@ import pyarrow.compute as pc
 from ..contribution import KINDS, VERIFICATION, Kind
 from .root import Root
 from .witness import UNWITNESSED, priority_order, witness_times
+
+TableOrColumn = TypeVar("TableOrColumn", pa.Table, pa.ChunkedArray, pa.Array)
 
 DIRECTIONS = ("min", "max")
 
@@ -53,13 +56,8 @@ class Graph:
         return _lookup(combined(self.table["sha"]), shas)
 
     def rows(self, nodes: np.ndarray, columns: list[str]) -> pa.Table:
-        """``columns`` of the rows of ``nodes``: a few rows are sliced out one by one (a take from a
-        table of many chunks concatenates each column first), many are taken."""
-        part = self.table.select(columns)
-        nodes = np.asarray(nodes, dtype=np.int64)
-        if len(nodes) == 0 or len(nodes) > 512:
-            return part.take(pa.array(nodes, pa.int64()))
-        return pa.concat_tables([part.slice(i, 1) for i in nodes.tolist()]).combine_chunks()
+        """``columns`` of the rows of ``nodes`` (`take_rows`)."""
+        return take_rows(self.table.select(columns), nodes)
 
     def children_lists(self) -> tuple[list[int], list[int]]:
         """CSR adjacency parent -> children as Python lists: children of u are kids[ptr[u]:ptr[u+1]]."""
@@ -263,6 +261,33 @@ def _csr(source: np.ndarray, target: np.ndarray, n: int) -> tuple[list[int], lis
     ptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(source, minlength=n), out=ptr[1:])
     return ptr.tolist(), target[order].tolist()
+
+
+def take_rows(data: TableOrColumn, nodes: np.ndarray) -> TableOrColumn:
+    """The rows ``nodes`` of a table or column, in that order, as ``data.take(nodes)`` gives them, taken
+    chunk by chunk: Arrow's take over a column of many chunks (an index read from its segments has
+    hundreds) concatenates the whole column first, a copy of a million rows to take a few thousand."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    if isinstance(data, pa.Table):
+        columns = {name: take_rows(data[name], nodes) for name in data.column_names}
+        return pa.table(columns, schema=data.schema) if columns else data.take(pa.array(nodes, pa.int64()))
+    if not isinstance(data, pa.ChunkedArray) or data.num_chunks <= 1 or len(nodes) == 0:
+        return data.take(pa.array(nodes, pa.int64()))
+    if nodes.min() < 0 or nodes.max() >= len(data):
+        raise IndexError(f"row {int(nodes.max() if nodes.max() >= len(data) else nodes.min())} of {len(data)}")
+    lengths = np.fromiter((len(chunk) for chunk in data.chunks), np.int64, data.num_chunks)
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    order = np.argsort(nodes, kind="stable")
+    ascending = nodes[order]
+    bounds = np.searchsorted(ascending, starts)
+    pieces = [
+        data.chunk(c).take(pa.array(ascending[bounds[c] : bounds[c + 1]] - starts[c]))
+        for c in range(data.num_chunks)
+        if bounds[c] < bounds[c + 1]
+    ]
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))
+    return pa.chunked_array([pa.concat_arrays(pieces).take(pa.array(back))], data.type)
 
 
 def combined(column: pa.ChunkedArray | pa.Array) -> pa.Array:

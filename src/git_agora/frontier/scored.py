@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from ..contribution import VERIFICATION
 from .evidence import verdicts_of, verification_status
-from .graph import Graph, chronological_order, kind_mask, signed, time_column
+from .graph import Graph, chronological_order, kind_mask, signed, take_rows, time_column
 
 
 def is_verification(table: pa.Table) -> np.ndarray:
@@ -96,7 +96,7 @@ def in_time(table: pa.Table, nodes: np.ndarray) -> np.ndarray:
     """``nodes`` (rows of ``table``) in time order."""
     nodes = np.asarray(nodes, dtype=np.int64)
     keys = table.select([time_column(table), "log_seq", "sha"])  # only what the order reads: no copy of the rest
-    return nodes[chronological_order(keys.take(pa.array(nodes, pa.int64())))]
+    return nodes[chronological_order(take_rows(keys, nodes))]
 
 
 def new_best_mask(values: np.ndarray, direction: str, tolerance: float = 0.0) -> np.ndarray:
