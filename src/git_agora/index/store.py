@@ -316,31 +316,38 @@ def _compact(directory: Path, found: list[Segment], next_id: int) -> tuple[list[
 # --- reading --------------------------------------------------------------------------------------
 
 
-def read_rows(repo: Repository, columns: Sequence[str], shas: Iterable[str]) -> pa.Table:
+def read_rows(
+    repo: Repository, columns: Sequence[str], shas: Iterable[str], timestamps: Iterable[int] | None = None
+) -> pa.Table:
     """`columns` (plus sha and timestamp) of the stored contributions whose sha is among `shas`, each
     row group filtered as it is read: a few thousand descriptions of a million-row index cost one row
-    group of the column, not the whole column. Only what is stored: the caller has brought the index
-    up to date (a sha it lacks is simply absent)."""
+    group of the column, not the whole column. `timestamps`: theirs, when the caller knows them; then
+    only the row groups whose dates may hold one are read (the newest rows: the last row group). Only
+    what is stored: the caller has brought the index up to date (a sha it lacks is simply absent)."""
     wanted = pa.array(sorted(set(shas)), pa.string())
+    dated = None if timestamps is None else sorted(set(timestamps))
 
     def keep(table: pa.Table) -> pa.Table:
         return table.filter(pc.is_in(table.column("sha"), value_set=wanted))
 
     directory = index_dir(repo)
     with locked(directory, exclusive=False):
-        return _read(directory, columns, keep)[1]
+        return _read(directory, columns, keep, dated)[1]
 
 
 def _read(
-    directory: Path, columns: Sequence[str] | None, keep: segments.RowFilter | None = None
+    directory: Path,
+    columns: Sequence[str] | None,
+    keep: segments.RowFilter | None = None,
+    dated: Sequence[int] | None = None,
 ) -> tuple[Manifest, pa.Table, pa.Table]:
     """The manifest and the logical tables (`columns` of contributions only, plus sha and timestamp;
-    the rows `keep` keeps, when given)."""
+    the rows `keep` keeps, when given, of the row groups that may hold a row dated `dated`)."""
     manifest = segments.read_manifest(directory)
     if manifest is None:
         raise Damaged("there is no index yet")
     names = None if columns is None else [c for c in CONTRIBUTIONS.names if c in {*columns, "sha", "timestamp"}]
-    tables = [segments.read_segment(directory, s, names, keep) for s in manifest.segments]
+    tables = [segments.read_segment(directory, s, names, keep, dated) for s in manifest.segments]
     if tables:
         contributions = segments.logical(tables, manifest.segments)
     else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -70,7 +70,7 @@ def analyze(
             model,
             needed,
             budget if budget is not None else backlog_budget(),
-            lambda shas: load_rows(project, TEXT_COLUMNS, shas),
+            lambda shas: load_rows(project, TEXT_COLUMNS, shas, timestamps_of(index.contributions, shas)),
         )
         embeddings, model_id = report.cache, report.model
     else:
@@ -81,6 +81,16 @@ def analyze(
         index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs, frame=frame, link=link
     )
     return _with_notes(project, index.contributions, policy, result)
+
+
+def timestamps_of(contributions: pa.Table, shas: Sequence[str]) -> list[int] | None:
+    """The timestamps of `shas` in `contributions` (None when one is missing: then nothing is pruned)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    hit = contributions.filter(pc.is_in(contributions["sha"], value_set=pa.array(sorted(set(shas)), pa.string())))
+    stamps = hit["timestamp"].to_pylist()
+    return None if len(stamps) < len(set(shas)) or None in stamps else stamps
 
 
 def _with_notes(project: Project, contributions, policy, result):

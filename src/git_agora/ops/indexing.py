@@ -185,17 +185,20 @@ def load(project: Project, columns: Sequence[str] | None = None) -> Index:
     return index
 
 
-def load_rows(project: Project, columns: Sequence[str], shas: Sequence[str]) -> pa.Table:
+def load_rows(
+    project: Project, columns: Sequence[str], shas: Sequence[str], timestamps: Sequence[int] | None = None
+) -> pa.Table:
     """`columns` (plus sha and timestamp) of the contributions among `shas`, read row group by row
-    group, after `load` brought the index up to date. On a read-only index whose new rows live only
-    in `load`'s temporary copy, some are not stored: then the whole columns are read and filtered."""
+    group, after `load` brought the index up to date; with their `timestamps`, only the row groups
+    dated so (`index.store.read_rows`). On a read-only index whose new rows live only in `load`'s
+    temporary copy, some are not stored: then the whole columns are read and filtered."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from ..index.store import read_rows
 
     wanted = set(shas)
-    table = read_rows(project.repo, columns, wanted)
+    table = read_rows(project.repo, columns, wanted, timestamps)
     if table.num_rows >= len(wanted):
         return table
     whole = load(project, columns).contributions
