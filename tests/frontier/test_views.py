@@ -10,7 +10,7 @@ import pytest
 from frontier_tables import everyone, node, sha, table, verify
 
 from git_agora.frontier.analyze import AnalyzeConfig, analyze
-from git_agora.frontier.frame import build_frame, quality
+from git_agora.frontier.frame import build_frame, quality, rank_counts
 from git_agora.frontier.search import search
 from git_agora.frontier.views import (
     REGISTRY,
@@ -282,3 +282,19 @@ def test_each_accounts_best_is_the_first_of_its_results_in_the_full_ranking(seed
             mine = everything[code[everything] == a]
             expected[a] = mine[0] if len(mine) else -1
         assert best_of_each(f, scored, code, len(names_)).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rank_counts_are_the_sorted_searches(seed):
+    """`rank_counts` (one argsort) gives what two searches in the sorted values give: ties, -0.0 beside
+    0.0, infinities, one value; and with a nan, the searches themselves."""
+    rng = np.random.default_rng(seed)
+    values = rng.choice([-1.5, -0.0, 0.0, 0.25, 0.25, 2.0, np.inf, -np.inf], size=int(rng.integers(1, 300)))
+    values = np.where(rng.random(len(values)) < 0.5, values, np.round(rng.normal(size=len(values)), 1))
+    if seed == 5:
+        values[::4] = np.nan
+    ordered = np.sort(values)
+    worse = np.searchsorted(ordered, values, "left")
+    equal = np.searchsorted(ordered, values, "right") - worse
+    got = rank_counts(values)
+    assert got[0].tolist() == worse.tolist() and got[1].tolist() == equal.tolist()
