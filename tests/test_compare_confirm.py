@@ -4,6 +4,7 @@ only), the pairing over complete seeds, and the refusal to run an unfrozen or ch
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -187,3 +188,35 @@ def test_a_resumed_run_names_every_commit_whose_code_ran_it():
     records = [{"code": "a" * 40}] * 2 + [{"code": "b" * 40}]
     assert confirm.code_at(records) == f"{'a' * 40} (2 runs), {'b' * 40} (1 run)"
     assert confirm.code_at(records[:2]) == "a" * 40 and confirm.code_at([]) == "?"
+
+
+def test_the_report_after_a_run_names_the_question_asked_and_its_level(tmp_path, monkeypatch):
+    """The run's own report (not only `--report`) is the question's: its file, its count of questions
+    and its level. The twelfth run's first report divided by 640 questions, the loop's counter of finished
+    communities, which had taken the question's name (the tables were then drawn again with `--report`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    freeze = "a" * 40
+    seeds = confirm.seeds_from_commit(freeze, confirm.SEEDS_PER_TASK)
+    planned = [(t, a, s) for s in seeds for t in confirm.TASKS for a in confirm.ARMS]
+    out = tmp_path / "out"
+    out.mkdir()
+    stored = [{"task": t, "arm": a, "seed": s} for t, a, s in planned[:-3]]
+    (out / "runs.jsonl").write_text("".join(f"{json.dumps(r)}\n" for r in stored))
+
+    def community(task, arm, seed, *rest):
+        return {"task": task, "arm": arm, "seed": seed, "reported_true": 1.0, "errors": [], "wall_s": 0.0}
+
+    heard = {}
+    monkeypatch.setattr(confirm, "ROOT", tmp_path)  # the run's work folder: none of the repository's
+    monkeypatch.setattr(confirm, "freezing_commit", lambda question: freeze)
+    monkeypatch.setattr(confirm, "check_code_committed", lambda: "b" * 40)
+    monkeypatch.setattr(confirm, "prepare", lambda work: None)
+    monkeypatch.setattr(confirm, "_environment", lambda work: None)
+    monkeypatch.setattr(confirm, "found_template", lambda *a: {})
+    monkeypatch.setattr(confirm, "run_community", community)
+    monkeypatch.setattr(confirm, "ProcessPoolExecutor", lambda jobs, mp_context=None: ThreadPoolExecutor(jobs))
+    monkeypatch.setattr(confirm, "report", lambda out, records, note, question, finished: heard.update(locals()))
+    assert confirm.main(["--question", "12", "--out", str(out), "--resume", "--jobs", "2"]) is None
+    assert heard["question"] == 12 and heard["finished"] and len(heard["records"]) == len(planned)
+    assert "QUESTION-12.md" in heard["note"] and "(12 comparisons x 12 questions) = 0.000347" in heard["note"]

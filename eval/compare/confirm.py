@@ -314,11 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
-    number = args.question
-    out = (args.out or HERE / "results" / f"confirm-{number}").resolve()
+    question = args.question
+    out = (args.out or HERE / "results" / f"confirm-{question}").resolve()
     if args.recheck:
         return recheck(out, args.recheck)
-    freeze = freezing_commit(question_file(number))
+    freeze = freezing_commit(question_file(question))
     seeds = seeds_from_commit(freeze, SEEDS_PER_TASK)
     planned = [(task, arm, seed) for seed in seeds for task in TASKS for arm in ARMS]
     path = out / "runs.jsonl"
@@ -326,8 +326,8 @@ def main(argv: list[str] | None = None) -> int:
         records = read_runs(path)
         head = code_at(records)
         timing = f"{sum(r['wall_s'] for r in records):.0f} s of community rounds in all (summed over runs)."
-        note = describe(number, freeze, seeds, head, len(records), len(planned), timing)
-        return report(out, records, note, number, len(records) == len(planned))
+        note = describe(question, freeze, seeds, head, len(records), len(planned), timing)
+        return report(out, records, note, question, len(records) == len(planned))
     head = check_code_committed()
     out.mkdir(parents=True, exist_ok=True)
     records = read_runs(path) if args.resume else []
@@ -348,13 +348,13 @@ def main(argv: list[str] | None = None) -> int:
             pool.submit(run_community, t, a, s, WORKERS, BUDGET, templates[t], work / f"{t}-{a}-{s}")
             for t, a, s in todo
         ]
-        for number, future in enumerate(as_completed(futures), 1):
+        for finished, future in enumerate(as_completed(futures), 1):
             record = future.result()
             record["code"] = head
             sink.write(json.dumps(record) + "\n")
             sink.flush()
             print(
-                f"[{len(have) + number}/{len(planned)}] {record['task']:<9} {record['arm']:<9} "
+                f"[{len(have) + finished}/{len(planned)}] {record['task']:<9} {record['arm']:<9} "
                 f"seed {record['seed']}: reported {record['reported_true']:.4f} (true), "
                 f"{len(record['errors'])} errors, {record['wall_s']:.0f} s",
                 file=sys.stderr,
@@ -364,8 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - started
     shutil.rmtree(work, ignore_errors=True)
     timing = f"This invocation: {wall:.0f} s wall with --jobs {args.jobs} on {os.cpu_count()} cores."
-    note = describe(number, freeze, seeds, code_at(records), len(records), len(planned), timing)
-    return report(out, records, note, number, len(records) == len(planned))
+    note = describe(question, freeze, seeds, code_at(records), len(records), len(planned), timing)
+    return report(out, records, note, question, len(records) == len(planned))
 
 
 def code_at(records: list[dict[str, Any]]) -> str:
