@@ -62,10 +62,13 @@ def test_a_damaged_or_foreign_file_is_linked_again_and_replaced(linker):
     shas = pa.array([f"{i:040x}" for i in range(40)])
     good = link("m", shas, vectors, 0.9, 1024)
     whole = path.read_bytes()
-    for damaged in (whole[:-1], whole + b"\0" * 16, b"XXXXXXXX" + whole[len(MAGIC) :], b"", whole[:20]):
+    out_of_range = whole[: len(whole) - 8] + (10**6).to_bytes(8, "little")  # a degree no window of 40 has
+    negative = whole[:-8] + (-1).to_bytes(8, "little", signed=True)
+    foreign = b"XXXXXXXX" + whole[len(MAGIC) :]
+    for damaged in (whole[:-1], whole + b"\0" * 16, foreign, b"", whole[:20], out_of_range, negative):
         path.write_bytes(damaged)
         assert same(link("m", shas, vectors, 0.9, 1024), good)
-    assert len(calls) == 6 and path.read_bytes() == whole  # each linked again and kept again
+    assert len(calls) == 8 and path.read_bytes() == whole  # each linked again and kept again
 
 
 def test_an_unwritable_place_still_gives_the_answer(tmp_path, monkeypatch):

@@ -68,7 +68,10 @@ def read_link(path: Path, digest: bytes, rows: int) -> tuple[np.ndarray, np.ndar
     if int.from_bytes(data[len(MAGIC) + 32 : _HEAD], "little") != rows:
         return None
     body = np.frombuffer(data, dtype="<i8", offset=_HEAD)
-    return body[:rows].astype(np.int64), body[rows:].astype(np.int64)
+    labels, degree = body[:rows].astype(np.int64), body[rows:].astype(np.int64)
+    if rows and (labels.min() < 0 or labels.max() >= rows or degree.min() < 0 or degree.max() >= rows):
+        return None  # not an answer single link gives: damaged, link again
+    return labels, degree
 
 
 def write_link(path: Path, digest: bytes, labels: np.ndarray, degree: np.ndarray) -> None:
