@@ -407,7 +407,7 @@ def run_git(cwd: Path, *args: str, input: str = "") -> str:
     ).stdout.strip()
 
 
-def test_a_tree_with_a_dotgit_path_is_invalid_for_readers_and_refused_by_writers(tmp_path, remote):
+def test_a_tree_with_a_dotgit_path_is_invalid_for_readers_and_refused_by_writers(tmp_path, remote, monkeypatch):
     a = make_clone(tmp_path, "a", str(remote), "alice")
     (a / "e.py").write_text("print('{\"bpc\": 1}')\n")
     agora(a, "init", "--metric", "bpc", "--direction", "min", "--eval", "python3 e.py")
@@ -426,6 +426,7 @@ def test_a_tree_with_a_dotgit_path_is_invalid_for_readers_and_refused_by_writers
     reasons = " ".join(rejected[hostile]["reasons"])
     assert "the tree holds '.Git'" in reasons and "refuses to check out" in reasons, reasons
     assert agora(c, "index", "--check").returncode == 0
+    assert "the tree holds '.Git'" in " ".join(in_bulk_rejections(c, tmp_path, monkeypatch)[hostile])  # read aside
     out = agora(c, "verify", hostile, "--no-publish", "--json").json()  # and it can still be failed
     assert out["verdict"] == "failed" and out["reason"] == "the tree cannot be exported", out
 
@@ -437,6 +438,20 @@ def test_a_tree_with_a_dotgit_path_is_invalid_for_readers_and_refused_by_writers
     with pytest.raises(agora_lib.AgoraError, match="refuses to check out"):
         publish(project, draft, top)
     assert git(c, "for-each-ref", "refs/agora/log/carol").strip() == ""
+
+
+def in_bulk_rejections(clone: Path, tmp_path: Path, monkeypatch) -> dict[str, list[str]]:
+    """sha -> reasons of the invalid rows of a rebuild through worker processes (as at a million
+    contributions), whose `.git` check runs in a process of its own (`parallel.Aside`)."""
+    from git_agora.index import parallel, store
+    from git_agora.ops.indexing import _rules
+    from git_agora.project import Project
+
+    monkeypatch.setattr(parallel, "THRESHOLD", 0)
+    p = Project.open(clone)
+    store.update_index(p.repo, _rules(p), rebuild=True, directory=tmp_path / "in-bulk")
+    rows = store._read(tmp_path / "in-bulk", None)[1].select(["sha", "valid", "reasons"]).to_pylist()
+    return {row["sha"]: row["reasons"] for row in rows if not row["valid"]}
 
 
 # --- the interpreter where it lives, the setup's keys -------------------------------------------------

@@ -4,6 +4,7 @@ also when a worker dies."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import hostile
@@ -86,6 +87,30 @@ def test_a_worker_that_dies_loses_no_row(corpus, tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "BLOCK", 4000)
     assert_same(serial, rebuilt(corpus, tmp_path / "parallel"))
     assert len(pools) == 1  # the workers were started, died, and their chunks were parsed here
+
+
+MAIN = os.getpid()
+
+
+def _dies_elsewhere(value: int) -> int:
+    if os.getpid() != MAIN:
+        os._exit(3)  # the process aside killed midway (out of memory, a signal)
+    return value * 2
+
+
+def test_work_aside_runs_in_another_process_and_says_what_went_wrong():
+    assert parallel.Aside(os.getpid).result() != os.getpid()
+    assert parallel.Aside(sorted, [3, 1, 2]).result() == [1, 2, 3]
+    with pytest.raises(ValueError):
+        parallel.Aside(int, "not a number").result()
+    lock = parallel.Aside(threading.Lock).result()  # no pickle crosses processes: made again here
+    assert lock.acquire(blocking=False)
+
+
+def test_work_aside_whose_process_dies_is_done_here(monkeypatch):
+    assert parallel.Aside(_dies_elsewhere, 21).result() == 42
+    monkeypatch.setattr(parallel, "_forked", lambda *args: (_ for _ in ()).throw(OSError("no processes")))
+    assert parallel.Aside(_dies_elsewhere, 4).result() == 8
 
 
 def test_an_update_after_a_parallel_rebuild_equals_a_rebuild(corpus, tmp_path, monkeypatch):

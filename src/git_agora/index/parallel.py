@@ -238,6 +238,61 @@ def _in_worker(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.T
     return parse_block(block, primary_metric, now)  # looked up when called (tests replace it)
 
 
+class Aside:
+    """`fn(*args)` run in a forked process of its own, so that its Python work shares no lock with this
+    process's threads; `result()` waits for it. The process inherits `fn` and `args` (nothing is copied
+    to it; only the result comes back, pickled). Where no process can be started, or it dies, or its
+    result cannot be sent, `fn` runs here instead; its exceptions are raised by `result()` either way.
+    Start one before any thread of one's own: a fork copies only the forking thread."""
+
+    def __init__(self, fn: Callable[..., R], *args) -> None:
+        self._fn, self._args = fn, args
+        try:
+            self._process, self._answer = _forked(_aside, fn, args)
+        except (OSError, ValueError):  # no process (out of memory or processes), or fork unavailable
+            self._process = None
+
+    def result(self):
+        if self._process is not None:
+            try:
+                done, value = self._answer.recv()
+            except (EOFError, OSError):  # it died before answering
+                done, value = None, None
+            finally:
+                self._answer.close()
+                self._process.join()
+                self._process = None
+            if done is True:
+                return value
+            if done is False:
+                raise value
+        return self._fn(*self._args)
+
+
+def _forked(target: Callable, fn: Callable, args: tuple):
+    """A started forked process running `target(sender, fn, args)`, and the end that receives its answer."""
+    context = multiprocessing.get_context("fork")
+    answer, sender = context.Pipe(duplex=False)
+    process = context.Process(target=target, args=(sender, fn, args), daemon=True)
+    try:
+        process.start()
+    finally:
+        sender.close()  # the process holds its own end: its death ends the pipe
+    return process, answer
+
+
+def _aside(sender, fn: Callable, args: tuple) -> None:
+    try:
+        answer = (True, fn(*args))
+    except Exception as exc:
+        answer = (False, exc)
+    try:
+        sender.send(answer)
+    except Exception:  # a result or exception that cannot be pickled: done again where it is wanted
+        sender.send((None, None))
+    sender.close()
+
+
 def _pool(count: int) -> ProcessPoolExecutor:
 
     return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"))
@@ -334,6 +389,7 @@ def _graph_table(
     target_account = pc.take(lookup.column("account"), target_at)
     own_target = pc.fill_null(pc.equal(target_account, work.column("account")), False)
     is_listed = listing.listed_mask(work, listed)
+    release()  # its hash tables: a million shas
     unlisted = pc.invert(is_listed)
     older = pc.fill_null(pc.less(work.column("declared_format"), root_format), False)
     flagged = pc.and_(is_contribution, pc.or_(pc.or_(pc.or_(unknown_parent, own_target), unlisted), older))

@@ -6,7 +6,6 @@ signatures (`signatures`). Nothing here writes the index (`store` does)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import chain
@@ -98,14 +97,21 @@ def new_rows(
             table, refs = parallel.graph_rows(work, known, rules.root, listed, root_format)
             table = _evaluator_policy_table(repo, table, rules.root)
         else:
-            with ThreadPoolExecutor(2) as thread:
-                ahead = thread.submit(_answers_ahead, repo, rules.root, work.column("tree"))
-                trees = pc.unique(work.column("tree").filter(pc.is_valid(work.column("account")))).drop_null()
-                dotgit = thread.submit(dotgit_paths, repo.common_path, trees.to_pylist())
-                table, refs = parallel.graph_rows(work, known, rules.root, listed, root_format)
-                del work, trees  # the rows are held once
-                table = _evaluator_policy_table(repo, table, rules.root, ahead.result(), dotgit.result())
+            # the contributions' trees, read by git in processes aside while the graph rules run here
+            trees = pc.unique(work.column("tree").filter(pc.is_valid(work.column("account")))).drop_null()
+            dotgit = parallel.Aside(_dotgit_of, repo.common_path, trees)
+            ahead = parallel.Aside(_answers_ahead, repo, rules.root, trees)
+            del trees
+            table, refs = parallel.graph_rows(work, known, rules.root, listed, root_format)
+            del work  # the rows are held once
+            table = _evaluator_policy_table(repo, table, rules.root, ahead.result(), dotgit.result())
         return _signatures_table(repo, table, rules), refs, listed
+
+
+def _dotgit_of(git_dir: str, trees: pa.Array) -> dict[str, str]:
+    """`refs.trees.dotgit_paths` of an Arrow column of trees (a rebuild's: hundreds of thousands, made
+    Python strings only where they are read)."""
+    return dotgit_paths(git_dir, trees.to_pylist())
 
 
 def _declared_format(repo: Repository, root: str | None) -> int:
@@ -114,12 +120,12 @@ def _declared_format(repo: Repository, root: str | None) -> int:
     return int(contribution.format) if contribution is not None else 1
 
 
-def _answers_ahead(repo: Repository, root: str | None, trees: pa.ChunkedArray) -> Answers | None:
+def _answers_ahead(repo: Repository, root: str | None, trees: pa.Array) -> Answers | None:
     """The root policy's protected files in these trees, asked before the graph rules say which rows
     need them: nearly every judged row is under the root policy, and its trees are among these."""
     from ..policy import answers_ahead
 
-    return answers_ahead(repo, root, trees.combine_chunks()) if root is not None else None
+    return answers_ahead(repo, root, trees) if root is not None else None
 
 
 def _evaluator_policy_table(

@@ -256,9 +256,9 @@ def _advance(
 def _written_policies(worked: pa.Table, stored: pa.Table) -> frozenset[str] | None:
     """The policies of the valid rows among `worked` (new and revisited), None when a revisited row
     that was valid (in `stored`) no longer is: then a policy may have left the set in force."""
-    valid = worked.filter(pc.fill_null(worked.column("valid"), False))
+    valid = worked.select(["sha", "policy"]).filter(pc.fill_null(worked.column("valid"), False))  # not every column
     if stored.num_rows:
-        was = set(stored.filter(pc.fill_null(stored.column("valid"), False)).column("sha").to_pylist())
+        was = set(stored.select(["sha"]).filter(pc.fill_null(stored.column("valid"), False)).column("sha").to_pylist())
         if was - set(valid.column("sha").to_pylist()):
             return None
     return frozenset(pc.unique(valid.column("policy")).drop_null().to_pylist())
