@@ -30,6 +30,13 @@ def _tracegen():
     return sys.modules["tracegen"]
 
 
+LOGS = "refs/agora/remotes/origin/log"
+
+
+def tips(clone: Path) -> list[str]:
+    return git(clone, "for-each-ref", "--format=%(objectname)", "refs/agora/").split()
+
+
 def restorable(clone: Path) -> bool:
     """Would the next analyze in `clone` grow the kept frame rather than build it cold?"""
     from git_agora.frontier.analyze import AnalyzeConfig
@@ -64,9 +71,11 @@ def test_analysis_from_the_kept_frame_equals_a_cold_one_after_each_fetch(tmp_pat
     agora(reader, *args, env=quiet)
     assert state.exists()
     rng = random.Random(7)
-    kinds = ["result", "insight", "hypothesis", "report", "verification", "result", "newcomer"]
+    # after the newcomer's post (dated now), the generated ones are dated before it: they sort among
+    # the indexed rows, as a clock behind or a log pushed late makes them, and still take the kept frame
+    kinds = ["result", "insight", "hypothesis", "report", "verification", "result", "newcomer", "result", "insight"]
     seen = set()
-    for step in range(7):
+    for step in range(len(kinds)):
         kind = kinds[step] if step < len(kinds) else rng.choice(kinds)
         seen.add(kind)
         if kind == "newcomer":  # a real post: a new account, its identity, on an old parent
@@ -77,9 +86,14 @@ def test_analysis_from_the_kept_frame_equals_a_cold_one_after_each_fetch(tmp_pat
             agora(writer, "post", "-m", "a first insight", "--tag", "insight", "--parent", old, account="newcomer")
         else:
             tracegen.append(origin, None, n=rng.choice([1, 2, 4]), kind=kind)
+        tips_before = tips(reader)
         agora(reader, "fetch")
         if kind in ("result", "insight", "hypothesis", "report"):
             assert restorable(reader), f"step {step}: {kind}s took the cold path"
+        if step > kinds.index("newcomer"):  # the case itself: every new commit dated before the newcomer's
+            newest = int(git(reader, "log", "-1", "--format=%ct", f"{LOGS}/newcomer").strip())
+            added = git(reader, "log", "--format=%ct", *tips(reader), "--not", *tips_before).split()
+            assert added and max(map(int, added)) < newest
         warm = agora(reader, *args, env=quiet).stdout
         kept = read_state(state)
         state.unlink()

@@ -8,20 +8,26 @@ targets that were no nodes (``dangling``). ``restore`` checks those against the 
 
 - the same nodes, same keys: the frame as it was (nothing recomputed but what a `Frame` holds by
   reference: the graph's table, the only copy of which is the caller's);
-- the earlier nodes are a prefix of the nodes now (same shas, same log positions) and the new ones are
-  not verifications (no verdict, target or ``verification`` tag), none of them is a parent or target an
-  earlier node named (``dangling``), and no witness record counts (``Root.witnessed`` is None): the
-  new nodes are added (``extend``), which gives the frame a cold build gives: their edges and targets
+- the earlier nodes are all still nodes, in the same order, and the new ones are not verifications (no
+  verdict, target or ``verification`` tag), none of them is a parent or target an earlier node named
+  (``dangling``), and no witness record counts (``Root.witnessed`` is None): the new nodes are added
+  (``extend``), which gives the frame a cold build gives: their edges and targets
   resolved by binary search in the sorted shas (``order``), effective times pushed down their own
   edges only (no earlier node is their child), evidence added edge by edge in the order the batch
   count adds it (so the floating-point sums are the same), n(v) updated from the earlier counts
   (``followons.updated``), verdicts, standing and statuses unchanged (no new verdict; a new account's
-  standing is whether the trust root names it);
-- anything else (a verdict, an amendment or identity that changed the root, a row that changed, a new
-  row that sorts before old ones): None, and the caller builds the frame cold.
+  standing is whether the trust root names it). New nodes dated before the newest earlier one (a
+  clock behind, a log pushed late: they sort among the earlier nodes) are added as if they came last,
+  then every node is put in its place (``_reordered``): node references renumbered, account codes in
+  order of first appearance, and the evidence of their parents summed again in the order a cold build
+  adds it. Log positions are read from the rows each time (an older row of an account moves its later
+  ones; nothing derived depends on them but the order of an account's own verdicts, which they keep);
+- anything else (a verdict, an amendment or identity that changed the root, an earlier node that is
+  gone or moved): None, and the caller builds the frame cold.
 
 What stays O(n) on the extend path, and why that is fine: the prefix check (a comparison of the sha
-bytes and log positions, memory speed), the quality percentiles when a new result is scored (they are
+bytes, memory speed; where new rows sort among the earlier ones, a hash lookup of the earlier shas and
+the node arrays permuted: numpy passes), the quality percentiles when a new result is scored (they are
 ranks among every scored value: one sort of the scored metrics, then the first-parent pointer jumping
 of inherited quality), concatenating node arrays, and the views that rank a whole column (top-k).
 """
@@ -30,7 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -188,37 +194,171 @@ def restore(
     if n < old:
         return None
     shas = combined(table["sha"])
-    if not _same_prefix(shas, state.sha):
+    where = _earlier_places(shas, state.sha)
+    if where is None:
         return None
     log_seq = int_column(table["log_seq"], -1)
-    if not np.array_equal(log_seq[:old], state.arrays["log_seq"]):
-        return None
     if n == old:
-        return _frame(state, contributions, table, direction, tolerance, root), state
-    new = table.slice(old)
+        if np.array_equal(log_seq, state.arrays["log_seq"]):
+            return _frame(state, contributions, table, direction, tolerance, root), state
+        kept = replace(state, arrays={**state.arrays, "log_seq": log_seq})  # a row before them that is no node
+        return _frame(kept, contributions, table, direction, tolerance, root), kept
+    is_new = np.ones(n, dtype=bool)
+    is_new[where] = False
+    new = table.filter(pa.array(is_new)) if old else table
     if root.witnessed is not None or is_verification(new).any():
         return None
     if len(state.dangling) and pc.any(pc.is_in(combined(new["sha"]), value_set=state.dangling)).as_py():
         return None
-    grown = extend(state, table, shas, log_seq, weights, direction, root)
+    if old == 0 or where[-1] == old - 1:  # the new nodes all come after the earlier ones
+        grown = extend(state, new, shas, log_seq, weights, direction, root, lambda: primary_metric(table))
+    else:
+        grown = _inserted(state, table, new, shas, log_seq, where, is_new, weights, direction, root)
     if grown is None:
         return None
     return _frame(grown, contributions, table, direction, tolerance, root), grown
 
 
-def extend(
+def _earlier_places(shas: pa.Array, earlier: pa.Array) -> np.ndarray | None:
+    """The node number now of each earlier node, in their order (increasing: canonical order is a total
+    order that new rows do not change), or None when one is no longer a node."""
+    count = len(earlier)
+    if _same_prefix(shas, earlier):
+        return np.arange(count, dtype=np.int64)
+    found = pc.index_in(earlier, value_set=shas)
+    if found.null_count:
+        return None
+    where = np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return where if (np.diff(where) > 0).all() else None
+
+
+def _inserted(
     state: FrameState,
     table: pa.Table,
+    new: pa.Table,
+    shas: pa.Array,
+    log_seq: np.ndarray,
+    where: np.ndarray,
+    is_new: np.ndarray,
+    weights: Mapping[str, float] | None,
+    direction: str,
+    root: Root,
+) -> FrameState | None:
+    """``state`` with new nodes some of which sort among its own (dated before the newest earlier node:
+    a clock behind, a log pushed late). Extended as if they came last (``extend``), then put in node
+    order (``_reordered``): what depends on node order is redone as a cold build does it."""
+    placed = np.concatenate([where, np.flatnonzero(is_new)])  # node number now of each node as extended
+    appended = pa.concat_arrays([state.sha, combined(new["sha"])])
+    metric = primary_metric(table)
+    grown = extend(state, new, appended, log_seq[placed], weights, direction, root, lambda: metric[placed])
+    if grown is None:
+        return None
+    return _reordered(grown, placed, table, shas, is_new, weights)
+
+
+# node arrays that only move with their nodes (q and q_inherited: ranks of values, the same in any order)
+_MOVED_ALONG: tuple[str, ...] = ("log_seq", "effective", "witness_time", "priority", "q", "q_inherited")
+_MOVED_ALONG += ("follow_ons", "children", "status", "confirmations", "partials", "failures")
+
+
+def _reordered(
+    grown: FrameState,
+    placed: np.ndarray,
+    table: pa.Table,
+    shas: pa.Array,
+    is_new: np.ndarray,
+    weights: Mapping[str, float] | None,
+) -> FrameState:
+    """A state whose node ``i`` is node ``placed[i]`` now, in node order, as a cold build gives it:
+    node references renumbered, edges sorted by (child, parent), account codes in order of first
+    appearance (an earlier account keeps its place among the earlier ones: new ones come between), the
+    evidence of the parents of new nodes summed again in edge order."""
+    a = grown.arrays
+    n = len(placed)
+    back = np.empty(n, dtype=np.int64)  # node now -> node as extended
+    back[placed] = np.arange(n)
+
+    def renumbered(nodes: np.ndarray) -> np.ndarray:
+        nodes = np.asarray(nodes, dtype=np.int64)
+        return np.where(nodes >= 0, placed[np.maximum(nodes, 0)], -1)
+
+    # accounts: codes by first appearance in node order
+    code = a["account"].astype(np.int64)[back]
+    codes, first_at = np.unique(code, return_index=True)
+    appearing = codes[np.argsort(first_at, kind="stable")]
+    recode = np.zeros(len(grown.accounts), dtype=np.int64)
+    recode[appearing] = np.arange(len(appearing))
+    account = recode[code]
+
+    edge_keys = np.sort(renumbered(a["child"]) * max(n, 1) + renumbered(a["parent"]))
+    child, parent = edge_keys // max(n, 1), edge_keys % max(n, 1)
+
+    flags = _unpack(a["flags"])
+    flags = {name: flags[name][back] for name in FLAGS}
+    score = np.asarray(a["score"], np.float64)[back]
+    _sum_again(score, table, is_new, child, parent, account, flags["weightless"], weights)
+    arrays = {
+        **{name: a[name][back] for name in _MOVED_ALONG},
+        "account": account.astype(np.int32),
+        "first_parent": renumbered(a["first_parent"][back]).astype(np.int32),
+        "target": renumbered(a["target"][back]).astype(np.int32),
+        "score": score,
+        "flags": _pack(flags),
+        "child": child.astype(np.int32),
+        "parent": parent.astype(np.int32),
+        "order": placed[np.asarray(a["order"], np.int64)].astype(np.int32),
+        # verdicts keep their order: all are earlier nodes', by earlier accounts, whose codes keep theirs
+        "v_node": renumbered(a["v_node"]),
+        "v_target": renumbered(a["v_target"]),
+        "v_verifier": recode[np.asarray(a["v_verifier"], np.int64)],
+        **{name: a[name] for name in ("v_verdict", "v_current", "v_run_backed", "v_outranked")},
+        "a_standing": np.asarray(a["a_standing"])[appearing],
+        "a_trusted": np.asarray(a["a_trusted"])[appearing],
+    }
+    arrays = {name: np.asarray(value).astype(np.asarray(a[name]).dtype, copy=False) for name, value in arrays.items()}
+    return FrameState(grown.key, shas, grown.dangling, grown.accounts.take(pa.array(appearing)), arrays, grown.ranked)
+
+
+def _sum_again(
+    score: np.ndarray,
+    table: pa.Table,
+    is_new: np.ndarray,
+    child: np.ndarray,
+    parent: np.ndarray,
+    account: np.ndarray,
+    weightless: np.ndarray,
+    weights: Mapping[str, float] | None,
+) -> None:
+    """The evidence of each parent of a new node summed again over its children in edge order, as the
+    cold build's bincount sums it (a new child among older ones changes the order of the additions)."""
+    touched = np.unique(parent[is_new[child]])
+    if not len(touched):
+        return
+    edges = np.flatnonzero(np.isin(parent, touched) & (account[child] != account[parent]))
+    children = np.unique(child[edges])
+    none = np.zeros(0, np.int64)
+    weight = node_weights(Graph(table.take(pa.array(children)), account[children], none, none), weights)
+    weight[weightless[children]] = 0.0
+    at = np.searchsorted(children, child[edges])
+    sums = np.bincount(parent[edges], weights=weight[at], minlength=len(score))
+    score[touched] = sums[touched]
+
+
+def extend(
+    state: FrameState,
+    new: pa.Table,
     shas: pa.Array,
     log_seq: np.ndarray,
     weights: Mapping[str, float] | None,
     direction: str,
     root: Root,
+    metric: Callable[[], np.ndarray],
 ) -> FrameState | None:
-    """``state`` with the nodes of ``table`` after its own added (``restore`` checked they may be)."""
+    """``state`` with the ``new`` rows added after its own nodes (``restore`` checked they may be):
+    ``shas`` and ``log_seq`` of every node in that order, ``metric()`` the primary metric of each (asked
+    only when a new result is scored: its rank moves every other)."""
     a = state.arrays
-    old, n = state.n, table.num_rows
-    new = table.slice(old)
+    old, n = state.n, len(shas)
     k = n - old
     order = _grown_order(a["order"], shas, old)
     if order is None:
@@ -304,15 +444,14 @@ def extend(
     }
     first_parent = np.concatenate([a["first_parent"].astype(np.int64), first])
     if grown_flags["scored"].any():  # ranks among every scored value: all of them move
-        metric = primary_metric(table)
-        q = quality(metric, flags["scored"], direction)
+        q = quality(metric(), flags["scored"], direction)
         q_inherited = inherit_quality(q, first_parent)
     else:
         q = np.concatenate([a["q"], np.full(k, np.nan)])
         q_inherited = _inherit_new(a["q_inherited"], first, old)
 
     graph = Graph(
-        table,
+        pa.table({"sha": shas}),  # what the follow-on update reads: the nodes' shas
         account,
         np.concatenate([a["child"].astype(np.int64), new_child]),
         np.concatenate([a["parent"].astype(np.int64), new_parent]),
