@@ -235,3 +235,49 @@ def test_a_state_file_that_is_cut_short_or_foreign_counts_as_missing(tmp_path):
     path.write_bytes(b"not a frame state")
     assert read_state(path) is None
     assert read_state(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 16])
+def test_the_earlier_nodes_are_found_among_the_new_ones_or_said_to_be_gone(chunk, monkeypatch):
+    """`_merged_places` against the places a search gives, on random sets: new keys among and after the
+    earlier ones, and earlier ones that are gone (then None)."""
+    from git_agora.frontier import incremental
+
+    monkeypatch.setattr(incremental, "MERGE_CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    for _ in range(400):
+        pool = np.sort(rng.choice(1000, size=int(rng.integers(10, 60)), replace=False))
+        before = np.sort(rng.choice(pool, size=int(rng.integers(0, len(pool) - 5)), replace=False))
+        now = np.union1d(before, rng.choice(pool, size=int(rng.integers(0, 6))))
+        if rng.random() < 0.25 and len(before):
+            now = np.setdiff1d(now, rng.choice(before, size=1))
+        keys = lambda values: np.array([f"{v:040d}".encode() for v in values], dtype="S40")  # noqa: E731
+        found = incremental._merged_places(keys(now), keys(before)) if len(now) >= len(before) else None
+        if np.isin(before, now).all():
+            assert found is not None and np.array_equal(found, np.searchsorted(now, before))
+        else:
+            assert found is None
+
+
+@pytest.mark.parametrize("ranks", [False, True])
+def test_an_older_first_post_that_reorders_the_accounts_reorders_their_verdicts(ranks):
+    """b's contribution dated before a's first moves b's account code before a's: the verdicts, held in
+    (verifier, target) order, change places, as in a cold build."""
+    rows = [
+        node("s", "root", t=0, tags=("setup",), metric=2.0),
+        node("ra", "a", "s", t=10, tags=("result",), metric=1.5),
+        node("rb", "b", "s", t=20, tags=("result",), metric=1.4),
+        verify("va", "a", "rb", "confirmed", t=30, run=True),
+        verify("vb", "b", "ra", "failed", t=31, run=True),
+        node("later", "c", "rb", t=40, tags=("insight",)),
+    ]
+    root = Root(ranks=ranks)
+    key = state_key("min", 0.0, WEIGHTS, root)
+    _, state = cold(table(rows), root, key, "min", 0.0)
+    grown = table(sorted([*rows, node("early", "b", "s", t=5, tags=("insight",))], key=lambda r: r.timestamp))
+    found = restore(state, grown, key, direction="min", tolerance=0.0, weights=WEIGHTS, root=root)
+    frame, expected = cold(grown, root, key, "min", 0.0)
+    assert found is not None
+    assert expected.accounts.to_pylist()[:3] == ["root", "b", "a"]
+    same_frames(found[0], frame)
+    assert exact(found[1], expected)

@@ -225,11 +225,40 @@ def _earlier_places(shas: pa.Array, earlier: pa.Array) -> np.ndarray | None:
     count = len(earlier)
     if _same_prefix(shas, earlier):
         return np.arange(count, dtype=np.int64)
+    now, before = _keys(shas), _keys(earlier)
+    if now is not None and before is not None and now.dtype == before.dtype:
+        return _merged_places(now, before)
     found = pc.index_in(earlier, value_set=shas)
     if found.null_count:
         return None
     where = np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
     return where if (np.diff(where) > 0).all() else None
+
+
+def _merged_places(now: np.ndarray, before: np.ndarray) -> np.ndarray | None:
+    """``_earlier_places`` of sha keys, both in node order: the earlier ones are the nodes now with the
+    new ones taken out, so each mismatch from the start is a new node (memory-speed comparisons,
+    `MERGE_CHUNK` keys at a time, one pass per new node found among the earlier ones); None when more
+    mismatch than there are new nodes (an earlier node is gone or moved)."""
+    extra = len(now) - len(before)
+    inserted: list[int] = []
+    at = 0  # in `before`; its key sits at `at + len(inserted)` now while they agree
+    while at < len(before):
+        shift = len(inserted)
+        end = min(at + MERGE_CHUNK, len(before))
+        differ = np.flatnonzero(now[at + shift : end + shift] != before[at:end])
+        if not len(differ):
+            at = end
+            continue
+        if shift == extra:
+            return None
+        at += int(differ[0])
+        inserted.append(at + shift)
+    where = np.delete(np.arange(len(now), dtype=np.int64), inserted)[: len(before)]
+    return where if np.array_equal(now[where], before) else None
+
+
+MERGE_CHUNK = 1 << 16
 
 
 def _inserted(
@@ -271,8 +300,8 @@ def _reordered(
 ) -> FrameState:
     """A state whose node ``i`` is node ``placed[i]`` now, in node order, as a cold build gives it:
     node references renumbered, edges sorted by (child, parent), account codes in order of first
-    appearance (an earlier account keeps its place among the earlier ones: new ones come between), the
-    evidence of the parents of new nodes summed again in edge order."""
+    appearance and the verdicts in their order, the evidence of the parents of new nodes summed again
+    in edge order."""
     a = grown.arrays
     n = len(placed)
     back = np.empty(n, dtype=np.int64)  # node now -> node as extended
@@ -282,16 +311,24 @@ def _reordered(
         nodes = np.asarray(nodes, dtype=np.int64)
         return np.where(nodes >= 0, placed[np.maximum(nodes, 0)], -1)
 
-    # accounts: codes by first appearance in node order
-    code = a["account"].astype(np.int64)[back]
-    codes, first_at = np.unique(code, return_index=True)
-    appearing = codes[np.argsort(first_at, kind="stable")]
+    # accounts: codes by first appearance in node order (a new node can come before its account's
+    # earlier first, and so before other accounts' firsts)
+    appearing = np.argsort(_first_places(a["account"], placed, n - int(is_new.sum())), kind="stable")
     recode = np.zeros(len(grown.accounts), dtype=np.int64)
     recode[appearing] = np.arange(len(appearing))
-    account = recode[code]
+    account = recode[a["account"].astype(np.int64)[back]]
 
-    edge_keys = np.sort(renumbered(a["child"]) * max(n, 1) + renumbered(a["parent"]))
-    child, parent = edge_keys // max(n, 1), edge_keys % max(n, 1)
+    # edges sorted by (child, parent): the earlier ones still are (their nodes keep their order)
+    width = max(n, 1)
+    edge_keys = renumbered(a["child"]) * width + renumbered(a["parent"])
+    added = np.asarray(a["child"]) >= n - int(is_new.sum())  # the new nodes' edges, as extended
+    earlier_keys, new_keys = edge_keys[~added], np.sort(edge_keys[added])
+    edge_keys = np.insert(earlier_keys, np.searchsorted(earlier_keys, new_keys), new_keys)
+    child, parent = edge_keys // width, edge_keys % width
+
+    # verdicts in (verifier, target) order, as before within each pair (their times did not change)
+    verifier, v_target = recode[np.asarray(a["v_verifier"], np.int64)], renumbered(a["v_target"])
+    by_verifier = np.lexsort((np.arange(len(verifier)), v_target, verifier))
 
     flags = _unpack(a["flags"])
     flags = {name: flags[name][back] for name in FLAGS}
@@ -307,16 +344,30 @@ def _reordered(
         "child": child.astype(np.int32),
         "parent": parent.astype(np.int32),
         "order": placed[np.asarray(a["order"], np.int64)].astype(np.int32),
-        # verdicts keep their order: all are earlier nodes', by earlier accounts, whose codes keep theirs
-        "v_node": renumbered(a["v_node"]),
-        "v_target": renumbered(a["v_target"]),
-        "v_verifier": recode[np.asarray(a["v_verifier"], np.int64)],
-        **{name: a[name] for name in ("v_verdict", "v_current", "v_run_backed", "v_outranked")},
+        "v_node": renumbered(a["v_node"])[by_verifier],
+        "v_target": v_target[by_verifier],
+        "v_verifier": verifier[by_verifier],
+        **{
+            name: np.asarray(a[name])[by_verifier] for name in ("v_verdict", "v_current", "v_run_backed", "v_outranked")
+        },
         "a_standing": np.asarray(a["a_standing"])[appearing],
         "a_trusted": np.asarray(a["a_trusted"])[appearing],
     }
     arrays = {name: np.asarray(value).astype(np.asarray(a[name]).dtype, copy=False) for name, value in arrays.items()}
     return FrameState(grown.key, shas, grown.dangling, grown.accounts.take(pa.array(appearing)), arrays, grown.ranked)
+
+
+def _first_places(codes: np.ndarray, placed: np.ndarray, earlier: int) -> np.ndarray:
+    """Per account code, the node number now of its first node: codes as extended (``codes``, the
+    earlier nodes' by first appearance, then the new nodes'), ``placed`` each node's number now."""
+    codes = np.asarray(codes, dtype=np.int64)
+    first = np.full(int(codes.max()) + 1 if len(codes) else 0, len(placed), dtype=np.int64)
+    old = codes[:earlier]
+    if len(old):  # code c first appears where the running maximum of the codes reaches c
+        rising = np.flatnonzero(np.r_[True, np.diff(np.maximum.accumulate(old)) > 0])
+        first[old[rising]] = placed[rising]
+    np.minimum.at(first, codes[earlier:], placed[earlier:])
+    return first
 
 
 def _sum_again(
