@@ -12,6 +12,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -91,6 +92,32 @@ def test_the_logical_table_is_canonical_and_keeps_the_newest_version():
     patch = rows((5, "e", "five, revised"))
     table = segments.logical([a, b, patch], [segment(a), segment(b), segment(patch, replaces=1)])
     assert table.column("title").to_pylist() == ["one", "three", "five, revised", "nine"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_few_rows_merged_into_a_large_segment_equal_a_full_sort(seed):
+    """Rows among and after those of a large segment, some in the same second, some replacing its rows
+    (a later version of the same sha), across several later segments: the slices `logical` merges
+    are the table sorting everything gives, chunk layout aside."""
+    rng = np.random.default_rng(seed)
+    times = np.sort(rng.integers(0, 60, size=int(rng.integers(150, 300))))  # many in the same second
+    names = [f"{i:04x}" for i in rng.permutation(5000)[: len(times) + 40]]
+    big = sorted(zip(times.tolist(), names[: len(times)], ["old"] * len(times)))
+    later, pending = [], names[len(times) :]
+    for _ in range(int(rng.integers(1, 4))):
+        new = [(int(rng.integers(0, 70)), pending.pop(), "new") for _ in range(int(rng.integers(0, 4)))]
+        again = [(t, sha, "revised") for t, sha, _ in (big[int(i)] for i in rng.integers(0, len(big), size=2))]
+        later.append(sorted(set(new + again if rng.random() < 0.6 else new)))
+    tables = [rows(*big)] + [rows(*part) for part in later]
+    for replacing in (True, False):
+        if not replacing:
+            tables = [rows(*big)] + [rows(*[r for r in part if r[2] == "new"]) for part in later]
+        parts = [segment(t, replaces=int(replacing)) for t in tables]
+        merged = segments.logical(tables, parts)
+        expected = segments.newest_versions(pa.concat_tables(tables))[0].sort_by(segments.KEY)
+        assert merged.equals(expected), (seed, replacing)
+        later_rows = sum(t.num_rows for t in tables[1:])
+        assert segments._merged(tables[0], tables[1:], replacing) is not None or not later_rows  # merged, not sorted
 
 
 def test_a_damaged_manifest_is_noticed():

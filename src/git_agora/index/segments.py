@@ -286,11 +286,13 @@ def newest_versions(table: pa.Table) -> tuple[pa.Table, int]:
 
 def logical(tables: Sequence[pa.Table], segments: Sequence[Segment]) -> pa.Table:
     """The rows of these segments (oldest first) as one table: newest version of each sha, canonical
-    order. Without replaced rows, segments whose key ranges do not overlap are only concatenated."""
+    order. Without replaced rows, segments whose key ranges do not overlap are only concatenated; a few
+    rows among or replacing those of a large segment are merged into it (`_merged`)."""
     if not tables:
         raise ValueError("no segments")
     if any(s.replaces for s in segments):
-        return newest_versions(pa.concat_tables(tables))[0].sort_by(KEY)
+        merged = _merged(tables[0], tables[1:], replacing=True)  # only later segments replace rows
+        return merged if merged is not None else newest_versions(pa.concat_tables(tables))[0].sort_by(KEY)
     order = sorted((i for i in range(len(tables)) if segments[i].first), key=lambda i: segments[i].first or (0, ""))
     parts: list[pa.Table] = []
     run: list[int] = []
@@ -313,7 +315,64 @@ def _sorted_run(tables: Sequence[pa.Table], run: list[int]) -> list[pa.Table]:
         return []
     if len(run) == 1:
         return [tables[run[0]]]
-    return [pa.concat_tables([tables[i] for i in run]).sort_by(KEY)]
+    largest = max(run, key=lambda i: tables[i].num_rows)
+    merged = _merged(tables[largest], [tables[i] for i in run if i != largest], replacing=False)
+    return [merged if merged is not None else pa.concat_tables([tables[i] for i in run]).sort_by(KEY)]
+
+
+MERGE_ROWS = 4096  # rows merged into a larger segment one by one (more: the run is sorted whole)
+
+
+def _merged(base: pa.Table, later: Sequence[pa.Table], replacing: bool) -> pa.Table | None:
+    """The rows of `base` (canonical order) with those of `later` put in their places, and, when
+    `replacing`, the rows of `base` whose sha a later table holds left out (a later version replaces
+    them): slices of `base` between those places, so a million rows are not copied, nor sorted again,
+    for a few (a contribution dated before the newest indexed one, the rows of its account it moves).
+    None when `later` is not a few rows (then sorting everything is no dearer), or keys are missing."""
+    count = sum(t.num_rows for t in later)
+    if not count or count > MERGE_ROWS or count * 8 > base.num_rows:
+        return None
+    extra = pa.concat_tables(later)
+    if replacing:
+        extra = newest_versions(extra)[0]
+    extra = extra.sort_by(KEY)
+    times = base.column("timestamp")
+    if times.null_count or extra.column("timestamp").null_count or base.column("sha").null_count:
+        return None
+    places = _places(times.to_numpy(), base.column("sha"), extra)
+    gone = np.zeros(0, dtype=np.int64)
+    if replacing:
+        replaced = pc.is_in(base.column("sha"), value_set=extra.column("sha"))
+        gone = np.flatnonzero(np.asarray(replaced.to_numpy(zero_copy_only=False), dtype=bool))
+    pieces: list[pa.Table] = []
+    start, i, j = 0, 0, 0
+    while i < len(places) or j < len(gone):
+        if j < len(gone) and (i == len(places) or gone[j] < places[i]):
+            pieces.append(base.slice(start, int(gone[j]) - start))
+            start = int(gone[j]) + 1
+            j += 1
+        else:
+            stop = i + 1
+            while stop < len(places) and places[stop] == places[i]:
+                stop += 1
+            pieces += [base.slice(start, int(places[i]) - start), extra.slice(i, stop - i)]
+            start, i = int(places[i]), stop
+    pieces.append(base.slice(start))
+    return pa.concat_tables([piece for piece in pieces if piece.num_rows] or [base.slice(0, 0)])
+
+
+def _places(times: np.ndarray, shas: pa.ChunkedArray, extra: pa.Table) -> np.ndarray:
+    """Where each row of `extra` (canonical order) goes among rows whose keys are `times` and `shas`
+    (canonical order): the first place whose key is not smaller."""
+    extra_times = extra.column("timestamp").to_numpy()
+    low = np.searchsorted(times, extra_times, side="left")
+    high = np.searchsorted(times, extra_times, side="right")
+    places = low.copy()
+    extra_shas = extra.column("sha")
+    for at in np.flatnonzero(high > low):  # the same second: ordered by sha
+        same = shas.slice(int(low[at]), int(high[at] - low[at])).to_pylist()
+        places[at] = low[at] + bisect.bisect_left(same, extra_shas[int(at)].as_py())
+    return places
 
 
 def logical_refs(tables: Sequence[pa.Table]) -> pa.Table:
