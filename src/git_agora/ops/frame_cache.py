@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from ..drafts import draft_of, sweep_drafts
 from ..followons_cache import cached_counter, write_follow_ons
 from ..frontier.analyze import AnalyzeConfig, frame_for
 from ..frontier.followons import FollowOns
@@ -132,7 +133,8 @@ def write_state(path: Path, state: FrameState) -> None:
     text = json.dumps({"key": state.key, "ranked": state.ranked, "arrays": layout}).encode()
     if len(MAGIC) + 8 + len(text) > room:
         raise AssertionError("the frame state's header outgrew its room")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    sweep_drafts(path)
+    tmp = draft_of(path)
     try:
         with open(tmp, "wb") as out:
             out.write(MAGIC + struct.pack("<Q", len(text)) + text)

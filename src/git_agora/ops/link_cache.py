@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from ..drafts import draft_of, sweep_drafts
 from ..frontier.clusters import Linker, single_link
 from ..index.state import index_dir
 from ..project import Project
@@ -77,7 +78,8 @@ def read_link(path: Path, digest: bytes, rows: int) -> tuple[np.ndarray, np.ndar
 def write_link(path: Path, digest: bytes, labels: np.ndarray, degree: np.ndarray) -> None:
     rows = len(labels)
     body = np.concatenate([np.asarray(labels, "<i8"), np.asarray(degree, "<i8")]).tobytes()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    sweep_drafts(path)
+    tmp = draft_of(path)
     try:
         tmp.write_bytes(MAGIC + digest + rows.to_bytes(8, "little") + body)
         os.replace(tmp, path)

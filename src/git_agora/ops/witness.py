@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..contribution import WITNESS
+from ..drafts import draft_of, sweep_drafts
 from ..frontier.graph import tag_mask
 from ..frontier.root import Witnessed
 from ..project import Project
@@ -122,7 +123,8 @@ def _read_cache(project: Project) -> pa.Table | None:
 
 def _write_cache(project: Project, table: pa.Table) -> None:
     path = _cache_path(project)
-    draft = path.with_name(f".{path.name}.{os.getpid()}")
+    sweep_drafts(path)
+    draft = draft_of(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, draft)
