@@ -104,8 +104,11 @@ def _blocks(
     """What git prints, cut into blocks of whole records (`block.split(b"\\0")` gives the records), while
     git is still walking."""
     args = ["git", "--git-dir", str(git_dir), *command, "-z", f"--format={_FORMAT}", "--stdin"]
+    # git flushes its output after every commit into a pipe (a write per commit, 1,000,000 at a million
+    # contributions) unless told not to: then it writes whole buffers, 0.7 s less of its system time
+    unflushed = {**os.environ, "GIT_FLUSH": "0"}
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors)
+        proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, env=unflushed)
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write(("\n".join(revisions) + "\n").encode())
         proc.stdin.close()
