@@ -554,3 +554,16 @@ def test_a_kill_at_any_write_step_never_duplicates_or_loses_a_contribution(forge
         processes.close()
     # every step of the update, compaction included, was killed once; a new side file adds four
     assert killed == 16 + 4 * (inline == 0)
+
+
+def test_rows_in_a_crowded_second_are_sorted_not_merged(monkeypatch):
+    """A publisher can date any number of commits in one second: merging a row among them would read
+    them all once per merged row, so past `MERGE_TIES` the run is sorted whole (the same table)."""
+    monkeypatch.setattr(segments, "MERGE_TIES", 50)
+    big = rows(*[(7, f"{i:04x}", "old") for i in range(200)])
+    later = rows((7, "0100x", "new"), (7, "zzzz", "new"))
+    assert segments._merged(big, [later], replacing=False) is None
+    merged = segments.logical([big, later], [segment(big), segment(later)])
+    assert merged.equals(pa.concat_tables([big, later]).sort_by(segments.KEY))
+    monkeypatch.setattr(segments, "MERGE_TIES", 10**6)
+    assert segments._merged(big, [later], replacing=False).equals(merged)

@@ -26,8 +26,8 @@ targets that were no nodes (``dangling``). ``restore`` checks those against the 
   gone or moved): None, and the caller builds the frame cold.
 
 What stays O(n) on the extend path, and why that is fine: the prefix check (a comparison of the sha
-bytes, memory speed; where new rows sort among the earlier ones, a hash lookup of the earlier shas and
-the node arrays permuted: numpy passes), the quality percentiles when a new result is scored (they are
+bytes, memory speed; where new rows sort among the earlier ones, the sha keys compared in node order
+and the node arrays permuted: numpy passes), the quality percentiles when a new result is scored (they are
 ranks among every scored value: one sort of the scored metrics, then the first-parent pointer jumping
 of inherited quality), concatenating node arrays, and the views that rank a whole column (top-k).
 """
@@ -237,23 +237,25 @@ def _earlier_places(shas: pa.Array, earlier: pa.Array) -> np.ndarray | None:
 
 def _merged_places(now: np.ndarray, before: np.ndarray) -> np.ndarray | None:
     """``_earlier_places`` of sha keys, both in node order: the earlier ones are the nodes now with the
-    new ones taken out, so each mismatch from the start is a new node (memory-speed comparisons,
-    `MERGE_CHUNK` keys at a time, one pass per new node found among the earlier ones); None when more
-    mismatch than there are new nodes (an earlier node is gone or moved)."""
+    new ones taken out, so each mismatch from the start is a new node (memory-speed comparisons in
+    chunks that start small after each mismatch and double up to `MERGE_CHUNK` keys: linear in the
+    nodes plus the new ones, however close together they sit); None when more mismatch than there are
+    new nodes (an earlier node is gone or moved)."""
     extra = len(now) - len(before)
     inserted: list[int] = []
-    at = 0  # in `before`; its key sits at `at + len(inserted)` now while they agree
+    at, size = 0, 64  # at: in `before`; its key sits at `at + len(inserted)` now while they agree
     while at < len(before):
         shift = len(inserted)
-        end = min(at + MERGE_CHUNK, len(before))
+        end = min(at + size, len(before))
         differ = np.flatnonzero(now[at + shift : end + shift] != before[at:end])
         if not len(differ):
-            at = end
+            at, size = end, min(2 * size, MERGE_CHUNK)
             continue
         if shift == extra:
             return None
         at += int(differ[0])
         inserted.append(at + shift)
+        size = 64
     where = np.delete(np.arange(len(now), dtype=np.int64), inserted)[: len(before)]
     return where if np.array_equal(now[where], before) else None
 

@@ -340,6 +340,8 @@ def _merged(base: pa.Table, later: Sequence[pa.Table], replacing: bool) -> pa.Ta
     if times.null_count or extra.column("timestamp").null_count or base.column("sha").null_count:
         return None
     places = _places(times.to_numpy(), base.column("sha"), extra)
+    if places is None:
+        return None
     gone = np.zeros(0, dtype=np.int64)
     if replacing:
         replaced = pc.is_in(base.column("sha"), value_set=extra.column("sha"))
@@ -361,12 +363,18 @@ def _merged(base: pa.Table, later: Sequence[pa.Table], replacing: bool) -> pa.Ta
     return pa.concat_tables([piece for piece in pieces if piece.num_rows] or [base.slice(0, 0)])
 
 
-def _places(times: np.ndarray, shas: pa.ChunkedArray, extra: pa.Table) -> np.ndarray:
+MERGE_TIES = 1 << 16  # rows in the same second as merged rows, read to order them by sha (more: sort)
+
+
+def _places(times: np.ndarray, shas: pa.ChunkedArray, extra: pa.Table) -> np.ndarray | None:
     """Where each row of `extra` (canonical order) goes among rows whose keys are `times` and `shas`
-    (canonical order): the first place whose key is not smaller."""
+    (canonical order): the first place whose key is not smaller. None when the rows dated in the same
+    seconds are too many to read (a publisher can date any number of commits alike)."""
     extra_times = extra.column("timestamp").to_numpy()
     low = np.searchsorted(times, extra_times, side="left")
     high = np.searchsorted(times, extra_times, side="right")
+    if int((high - low).sum()) > MERGE_TIES:
+        return None
     places = low.copy()
     extra_shas = extra.column("sha")
     for at in np.flatnonzero(high > low):  # the same second: ordered by sha
