@@ -24,7 +24,7 @@ def aged(path, seconds: float) -> None:
 def test_an_old_draft_of_a_process_that_is_gone_is_removed_and_nothing_else(tmp_path):
     state = tmp_path / "frame.state"
     gone = tmp_path / f".frame.state.{dead_pid()}"
-    recent = tmp_path / f".frame.state.{dead_pid() + 0}"
+    recent = tmp_path / f".frame.state.{dead_pid()}"
     living = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         alive = tmp_path / f".frame.state.{living.pid}"

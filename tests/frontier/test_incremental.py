@@ -281,3 +281,26 @@ def test_an_older_first_post_that_reorders_the_accounts_reorders_their_verdicts(
     assert expected.accounts.to_pylist()[:3] == ["root", "b", "a"]
     same_frames(found[0], frame)
     assert exact(found[1], expected)
+
+
+@pytest.mark.parametrize("damage", ["child", "account", "order", "v_verifier", "short"])
+def test_a_state_whose_references_point_outside_it_counts_as_missing(damage, tmp_path):
+    """A kept state damaged in place (right sizes, wrong values: a disk error, an edit by hand) would make
+    the next analysis index out of range: it reads as missing, and the frame is built cold."""
+    history = History(2)
+    history.plain(20)
+    history.verdict()
+    history.verdict()
+    root = Root()
+    _, state = cold(history.table(), root, state_key("min", 0.0, WEIGHTS, root), "min", 0.0)
+    path = tmp_path / "frame.state"
+    write_state(path, state)
+    assert read_state(path) is not None and len(state.arrays["v_verifier"])
+    arrays = dict(state.arrays)
+    if damage == "short":
+        arrays["score"] = arrays["score"][:-1]
+    else:
+        arrays[damage] = arrays[damage].copy()
+        arrays[damage][-1] = 10**6
+    write_state(path, dataclasses.replace(state, arrays=arrays))
+    assert read_state(path) is None

@@ -733,6 +733,42 @@ def _inherit_new(q_inherited: np.ndarray, first: np.ndarray, old: int) -> np.nda
     return np.concatenate([q_inherited, value[hop]])
 
 
+_NODE_ARRAYS: tuple[str, ...] = (
+    "log_seq",
+    "account",
+    "first_parent",
+    "target",
+    "effective",
+    "witness_time",
+    "priority",
+)
+_NODE_ARRAYS += ("follow_ons", "score", "children", "status", "confirmations", "partials", "failures", "q")
+_NODE_ARRAYS += ("q_inherited", "flags", "order")
+
+
+def fits(state: FrameState) -> bool:
+    """Are a state's arrays of the lengths its nodes and accounts give, and do its node and account
+    references point inside them? (A file damaged or edited by hand must not make a reader index out
+    of range: such a state counts as missing.)"""
+    a, n, m = state.arrays, state.n, len(state.accounts)
+    try:
+        if any(len(a[name]) != n for name in _NODE_ARRAYS) or len(a["child"]) != len(a["parent"]):
+            return False
+        if len(a["a_standing"]) != m or len(a["a_trusted"]) != m:
+            return False
+        verdicts = len(a["v_node"])
+        if any(len(a[name]) != verdicts for name in a if name.startswith("v_")):
+            return False
+        ranges = [("child", 0, n), ("parent", 0, n), ("order", 0, n), ("v_node", 0, n), ("v_target", 0, n)]
+        ranges += [("first_parent", -1, n), ("target", -1, n), ("account", 0, m), ("v_verifier", 0, m)]
+        ranges += [("status", 0, len(STATUSES)), ("v_verdict", 0, len(_VERDICT_TEXTS))]
+        return all(
+            not len(a[name]) or (int(a[name].min()) >= low and int(a[name].max()) < high) for name, low, high in ranges
+        )
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
 def exact(state: FrameState, other: FrameState) -> bool:
     """Do two states hold the same arrays (the differential tests' comparison)?"""
     if state.key != other.key or not state.sha.equals(other.sha) or state.ranked != other.ranked:
@@ -750,4 +786,4 @@ def _floats(array: np.ndarray) -> bool:
     return np.asarray(array).dtype.kind == "f"
 
 
-__all__ = ["FrameState", "capture", "restore", "state_key", "dangling_of", "exact", "replace"]
+__all__ = ["FrameState", "capture", "restore", "state_key", "dangling_of", "exact", "fits", "replace"]

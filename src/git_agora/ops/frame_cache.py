@@ -28,7 +28,7 @@ from ..followons_cache import cached_counter, write_follow_ons
 from ..frontier.analyze import AnalyzeConfig, frame_for
 from ..frontier.followons import FollowOns
 from ..frontier.frame import Frame
-from ..frontier.incremental import FLAGS, FrameState, capture, dangling_of, restore, state_key
+from ..frontier.incremental import FLAGS, FrameState, capture, dangling_of, fits, restore, state_key
 from ..index.segments import WriteFailed
 from ..index.state import index_dir
 from ..project import Project
@@ -102,9 +102,10 @@ def read_state(path: Path) -> FrameState | None:
                 return None
             arrays[name] = data[offset : offset + width * length].view(dtype)
         strings = {name: _string_array(arrays.pop(f"{name}.offsets"), arrays.pop(f"{name}.data")) for name in _STRINGS}
-        return FrameState(
+        state = FrameState(
             str(header["key"]), strings["sha"], strings["dangling"], strings["accounts"], arrays, bool(header["ranked"])
         )
+        return state if fits(state) else None
     except (OSError, ValueError, KeyError, TypeError, struct.error):
         return None
 
