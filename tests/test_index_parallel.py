@@ -11,7 +11,7 @@ import hostile
 import pytest
 
 from agora_testing import agora, git, make_clone
-from git_agora.index import compare, discover, listing, parallel, reader, store
+from git_agora.index import compare, discover, listing, packed, parallel, reader, store
 from git_agora.ops.indexing import _rules
 from git_agora.project import Project
 from git_agora.refs.store import Repository
@@ -56,6 +56,7 @@ def test_the_parallel_rebuild_equals_the_serial_one(corpus, tmp_path, monkeypatc
     """Git walks a large project in date order, a smaller one in its default order (`reader.walk_blocks`):
     the rows are the same."""
     git(corpus, "commit-graph", "write", "--reachable")
+    monkeypatch.setattr(packed, "blocks", lambda *args: None)  # git walks (`test_the_packs_give_the_same_rows`)
     monkeypatch.setattr(reader, "DATE_ORDER_FROM", date_order_from)
     orders = []
     blocks = reader._blocks
@@ -68,6 +69,27 @@ def test_the_parallel_rebuild_equals_the_serial_one(corpus, tmp_path, monkeypatc
     monkeypatch.setattr(parallel, "workers", lambda: 3)
     assert_same(serial, rebuilt(corpus, tmp_path / "parallel"))
     assert orders[-1] == (["log", "--date-order"] if date_order_from == 0 else ["log"])
+
+
+@pytest.mark.parametrize("gc", [False, True], ids=["packs as pushed", "after git gc --aggressive"])
+def test_the_packs_give_the_same_rows(corpus, tmp_path, monkeypatch, gc):
+    """A rebuild that reads its commits from the packs (`packed.blocks`: the hostile corpus, its commits in
+    packs and loose, some outside the commit-graph, or all repacked as deltas) has git's rows."""
+    git(corpus, "commit-graph", "write", "--reachable")
+    agora(corpus, "post", "-m", "after the graph", "--tag", "insight")  # loose, outside the commit-graph
+    if gc:
+        git(corpus, "gc", "-q", "--aggressive")
+    monkeypatch.setattr(parallel, "THRESHOLD", 10**9)
+    read = packed.blocks
+    monkeypatch.setattr(packed, "blocks", lambda *args: None)
+    by_git = rebuilt(corpus, tmp_path / "git")
+    used: list[bool] = []
+    monkeypatch.setattr(packed, "blocks", lambda *args: (found := read(*args), used.append(found is not None))[0])
+    assert_same(by_git, rebuilt(corpus, tmp_path / "packs"))
+    monkeypatch.setattr(parallel, "THRESHOLD", 0)
+    monkeypatch.setattr(parallel, "BLOCK", 3000)
+    assert_same(by_git, rebuilt(corpus, tmp_path / "packs, in workers"))
+    assert used == [True, True] and by_git[1].num_rows > 400
 
 
 def test_a_worker_that_dies_loses_no_row(corpus, tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from ..contribution import DOTGIT_REASON, SETUP
 from ..refs.store import Repository
 from ..refs.trees import dotgit_paths
-from . import build, discover, listing, parallel, reader, segments, signatures
+from . import build, discover, listing, packed, parallel, reader, segments, signatures
 from .segments import Manifest, Segment
 
 if TYPE_CHECKING:
@@ -217,6 +217,10 @@ def _append_reasons(table: pa.Table, found: Mapping[int, list[str]]) -> pa.Table
 def _walk(repo: Repository, base: Manifest, tips: dict[str, str]) -> Iterator[bytes]:
     """Every commit the tips reach and the stored tips do not, as blocks of `git log` records."""
     new, old = sorted(set(tips.values())), sorted(set(base.tips.values()))
+    if not old:  # a rebuild: read from the packs where it can be
+        read = packed.blocks(repo.common_path, new, parallel.BLOCK)
+        if read is not None:
+            return read
     return reader.walk_blocks(repo.common_path, new, old, parallel.BLOCK)
 
 

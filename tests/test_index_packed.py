@@ -1,0 +1,257 @@
+"""A rebuild's commits read from the packs (`index.packed`, `index.graphfile`) are exactly what `git log`
+prints, record for record, whatever the commits hold and wherever git stored them; a store git reads
+otherwise is left to git."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from git_agora.index import graphfile, packed, packfiles, reader
+
+AUTHOR = b"author Ann <ann@x> 1700000000 +0000\n"
+COMMITTER = b"committer Ann <ann@x> 1700000000 +0000\n"
+
+
+def git(git_dir: Path, *args: str, data: bytes | None = None) -> str:
+    done = subprocess.run(["git", "--git-dir", str(git_dir), *args], input=data, capture_output=True, check=True)
+    return done.stdout.decode().strip()
+
+
+def commit(git_dir: Path, body: bytes) -> str:
+    return git(git_dir, "hash-object", "--literally", "-w", "-t", "commit", "--stdin", data=body)
+
+
+def crafted(tree: str, parent: str) -> dict[str, tuple[bytes, bool]]:
+    """name -> (a raw commit on `parent`, whether `packed.record` reads it itself). Not among them: a
+    commit with no blank line after its header, for which git 2.39 prints bytes from beyond the commit
+    (they differ from one run to the next); `record` leaves it to git."""
+    head = f"tree {tree}\nparent {parent}\n".encode()
+
+    def ident(author: bytes = AUTHOR, committer: bytes = COMMITTER) -> bytes:
+        return head + author + committer
+
+    return {
+        "plain": (ident() + b"\nsubject\n\nbody\n\nAgora-Tag: x\n", True),
+        "utf-8 declared": (ident() + b"encoding UTF-8\n\nmsg \xc3\xa9\n", True),
+        "latin-1 declared": (ident() + b"encoding ISO-8859-1\n\ncaf\xe9\n", False),  # git re-encodes it
+        "signed": (
+            ident() + b"gpgsig -----BEGIN PGP SIGNATURE-----\n \n abc\n -----END PGP SIGNATURE-----\n\ns\n",
+            True,
+        ),
+        "root": (f"tree {tree}\n".encode() + AUTHOR + COMMITTER + b"\nroot\n", True),
+        "name with trailing spaces": (ident(b"author x   <e> 1 +0000\n") + b"\nm\n", False),
+        "empty name": (ident(b"author <e> 1 +0000\n") + b"\nm\n", False),
+        "no space before <": (ident(b"author x<e> 1 +0000\n") + b"\nm\n", False),
+        "name with a leading space": (ident(b"author  x <e> 1 +0000\n") + b"\nm\n", False),
+        "name ending with a tab": (ident(b"author x\t <e> 1 +0000\n") + b"\nm\n", False),
+        "a tab inside the name": (ident(b"author a\tb <e> 1 +0000\n") + b"\nm\n", True),
+        "> in the name": (ident(b"author x> <e> 1 +0000\n") + b"\nm\n", False),
+        "space in the email": (ident(b"author x <e f> 1 +0000\n") + b"\nm\n", True),
+        "leading zeros in the time": (ident(committer=b"committer c <e> 0001700000000 +0000\n") + b"\nm\n", True),
+        "huge time": (ident(committer=b"committer c <e> 99999999999999999999999 +0000\n") + b"\nm\n", True),
+        "negative time": (ident(committer=b"committer c <e> -5 +0000\n") + b"\nm\n", False),
+        "no time zone": (ident(committer=b"committer c <e> 1700000000\n") + b"\nm\n", False),
+        "no committer": (head + AUTHOR + b"\nm\n", False),
+        "two authors": (ident() + b"author Bob <b> 2 +0000\n" + b"\nm\n", False),
+        "unknown header": (ident() + b"x-foo bar\n\nm\n", False),
+        "NUL in the message": (ident() + b"\nm\x00more\n", False),
+        "empty message": (ident() + b"\n", True),
+        "CRLF message": (ident() + b"\nline\r\n\r\nbody\r\n", True),
+        "message after blank lines": (ident() + b"\n\n\nm\n", True),
+    }
+
+
+def printed_by_git(git_dir: Path, tips: list[str]) -> set[bytes]:
+    """The records of `git log` (the walk a rebuild makes without this module)."""
+    return {r for block in reader.walk_blocks(git_dir, tips, []) for r in reader.records(block)}
+
+
+def read_here(git_dir: Path, tips: list[str], monkeypatch) -> tuple[set[bytes], list[str]]:
+    """The records `packed.blocks` gives, and the shas it left to git."""
+    to_git: list[str] = []
+    by_git = reader.printed_by_git
+    monkeypatch.setattr(reader, "printed_by_git", lambda d, shas, size: to_git.extend(shas) or by_git(d, shas, size))
+    found = packed.blocks(git_dir, tips, 4096)
+    assert found is not None
+    return {r for block in found for r in reader.records(block)}, to_git
+
+
+@pytest.fixture
+def store(tmp_path) -> tuple[Path, dict[str, tuple[str, bool]], list[str]]:
+    """A bare repository whose commits lie in two packs, loose, in a split commit-graph of two layers and
+    outside it, some of them stored as deltas: (git dir, name -> (sha, read here), tips)."""
+    repo = tmp_path / "store.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    tree = git(repo, "hash-object", "-w", "-t", "tree", "--stdin", data=b"")
+    base = commit(repo, f"tree {tree}\n".encode() + AUTHOR + COMMITTER + b"\nbase\n")
+    cases = list(crafted(tree, base).items())
+    made: dict[str, tuple[str, bool]] = {}
+    stages = [cases[::3], cases[1::3], cases[2::3]]
+    for stage, group in enumerate(stages):
+        for name, (body, here) in group:
+            made[name] = (commit(repo, body), here)
+            git(repo, "update-ref", f"refs/agora/c/{len(made)}", made[name][0])
+        if stage == 0:
+            git(repo, "repack", "-a", "-d", "-q")
+        if stage < 2:
+            git(repo, "commit-graph", "write", "--reachable", "--split=no-merge")
+        if stage == 1:
+            git(repo, "repack", "-d", "-q")  # the loose objects into a second pack
+    # an octopus merge of three and a chain of commits with long similar messages (stored as deltas)
+    tips = [sha for sha, _ in made.values()]
+    octopus = commit(
+        repo,
+        f"tree {tree}\n".encode()
+        + b"".join(b"parent %s\n" % t.encode() for t in tips[:3])
+        + AUTHOR
+        + COMMITTER
+        + b"\noctopus\n",
+    )
+    made["octopus"] = (octopus, True)
+    chain = octopus
+    for i in range(40):
+        text = b"".join(b"Agora-Meta: line %d of a long and repeated message\n" % k for k in range(60))
+        chain = commit(
+            repo, f"tree {tree}\nparent {chain}\n".encode() + AUTHOR + COMMITTER + b"\nlong %d\n\n" % i + text
+        )
+    git(repo, "update-ref", "refs/agora/chain", chain)
+    git(repo, "repack", "-a", "-d", "-f", "-q", "--window=50", "--depth=20")
+    git(repo, "commit-graph", "write", "--reachable", "--split=no-merge")
+    late = commit(repo, f"tree {tree}\nparent {chain}\n".encode() + AUTHOR + COMMITTER + b"\nafter the graph\n")
+    git(repo, "update-ref", "refs/agora/late", late)  # loose, outside the commit-graph
+    made["late"] = (late, True)
+    return repo, made, git(repo, "for-each-ref", "--format=%(objectname)", "refs/agora").split()
+
+
+def test_the_pack_reader_prints_what_git_log_prints(store, monkeypatch):
+    repo, made, tips = store
+    assert len(list((repo / "objects" / "info" / "commit-graphs").glob("*.graph"))) >= 2
+    deltas = {
+        line.split()[0]
+        for line in git(
+            repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(deltabase)"
+        ).splitlines()
+        if not line.endswith("0" * 40)
+    }
+    here, to_git = read_here(repo, tips, monkeypatch)
+    assert here == printed_by_git(repo, tips)
+    assert len(here) == 1 + len(made) + 40  # every reachable commit once: the base and the chain too
+    assert sum(sha in deltas for sha, _ in made.values()) > 10  # most stored as deltas, applied here
+    for name, (sha, read_here_) in made.items():
+        assert (sha not in to_git) == read_here_, name
+    assert len(to_git) == sum(not read_here_ for _, read_here_ in made.values())
+
+
+def test_a_record_is_the_one_git_prints_or_none(store):
+    """Each crafted commit alone: `record` gives git's bytes exactly, or None (then git prints it)."""
+    repo, made, _ = store
+    for name, (sha, read_here_) in made.items():
+        raw = subprocess.run(["git", "--git-dir", str(repo), "cat-file", "commit", sha], capture_output=True).stdout
+        line = packed.record(sha.encode(), raw)
+        assert (line is not None) == read_here_, name
+        if line is not None:
+            assert {line} == printed_by_git_no_walk(repo, sha), name
+
+
+def printed_by_git_no_walk(repo: Path, sha: str) -> set[bytes]:
+    return {r for block in reader.printed_by_git(repo, [sha]) for r in reader.records(block)}
+
+
+def test_only_the_commits_the_tips_reach(store, monkeypatch):
+    repo, made, _ = store
+    tips = [made["plain"][0], made["signed"][0]]
+    here, _ = read_here(repo, tips, monkeypatch)
+    assert here == printed_by_git(repo, tips) and len(here) == 3  # with their parent
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["replace ref", "grafts", "shallow", "log output encoding", "commit encoding", "no commit-graph", "v1 index"],
+)
+def test_a_store_git_reads_otherwise_is_left_to_git(store, change):
+    repo, made, tips = store
+    if change == "replace ref":
+        git(repo, "update-ref", f"refs/replace/{made['plain'][0]}", made["root"][0])
+    elif change == "grafts":
+        (repo / "info").mkdir(exist_ok=True)
+        (repo / "info" / "grafts").write_text(f"{made['plain'][0]}\n")
+    elif change == "shallow":
+        (repo / "shallow").write_text(f"{made['plain'][0]}\n")
+    elif change == "log output encoding":
+        git(repo, "config", "i18n.logOutputEncoding", "ISO-8859-1")
+    elif change == "commit encoding":
+        git(repo, "config", "i18n.commitEncoding", "ISO-8859-1")
+    elif change == "no commit-graph":
+        for path in (repo / "objects" / "info" / "commit-graphs").iterdir():
+            path.unlink()
+    else:
+        index = next((repo / "objects" / "pack").glob("*.idx"))
+        index.chmod(0o644)
+        index.write_bytes(b"\0" * 1100)  # not a version-2 index: git's fallback reads what it can
+    assert packed.blocks(repo, tips, 4096) is None
+
+
+def test_utf8_settings_keep_the_pack_reader(store, monkeypatch):
+    repo, _, tips = store
+    git(repo, "config", "i18n.logOutputEncoding", "utf8")
+    assert read_here(repo, tips, monkeypatch)[0] == printed_by_git(repo, tips)
+
+
+def test_alternates_are_read(store, tmp_path, monkeypatch):
+    """A clone that borrows the store's objects (`objects/info/alternates`) and has its own."""
+    repo, made, _ = store
+    borrower = tmp_path / "borrower.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(borrower)], check=True)
+    (borrower / "objects" / "info" / "alternates").write_text(str(repo / "objects") + "\n")
+    tree = git(repo, "rev-parse", f"{made['plain'][0]}^{{tree}}")
+    own = commit(borrower, f"tree {tree}\nparent {made['late'][0]}\n".encode() + AUTHOR + COMMITTER + b"\nown\n")
+    git(borrower, "update-ref", "refs/agora/own", own)
+    git(borrower, "repack", "-d", "-q")  # its own pack, beside the store's
+    git(borrower, "commit-graph", "write", "--reachable")
+    tips = [own, made["octopus"][0]]
+    here, _ = read_here(borrower, tips, monkeypatch)
+    assert here == printed_by_git(borrower, tips) and len(here) > 40
+
+
+@pytest.mark.parametrize("steps", [1, 4096], ids=["deep walk", "frontier walk"])
+def test_reach_is_what_rev_list_walks(store, monkeypatch, steps):
+    """From any tips, the commits the graph reaches, octopus parents included (its extra-edges chunk),
+    equal `git rev-list`'s, by frontiers or one commit at a time."""
+    repo, made, _ = store
+    monkeypatch.setattr(graphfile, "FRONTIER_STEPS", steps)
+    graph = graphfile.CommitGraph.load(repo / "objects")
+    assert graph is not None and graph.more  # the octopus merge is in the graph
+    for tips in ([made["octopus"][0]], [made["plain"][0], made["signed"][0]], graph.oids[-1:]):
+        shas = [t if isinstance(t, str) else bytes(t).hex() for t in tips]
+        starts, outside = graph.positions(shas)
+        assert outside == []
+        reached = {bytes(oid).hex() for oid in graph.oids[graph.reach(starts)]}
+        assert reached == set(git(repo, "rev-list", *shas).split())
+
+
+def test_a_damaged_commit_graph_is_left_to_git(store):
+    repo, _, tips = store
+    layer = sorted((repo / "objects" / "info" / "commit-graphs").glob("*.graph"))[0]
+    data = bytearray(layer.read_bytes())
+    layer.chmod(0o644)
+    layer.write_bytes(bytes(data[: len(data) // 2]))  # cut short
+    assert graphfile.CommitGraph.load(repo / "objects") is None
+    assert packed.blocks(repo, tips, 4096) is None
+
+
+def test_lookups_with_a_shared_prefix():
+    """Two oids that share their first 8 bytes are both found (a graph and a pack look up by that prefix)."""
+    oids = np.zeros((3, 20), np.uint8)
+    oids[1, 19], oids[2, 0] = 1, 1
+    keys = graphfile.prefixes(oids)
+    pack = packfiles.Pack(Path("x.pack"), oids, keys, np.arange(3))
+    assert pack.find(oids[[1, 0, 2]]).tolist() == [1, 0, 2]
+    missing = np.zeros((1, 20), np.uint8)
+    missing[0, 19] = 7
+    assert pack.find(missing).tolist() == [-1]
+    graph = graphfile.CommitGraph(oids, np.full(3, -1), np.full(3, -1), {}, [(0, keys)])
+    assert graph.find(oids[[1, 0, 2]]).tolist() == [1, 0, 2] and graph.find(missing).tolist() == [-1]
