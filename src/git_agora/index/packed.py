@@ -187,11 +187,20 @@ def _records(plan: _Plan, for_git: list[str]) -> Iterator[bytes]:
     pages of the pack read so far are released as the reading goes (a mapped page counts in this
     process's memory until then: 600 MB at a million contributions)."""
     for path, offsets, oids in plan.by_pack:
-        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        try:
+            fh = open(path, "rb")  # closed below, with the mapping
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):  # gone since the plan (a repack meanwhile): git reads the new pack
+            for_git += [sha.decode() for sha in _hex(oids)]
+            continue
+        with fh, data:
             unpacker, released = Unpacker(data), 0
             for first in range(0, len(offsets), CHUNK):
                 for at, sha in zip(offsets[first : first + CHUNK].tolist(), _hex(oids[first : first + CHUNK])):
-                    raw = unpacker.commit(at)
+                    try:
+                        raw = unpacker.commit(at)
+                    except (IndexError, ValueError):  # a damaged pack: git says what is wrong
+                        raw = None
                     line = None if raw is None else record(sha, raw)
                     if line is None:
                         for_git.append(sha.decode())
