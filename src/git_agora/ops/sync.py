@@ -16,7 +16,7 @@ from ..feedback import git_phases
 from ..locks import acquire, release
 from ..project import CompetingSetups, Project
 from ..refs.quarantine import RewrittenLog
-from ..refs.sync import FetchResult, PushResult, RemoteError, push_log
+from ..refs.sync import FetchResult, PushResult, RemoteError, push_log, write_commit_graph
 from ..refs.sync import fetch as fetch_logs
 from ..refs.xref import CrossRefFetch, fetch_cross_refs
 from ..trust import record_tampering
@@ -98,7 +98,7 @@ def _fetch_locked(project: Project, remote: str, cross_refs: bool) -> Fetched:
 def _fetch_and_index(project: Project, remote: str, cross_refs: bool, on_moved: Callable[[], object]) -> Fetched:
     try:
         with git_phases(project.feedback) as on_progress:
-            result: FetchResult = fetch_logs(project.repo, remote, on_progress, on_moved)
+            result: FetchResult = fetch_logs(project.repo, remote, on_progress, on_moved, write_graph=False)
     except RemoteError as exc:
         raise AgoraError(str(exc)) from None
     record_tampering(project.repo, list(result.rewritten))
@@ -106,13 +106,23 @@ def _fetch_and_index(project: Project, remote: str, cross_refs: bool, on_moved: 
         project.feedback.notice(rewritten.describe())
     for note in result.notes:
         project.feedback.notice(note)
+    from concurrent.futures import ThreadPoolExecutor  # here: a post never loads it
+
+    with ThreadPoolExecutor(max_workers=1) as aside:  # git writes the commit-graph while the index is updated
+        graph = aside.submit(write_commit_graph, project.repo) if result.updated_logs else None
+        try:
+            indexed = _indexed(project)
+        finally:
+            graph_note = graph.result() if graph is not None else None
+    if graph_note:
+        project.feedback.notice(graph_note)
     fetched_refs: tuple[CrossRefFetch, ...] = ()
-    if _indexed(project) and cross_refs:
+    if indexed and cross_refs:
         fetched_refs = _fetch_cross_refs(project)
     return Fetched(result.remote, result.new_contributions, result.updated_logs, result.rewritten, fetched_refs)
 
 
-INDEX_MODULES = ("git_agora.index.store", "git_agora.ops.standing")
+INDEX_MODULES = ("git_agora.index.store", "git_agora.ops.standing", "pyarrow.dataset", "numpy.ma", "sshsig")
 
 
 def _import_meanwhile(modules: tuple[str, ...]) -> threading.Thread:

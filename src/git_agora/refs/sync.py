@@ -153,10 +153,13 @@ def fetch(
     remote: str,
     on_progress: Callable[[str], None] | None = None,
     on_moved: Callable[[], object] | None = None,
+    write_graph: bool = True,
 ) -> FetchResult:
     """Fetch every account log of `remote`; count new contributions; quarantine rewritten logs.
     `on_progress` gets git's progress lines (a transfer is stopped only when it stops progressing);
-    `on_moved` is called once a large clone's listing shows refs that moved, before their transfer."""
+    `on_moved` is called once a large clone's listing shows refs that moved, before their transfer.
+    Without `write_graph` the caller keeps the commit-graph current (`write_commit_graph`), when it
+    likes: beside the index update, say."""
     from .boundary import commit_graph_size  # here, not at the top: a publish never loads `boundary`
 
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
@@ -184,7 +187,10 @@ def fetch(
         after = repo.git.for_each_ref(prefix)
     changed = {ref: sha for ref, sha in after.items() if before.get(ref) != sha}
     rewritten = quarantine_rewritten_logs(repo, before, after)
-    new_contributions, graph_note = _count_while_writing_the_graph(repo, remote, before, changed)
+    if write_graph:
+        new_contributions, graph_note = _count_while_writing_the_graph(repo, remote, before, changed)
+    else:
+        new_contributions, graph_note = (_count_new_entries(repo, remote, before, changed) if changed else 0), None
     return FetchResult(
         remote=remote,
         new_contributions=new_contributions,
