@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,8 +107,6 @@ def _fetch_and_index(project: Project, remote: str, cross_refs: bool, on_moved: 
         project.feedback.notice(rewritten.describe())
     for note in result.notes:
         project.feedback.notice(note)
-    from concurrent.futures import ThreadPoolExecutor  # here: a post never loads it
-
     with ThreadPoolExecutor(max_workers=1) as aside:  # git writes the commit-graph while the index is updated
         graph = aside.submit(write_commit_graph, project.repo) if result.updated_logs else None
         try:
