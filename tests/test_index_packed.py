@@ -286,3 +286,12 @@ def test_stacked_diamonds_are_walked_once():
     graph = graphfile.CommitGraph(oids, first, second, {}, [(0, graphfile.prefixes(oids))])
     assert graph.reach(np.array([0])).all()
     assert graph.reach(np.array([3 * levels - 2])).sum() == 2  # a side and the bottom
+
+
+def test_deltas_are_applied_with_no_base_kept(store, monkeypatch):
+    """The bases kept for deltas are bounded in bytes: with none kept, every chain is read again from its
+    start, and the records are still git's."""
+    repo, _, tips = store
+    monkeypatch.setattr(packfiles, "_BASES_BYTES", 0)
+    here, to_git = read_here(repo, tips, monkeypatch)
+    assert here == printed_by_git(repo, tips) and len(to_git) < len(here) // 2

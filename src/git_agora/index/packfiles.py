@@ -21,6 +21,7 @@ COMMIT, OFS_DELTA = 1, 6
 _WHOLE = (1, 2, 3, 4)  # commit, tree, blob, tag
 DELTA_DEPTH = 64  # git writes chains of at most 50 (`pack.depth`); deeper is left to git
 _BASES_KEPT = 256
+_BASES_BYTES = 32 << 20  # a few huge bases (a long message, stored whole) do not pile up
 _ALTERNATE_DEPTH = 5  # git follows alternates this deep
 
 
@@ -86,6 +87,7 @@ class Unpacker:
     def __init__(self, data: mmap.mmap):
         self.data = data
         self.bases: dict[int, tuple[int, bytes] | None] = {}
+        self.kept = 0  # bytes of the bases kept
 
     def commit(self, at: int) -> bytes | None:
         """The commit at this offset; None when it is not one or only git can read it."""
@@ -135,9 +137,13 @@ class Unpacker:
 
     def _base(self, at: int, depth: int) -> tuple[int, bytes] | None:
         if at not in self.bases:
-            if len(self.bases) >= _BASES_KEPT:
+            found = self.object(at, depth + 1)
+            size = len(found[1]) if found is not None else 0
+            if len(self.bases) >= _BASES_KEPT or self.kept + size > _BASES_BYTES:
                 self.bases.clear()
-            self.bases[at] = self.object(at, depth + 1)
+                self.kept = 0
+            self.bases[at] = found
+            self.kept += size
         return self.bases[at]
 
 
