@@ -11,10 +11,9 @@ Only what this module reads exactly as git does is read here (`record`, held to 
 tests): a commit whose header is not the plain form git and this package write (tree, parents, author,
 committer, then at most `encoding UTF-8` and a signature), one stored as a delta against an object named
 by its sha, or one found in neither the packs nor the loose objects is printed by `git log --no-walk`
-after the others. A store
-that git reads differently (replace refs, grafts, a shallow clone, another hash function, messages
-re-encoded by the configuration) or that has no commit-graph is read by `git log` whole: `blocks`
-answers None.
+after the others. A store that git reads differently (replace refs, grafts, a shallow clone, another
+hash function, messages re-encoded by the configuration) or that has no commit-graph is read by
+`git log` whole: `blocks` answers None.
 """
 
 from __future__ import annotations
@@ -178,6 +177,14 @@ def _blocks(git_dir: Path, plan: _Plan, size: int) -> Iterator[bytes]:
         yield from reader.printed_by_git(git_dir, for_git, size)
 
 
+def _mapped(path: Path) -> mmap.mmap | None:
+    try:
+        with open(path, "rb") as fh:  # the mapping outlives the file's descriptor (and its name)
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+
+
 RELEASE_BYTES = 32 << 20  # pack bytes read between two releases of their pages (`_records`)
 CHUNK = 1 << 16  # commits whose shas are made text at once
 
@@ -187,13 +194,11 @@ def _records(plan: _Plan, for_git: list[str]) -> Iterator[bytes]:
     pages of the pack read so far are released as the reading goes (a mapped page counts in this
     process's memory until then: 600 MB at a million contributions)."""
     for path, offsets, oids in plan.by_pack:
-        try:
-            fh = open(path, "rb")  # closed below, with the mapping
-            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):  # gone since the plan (a repack meanwhile): git reads the new pack
+        data = _mapped(path)
+        if data is None:  # gone since the plan (a repack meanwhile): git reads the new pack
             for_git += [sha.decode() for sha in _hex(oids)]
             continue
-        with fh, data:
+        with data:
             unpacker, released = Unpacker(data), 0
             for first in range(0, len(offsets), CHUNK):
                 for at, sha in zip(offsets[first : first + CHUNK].tolist(), _hex(oids[first : first + CHUNK])):
