@@ -91,18 +91,10 @@ class Unpacker:
 
     def commit(self, at: int) -> bytes | None:
         """The commit at this offset; None when it is not one or only git can read it."""
-        data = self.data
-        byte = data[at]
-        kind, size, shift, start = (byte >> 4) & 7, byte & 15, 4, at
-        at += 1
-        while byte & 0x80:
-            byte = data[at]
-            at += 1
-            size |= (byte & 0x7F) << shift
-            shift += 7
+        kind, size, body = header(self.data, at)
         if kind == COMMIT:
-            return inflated(data, at, size)
-        found = self.object(start) if kind == OFS_DELTA else None
+            return inflated(self.data, body, size)
+        found = self.object(at) if kind == OFS_DELTA else None
         return found[1] if found is not None and found[0] == COMMIT else None
 
     def object(self, at: int, depth: int = 0) -> tuple[int, bytes] | None:
@@ -110,14 +102,7 @@ class Unpacker:
         data, start = self.data, at
         if not 12 <= at < len(data) - 20 or depth > DELTA_DEPTH:
             return None
-        byte = data[at]
-        kind, size, shift = (byte >> 4) & 7, byte & 15, 4
-        at += 1
-        while byte & 0x80:
-            byte = data[at]
-            at += 1
-            size |= (byte & 0x7F) << shift
-            shift += 7
+        kind, size, at = header(data, at)
         if kind in _WHOLE:
             body = inflated(data, at, size)
             return None if body is None else (kind, body)
@@ -145,6 +130,19 @@ class Unpacker:
             self.bases[at] = found
             self.kept += size
         return self.bases[at]
+
+
+def header(data: mmap.mmap, at: int) -> tuple[int, int, int]:
+    """(kind, size, where its data starts) of the packed object at `at`."""
+    byte = data[at]
+    kind, size, shift = (byte >> 4) & 7, byte & 15, 4
+    at += 1
+    while byte & 0x80:
+        byte = data[at]
+        at += 1
+        size |= (byte & 0x7F) << shift
+        shift += 7
+    return kind, size, at
 
 
 def inflated(data: mmap.mmap, at: int, size: int) -> bytes | None:
