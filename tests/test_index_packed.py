@@ -62,6 +62,7 @@ def crafted(tree: str, parent: str) -> dict[str, tuple[bytes, bool]]:
         "empty message": (ident() + b"\n", True),
         "CRLF message": (ident() + b"\nline\r\n\r\nbody\r\n", True),
         "message after blank lines": (ident() + b"\n\n\nm\n", True),
+        "a 3 MB message": (ident() + b"\nlong\n\n" + b"Agora-Meta: " + b"x" * (3 << 20) + b"\n", True),
     }
 
 
@@ -295,3 +296,19 @@ def test_deltas_are_applied_with_no_base_kept(store, monkeypatch):
     monkeypatch.setattr(packfiles, "_BASES_BYTES", 0)
     here, to_git = read_here(repo, tips, monkeypatch)
     assert here == printed_by_git(repo, tips) and len(to_git) < len(here) // 2
+
+
+def test_a_commit_graph_far_behind_is_left_to_git(store, monkeypatch):
+    """Commits outside the commit-graph are followed one by one only up to `OUTSIDE_MOST`; past it (the
+    graph left far behind) git walks."""
+    repo, _, tips = store
+    monkeypatch.setattr(packed, "OUTSIDE_MOST", 1)  # `late` alone is outside the graph: followed
+    assert packed.blocks(repo, tips, 4096) is not None
+    git(repo, "update-ref", "refs/agora/later", commit(repo, later(repo)))  # a second one: git walks
+    assert packed.blocks(repo, [*tips, git(repo, "rev-parse", "refs/agora/later")], 4096) is None
+
+
+def later(repo: Path) -> bytes:
+    late = git(repo, "rev-parse", "refs/agora/late")
+    tree = git(repo, "rev-parse", f"{late}^{{tree}}")
+    return f"tree {tree}\nparent {late}\n".encode() + AUTHOR + COMMITTER + b"\nlater still\n"

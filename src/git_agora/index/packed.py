@@ -30,7 +30,7 @@ import numpy as np
 
 from . import reader
 from .graphfile import CommitGraph
-from .packfiles import ObjectStore, Unpacker
+from .packfiles import ObjectStore, Unpacker, mapped
 
 _HEADER = re.compile(  # an ident's name (kept with the space before its `<`) neither starts nor ends with a space
     rb"tree ([0-9a-f]{40})\n((?:parent [0-9a-f]{40}\n)*+)"
@@ -122,6 +122,11 @@ def blocks(git_dir: str | os.PathLike[str], tips: list[str], size: int) -> Itera
     return None if plan is None else _blocks(git_dir, plan, size)
 
 
+OUTSIDE_MOST = 20_000
+"""Commits outside the commit-graph that a plan follows one by one (about 50 us each); beyond, git walks
+(a graph left far behind: commit-graphs turned off in this clone after a stalled write)."""
+
+
 def _plan(graph: CommitGraph, store: ObjectStore, tips: list[str]) -> _Plan | None:
     starts, outside = graph.positions(tips)
     read: dict[str, bytes] = {}
@@ -130,6 +135,8 @@ def _plan(graph: CommitGraph, store: ObjectStore, tips: list[str]) -> _Plan | No
         sha = outside.pop()
         if sha in read:
             continue
+        if len(read) >= OUTSIDE_MOST:
+            return None
         raw = store.commit(sha)
         found = None if raw is None else parents(raw)
         if raw is None or found is None:
@@ -177,14 +184,6 @@ def _blocks(git_dir: Path, plan: _Plan, size: int) -> Iterator[bytes]:
         yield from reader.printed_by_git(git_dir, for_git, size)
 
 
-def _mapped(path: Path) -> mmap.mmap | None:
-    try:
-        with open(path, "rb") as fh:  # the mapping outlives the file's descriptor (and its name)
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None
-
-
 RELEASE_BYTES = 32 << 20  # pack bytes read between two releases of their pages (`_records`)
 CHUNK = 1 << 16  # commits whose shas are made text at once
 
@@ -194,7 +193,7 @@ def _records(plan: _Plan, for_git: list[str]) -> Iterator[bytes]:
     pages of the pack read so far are released as the reading goes (a mapped page counts in this
     process's memory until then: 600 MB at a million contributions)."""
     for path, offsets, oids in plan.by_pack:
-        data = _mapped(path)
+        data = mapped(path)
         if data is None:  # gone since the plan (a repack meanwhile): git reads the new pack
             for_git += [sha.decode() for sha in _hex(oids)]
             continue

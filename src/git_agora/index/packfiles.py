@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import mmap
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -116,9 +116,11 @@ class Unpacker:
             at += 1
             back = ((back + 1) << 7) | (byte & 0x7F)
         base = self._base(start - back, depth)
-        delta = None if base is None else inflated(data, at, size)
-        body = None if base is None or delta is None else patched(base[1], delta)
-        return None if base is None or body is None else (base[0], body)
+        if base is None:
+            return None
+        delta = inflated(data, at, size)
+        body = None if delta is None else patched(base[1], delta)
+        return None if body is None else (base[0], body)
 
     def _base(self, at: int, depth: int) -> tuple[int, bytes] | None:
         if at not in self.bases:
@@ -130,6 +132,15 @@ class Unpacker:
             self.bases[at] = found
             self.kept += size
         return self.bases[at]
+
+
+def mapped(path: Path) -> mmap.mmap | None:
+    """A pack file mapped for reading; None when it is gone (a repack meanwhile) or empty."""
+    try:
+        with open(path, "rb") as fh:  # the mapping outlives the file's descriptor (and its name)
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
 
 
 def header(data: mmap.mmap, at: int) -> tuple[int, int, int]:
@@ -206,6 +217,7 @@ def _varint(data: bytes, at: int) -> tuple[int, int]:
 class ObjectStore:
     directories: list[Path]  # the object directory and its alternates
     packs: list[Pack]
+    unpackers: dict[Path, Unpacker | None] = field(default_factory=dict, compare=False)  # mapped once
 
     @staticmethod
     def open(objects: Path) -> ObjectStore | None:
@@ -231,8 +243,11 @@ class ObjectStore:
         for pack in self.packs:
             at = int(pack.find(wanted)[0])
             if at >= 0:
-                with open(pack.path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                    return Unpacker(data).commit(int(pack.offsets[at]))
+                if pack.path not in self.unpackers:
+                    data = mapped(pack.path)
+                    self.unpackers[pack.path] = None if data is None else Unpacker(data)
+                unpacker = self.unpackers[pack.path]
+                return None if unpacker is None else unpacker.commit(int(pack.offsets[at]))
         return self.loose_commit(sha)
 
     def loose_commit(self, sha: str) -> bytes | None:
