@@ -312,3 +312,77 @@ def later(repo: Path) -> bytes:
     late = git(repo, "rev-parse", "refs/agora/late")
     tree = git(repo, "rev-parse", f"{late}^{{tree}}")
     return f"tree {tree}\nparent {late}\n".encode() + AUTHOR + COMMITTER + b"\nlater still\n"
+
+
+def packed_with_loose_copies(tmp_path: Path, graphed: int) -> tuple[Path, str, Path]:
+    """A chain of commits similar enough to be stored as deltas, all in one pack and loose again (git
+    reads a loose copy when a packed one fails), the first `graphed` in the commit-graph: (git dir, tip,
+    pack)."""
+    repo = tmp_path / "damaged.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    tree = git(repo, "hash-object", "-w", "-t", "tree", "--stdin", data=b"")
+    tip = commit(repo, f"tree {tree}\n".encode() + AUTHOR + COMMITTER + b"\nbase\n")
+    for i in range(60):
+        if i == graphed:
+            git(repo, "update-ref", "refs/agora/x", tip)
+            git(repo, "commit-graph", "write", "--reachable")
+        text = b"".join(b"Agora-Meta: line %d of a long message\n" % k for k in range(30))
+        tip = commit(repo, f"tree {tree}\nparent {tip}\n".encode() + AUTHOR + COMMITTER + b"\nm %d\n\n" % i + text)
+    git(repo, "update-ref", "refs/agora/x", tip)
+    loose = {p.relative_to(repo / "objects"): p.read_bytes() for p in (repo / "objects").glob("[0-9a-f][0-9a-f]/*")}
+    git(repo, "repack", "-a", "-d", "-f", "-q", "--window=50")
+    if graphed >= 60:
+        git(repo, "commit-graph", "write", "--reachable")
+    for name, body in loose.items():
+        (repo / "objects" / name).parent.mkdir(exist_ok=True)
+        (repo / "objects" / name).write_bytes(body)
+    pack = next((repo / "objects" / "pack").glob("*.pack"))
+    pack.chmod(0o644)
+    return repo, tip, pack
+
+
+def test_a_damaged_pack_is_read_by_git_from_another_copy(tmp_path, monkeypatch):
+    """Commits whose packed copy is damaged (a flipped byte in their zlib stream, in a delta's offset) are
+    left to git, which reads the intact loose copy: the records are still git's, none made up here."""
+    repo, tip, pack = packed_with_loose_copies(tmp_path, graphed=60)
+    expected = printed_by_git(repo, [tip])
+    data = bytearray(pack.read_bytes())
+    for at in range(200, len(data) - 20, 397):  # bytes all over the pack: streams, headers, delta offsets
+        data[at] ^= 0x5A
+    pack.write_bytes(data)
+    here, to_git = read_here(repo, [tip], monkeypatch)
+    assert here == expected and to_git
+
+
+def test_a_damaged_commit_outside_the_commit_graph_leaves_the_walk_to_git(tmp_path, monkeypatch):
+    """The commits newer than the commit-graph are read while planning: a packed one whose header runs
+    off the end of the pack (every byte from its start set) sends the whole walk to git, no exception."""
+    repo, tip, pack = packed_with_loose_copies(tmp_path, graphed=50)
+    expected = printed_by_git(repo, [tip])
+    index = packfiles.read_pack(pack.with_suffix(".idx"))
+    assert index is not None
+    at = int(index.offsets[packfiles.Pack.find(index, np.frombuffer(bytes.fromhex(tip), np.uint8).reshape(1, 20))[0]])
+    data = bytearray(pack.read_bytes())
+    data[at:] = b"\xff" * (len(data) - at)
+    pack.write_bytes(data)
+    assert packed.blocks(repo, [tip], 4096) is None
+    assert printed_by_git(repo, [tip]) == expected
+
+
+def test_a_delta_that_outgrows_its_stated_size_is_refused_early():
+    """A damaged delta's copies are refused once they pass the size it states, before they are built:
+    20,000 copies of a 64 KB base would be 1.3 GB."""
+    import tracemalloc
+
+    base = bytes(range(256)) * 256
+    copy_all = bytes([0x80 | 0x10 | 0x20, 0x00, 0x00])  # copy 0x10000 bytes from offset 0 (size bytes 0 -> 64 KB)
+    delta = bytes([0x80, 0x80, 0x04]) + bytes([100]) + copy_all * 20_000  # base 65536, result 100 bytes
+    tracemalloc.start()
+    try:
+        assert packfiles.patched(base, delta) is None
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    ok = bytes([0x80, 0x80, 0x04, 0x04, 0x80 | 0x01 | 0x10, 0x10, 0x04])  # 4 bytes from offset 16
+    assert packfiles.patched(base, ok) == base[16:20]

@@ -166,7 +166,8 @@ def inflated(data: mmap.mmap, at: int, size: int) -> bytes | None:
 
 
 def patched(base: bytes, delta: bytes) -> bytes | None:
-    """Git's delta (`patch-delta.c`) applied to its base; None when it does not fit the base."""
+    """Git's delta (`patch-delta.c`) applied to its base; None when it does not fit the base or would
+    outgrow the size it states (a damaged delta's copies could otherwise build gigabytes)."""
     at, base_size = _varint(delta, 0)
     at, size = _varint(delta, at)
     if base_size != len(base):
@@ -187,11 +188,11 @@ def patched(base: bytes, delta: bytes) -> bytes | None:
                         length |= delta[at] << shift
                         at += 1
                 length = length or 0x10000
-                if offset + length > len(base):
+                if offset + length > len(base) or len(out) + length > size:
                     return None
                 out += base[offset : offset + length]
             elif op:  # insert the next `op` bytes
-                if at + op > len(delta):
+                if at + op > len(delta) or len(out) + op > size:
                     return None
                 out += delta[at : at + op]
                 at += op
@@ -247,7 +248,10 @@ class ObjectStore:
                     data = mapped(pack.path)
                     self.unpackers[pack.path] = None if data is None else Unpacker(data)
                 unpacker = self.unpackers[pack.path]
-                return None if unpacker is None else unpacker.commit(int(pack.offsets[at]))
+                try:
+                    return None if unpacker is None else unpacker.commit(int(pack.offsets[at]))
+                except (IndexError, ValueError):  # a damaged pack: git says what is wrong
+                    return None
         return self.loose_commit(sha)
 
     def loose_commit(self, sha: str) -> bytes | None:
