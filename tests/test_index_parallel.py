@@ -4,13 +4,14 @@ also when a worker dies."""
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 from pathlib import Path
 
 import hostile
 import pytest
 
-from agora_testing import agora, git, make_clone
+from agora_testing import agora, forge, git, make_clone, publish_forged_log
 from git_agora.index import compare, discover, listing, packed, parallel, reader, store
 from git_agora.ops.indexing import _rules
 from git_agora.project import Project
@@ -33,9 +34,50 @@ def corpus(tmp_path, remote, project):
     agora(m, "fetch")
     hostile.write(m, setup, 400)
     git(m, "push", "-q", "origin", "refs/agora/log/mallory")
+    forge_tree_breaches(m, setup)
     agora(project, "fetch")
     forged_logs(project, work, git(project, "rev-parse", f"{work}^{{tree}}").strip())
     return project
+
+
+BREACHES = ("the tree holds '.GIT'", "changes agora.toml")
+
+
+def forge_tree_breaches(clone: Path, setup: str) -> None:
+    """Two results published with plain git by `trent`: one whose tree holds a `.git` path, one that
+    changes the setup's `agora.toml` (the reasons `BREACHES` names)."""
+
+    def given(*args: str, text: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=clone, input=text, capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    blob = given("hash-object", "-w", "--stdin", text="[core]\n\tbare = false\n")
+    dotgit = given("mktree", text=f"100644 blob {blob}\tconfig\n")
+    with_dotgit = given("mktree", text=f"040000 tree {dotgit}\t.GIT\n100644 blob {blob}\tx.py\n")
+    changed = given(
+        "mktree",
+        text=git(clone, "ls-tree", setup).replace(git(clone, "rev-parse", f"{setup}:agora.toml").strip(), blob),
+    )
+    results = [
+        forge(
+            clone,
+            f"{name}\n\nAgora-Format: 1\nAgora-Account: trent\nAgora-Tag: result\nAgora-Metric: bpc=1\n",
+            [setup],
+            tree,
+        )
+        for name, tree in (("dotgit", with_dotgit), ("config", changed))
+    ]
+    publish_forged_log(clone, "trent", results)
+
+
+def test_tree_breaches_are_found_in_bulk(corpus, tmp_path, monkeypatch):
+    """A rebuild through worker processes checks trees aside (the `.git` check in a process, the policy's
+    files on a thread) and gives both reasons."""
+    monkeypatch.setattr(parallel, "THRESHOLD", 0)
+    rows = rebuilt(corpus, tmp_path / "bulk")[1].select(["account", "reasons"]).to_pylist()
+    reasons = " ".join(r for row in rows if row["account"] == "trent" for r in row["reasons"])
+    assert all(breach in reasons for breach in BREACHES), reasons
 
 
 def rebuilt(clone: Path, tmp: Path):
@@ -209,3 +251,21 @@ def test_the_listing_read_from_the_walk_equals_git_s(corpus, monkeypatch):
     assert dict(listing.entries_from_walk(repo.common_path, tips, links)) == by_git
     assert len(by_git) > 400 and any(len(accounts) > 1 for accounts in by_git.values())
     assert 0 < len(asked) < len(tips)  # the logs as written need no git process
+
+
+def test_freed_memory_is_handed_back():
+    """Where the C library can (glibc), memory freed below a live allocation leaves the process when a
+    rebuild's phase ends, instead of counting in the next phase's peak."""
+    if parallel._malloc_trim() is None:
+        pytest.skip("no malloc_trim in this C library")
+
+    def resident_mb() -> float:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    pairs = [(bytearray(60_000), bytearray(1_000)) for _ in range(4000)]  # 240 MB, below the mmap threshold
+    kept = [small for _, small in pairs]  # between the large ones: the heap's top cannot shrink when they go
+    del pairs
+    before = resident_mb()
+    parallel.hand_back_freed_memory()
+    assert resident_mb() < before - 150
+    del kept

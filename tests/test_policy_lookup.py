@@ -41,6 +41,10 @@ def test_a_column_of_trees_answers_as_single_queries_in_one_or_several_processes
         monkeypatch.setattr(policy, "_path_column", _counted(policy._path_column, calls))
         assert policy.lookup_path_column(repo, column, path).to_pylist() == alone
         assert len(calls) == 4 and sum(calls) == len(column)
+        monkeypatch.setattr(policy, "PART", 3)  # more parts than cores: answered in order all the same
+        calls.clear()
+        assert policy.lookup_path_column(repo, column, path).to_pylist() == alone
+        assert len(calls) == -(-len(column) // 3) and max(calls) == 3 and sum(calls) == len(column)
         monkeypatch.undo()
     assert policy.lookup_path_column(repo, pa.array([], pa.string()), "agora.toml").to_pylist() == []
 

@@ -96,6 +96,7 @@ def _object_ids(repo: Repository, tree: str, paths: list[str]) -> dict[str, str]
 
 
 SPLIT = 8192  # questions above which `lookup_path_column` shares them among processes, one per core
+PART = 65536  # questions at most that one of those processes answers
 
 
 def lookup_paths(repo: Repository, queries: list[tuple[str, str]]) -> list[str | None]:
@@ -215,15 +216,16 @@ _NO_TREE = "0" * 40  # asked for a row without a tree: git answers "missing"
 
 def lookup_path_column(repo: Repository, trees, path: str):
     """The object id at `tree:path` for each tree of an Arrow string array (null where absent), through
-    `git cat-file`: the questions are written and the answers read as whole columns, shared among one
-    process per core for many (a rebuild at a million contributions asks 660,000)."""
+    `git cat-file`: the questions are written and the answers read as whole columns, shared among
+    processes, as many at once as there are cores, each asked at most `PART` (a rebuild at a million
+    contributions asks 660,000: in parts, the questions and answers held at once stay near 100 MB)."""
     import pyarrow as pa
 
     cores = _cores()
     if cores < 2 or len(trees) < 2 * SPLIT:
         return _path_column(repo, trees, path)
 
-    size = -(-len(trees) // cores)
+    size = min(PART, -(-len(trees) // cores))
     with ThreadPoolExecutor(cores) as pool:
         parts = pool.map(lambda at: _path_column(repo, trees.slice(at, size), path), range(0, len(trees), size))
         return pa.concat_arrays(list(parts))

@@ -6,6 +6,7 @@ signatures (`signatures`). Nothing here writes the index (`store` does)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import chain
@@ -97,14 +98,21 @@ def new_rows(
             table, refs = parallel.graph_rows(work, known, rules.root, listed, root_format)
             table = _evaluator_policy_table(repo, table, rules.root)
         else:
-            # the contributions' trees, read by git in processes aside while the graph rules run here
+            # the contributions' trees, read by git while the graph rules run here: the `.git` check in a
+            # process aside (its Python work shares no lock with this one; its answer is small), the
+            # policy's files on a thread (git does that work; its answer, a column as long as the trees,
+            # would cost a copy through a pipe and 300 MB of this process's peak at a million)
             trees = pc.unique(work.column("tree").filter(pc.is_valid(work.column("account")))).drop_null()
-            dotgit = parallel.Aside(_dotgit_of, repo.common_path, trees)
-            ahead = parallel.Aside(_answers_ahead, repo, rules.root, trees)
-            del trees
-            table, refs = parallel.graph_rows(work, known, rules.root, listed, root_format)
-            del work  # the rows are held once
-            table = _evaluator_policy_table(repo, table, rules.root, ahead.result(), dotgit.result())
+            parallel.hand_back_freed_memory()  # each phase's peak is its own (also in the process forked now)
+            dotgit = parallel.Aside(_dotgit_of, repo.common_path, trees)  # forked before any thread starts
+            with ThreadPoolExecutor(max_workers=1) as aside:
+                ahead = aside.submit(_answers_ahead, repo, rules.root, trees)
+                del trees
+                table, refs = parallel.graph_rows(work, known, rules.root, listed, root_format)
+                del work  # the rows are held once
+                parallel.hand_back_freed_memory()
+                table = _evaluator_policy_table(repo, table, rules.root, ahead.result(), dotgit.result())
+            parallel.hand_back_freed_memory()
         return _signatures_table(repo, table, rules), refs, listed
 
 
@@ -152,21 +160,24 @@ def _evaluator_policy_table(
     problems = evaluator_violations(repo, columns[0], columns[1], columns[2], root, ahead)
     rows = picked.to_numpy()
     found = {int(rows[at]): reasons for at, reasons in problems.items()}
-    changed = pc.indices_nonzero(pc.fill_null(table.column("code_bearing"), False))
-    trees = table.column("tree").take(changed).to_pylist()
-    for at, reason in zip(changed.to_pylist(), _dotgit_reasons(repo, trees, dotgit)):
-        if reason:
-            found[at] = found.get(at, []) + [reason]
+    code_bearing = pc.fill_null(table.column("code_bearing"), False)
+    if dotgit is None:
+        dotgit = dotgit_paths(repo.common_path, table.column("tree").filter(code_bearing).to_pylist())
+    for at, reason in _dotgit_reasons(table.column("tree"), code_bearing, dotgit):
+        found[at] = found.get(at, []) + [reason]
     return _append_reasons(table, found)
 
 
-def _dotgit_reasons(repo: Repository, trees: list[str], found: Mapping[str, str] | None = None) -> list[str | None]:
-    """For the trees of code-bearing contributions, the reason such a contribution is invalid when its
-    tree holds a `.git` path (git refuses to check it out: it could be neither evaluated nor
-    verified); `found`: what `refs.trees.dotgit_paths` already said of a set of trees holding these."""
-
-    paths = dotgit_paths(repo.common_path, trees) if found is None else found
-    return [f"the tree holds {paths[tree]!r}: {DOTGIT_REASON}" if tree in paths else None for tree in trees]
+def _dotgit_reasons(trees, code_bearing, paths: Mapping[str, str]) -> Iterator[tuple[int, str]]:
+    """(row, reason) of each code-bearing row whose tree holds a `.git` path (`paths`: tree -> the path,
+    from `refs.trees.dotgit_paths`): git refuses to check such a tree out, so the contribution could be
+    neither evaluated nor verified. Only those rows become Python values."""
+    if not paths:
+        return
+    holding = pc.and_(code_bearing, pc.is_in(trees, value_set=pa.array(list(paths), pa.string())))
+    rows = pc.indices_nonzero(pc.fill_null(holding, False))
+    for at, tree in zip(rows.to_pylist(), trees.take(rows).to_pylist()):
+        yield at, f"the tree holds {paths[tree]!r}: {DOTGIT_REASON}"
 
 
 def _signatures_table(repo: Repository, table: pa.Table, rules: IndexRules) -> pa.Table:

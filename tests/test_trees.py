@@ -1,0 +1,75 @@
+"""Which trees hold a `.git` path (`refs.trees.dotgit_paths`): found at any depth and in any case, a shared
+subtree judged once, the same answers however the trees are split into chunks and whichever chunk git
+reads ahead."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from git_agora.refs import trees
+
+
+def git(repo: Path, *args: str, data: bytes | None = None) -> str:
+    done = subprocess.run(["git", "--git-dir", str(repo), *args], input=data, capture_output=True, check=True)
+    return done.stdout.decode().strip()
+
+
+def mktree(repo: Path, entries: list[tuple[str, str, str]]) -> str:
+    """A tree of (mode, oid, name) entries, as written (git mktree checks no names)."""
+    text = "".join(f"{mode} {'tree' if mode == '040000' else 'blob'} {oid}\t{name}\n" for mode, oid, name in entries)
+    return git(repo, "mktree", data=text.encode())
+
+
+@pytest.fixture
+def store(tmp_path) -> tuple[Path, dict[str, str], dict[str, str]]:
+    """A bare repository of trees: (git dir, name -> tree, tree -> the path `dotgit_paths` names)."""
+    repo = tmp_path / "trees.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    blob = git(repo, "hash-object", "-w", "--stdin", data=b"x\n")
+    clean = mktree(repo, [("100644", blob, "gitignore"), ("100644", blob, "train.py")])
+    hidden = mktree(repo, [("100644", blob, "config")])
+    deep = mktree(repo, [("040000", mktree(repo, [("040000", hidden, ".GiT")]), "b")])
+    shared = mktree(repo, [("040000", deep, "a"), ("100644", blob, "x")])
+    made = {
+        "flat": clean,
+        "flat, another": mktree(repo, [("100644", blob, "eval.py")]),
+        "root .git": mktree(repo, [("100644", blob, ".git")]),
+        "NTFS short name": mktree(repo, [("040000", clean, "GIT~1")]),
+        "trailing dots": mktree(repo, [("100644", blob, ".git. .")]),
+        "deep": mktree(repo, [("040000", shared, "top"), ("100644", blob, "z")]),
+        "the same subtree again": mktree(repo, [("040000", shared, "other")]),
+        "clean subtrees": mktree(repo, [("040000", clean, "src"), ("040000", clean, "git-tools")]),
+        "missing": "0123456789abcdef0123456789abcdef01234567",
+    }
+    expected = {
+        made["root .git"]: ".git",
+        made["NTFS short name"]: "GIT~1",
+        made["trailing dots"]: ".git. .",
+        made["deep"]: "top/a/b/.GiT",
+        made["the same subtree again"]: "other/a/b/.GiT",
+    }
+    return repo, made, expected
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, trees.CHUNK])
+def test_dotgit_paths_in_any_chunking(store, monkeypatch, chunk):
+    repo, made, expected = store
+    monkeypatch.setattr(trees, "CHUNK", chunk)
+    asked = list(made.values()) + [made["deep"]]  # asked twice: answered once
+    assert trees.dotgit_paths(repo, asked) == expected
+
+
+def test_a_failing_read_ahead_is_raised_where_it_is_read(store, monkeypatch):
+    """git failing on a chunk read ahead fails the reading, as a chunk read in turn does."""
+    repo, made, _ = store
+    monkeypatch.setattr(trees, "CHUNK", 1)
+    with pytest.raises(subprocess.CalledProcessError):
+        trees.dotgit_paths(repo.parent / "not-a-repository", list(made.values()))
+
+
+@pytest.mark.parametrize(("data", "holds"), [(b"a GIT b", True), (b"gIt", True), (b"g1t", False), (b"", False)])
+def test_may_hold_git(data, holds):
+    assert trees.may_hold_git(data) is holds
