@@ -247,3 +247,19 @@ def test_a_full_disk_while_adopting_the_probe_leaves_no_half_copy_and_falls_back
     assert not list((b / ".git" / "objects").rglob("tmp-probe-*"))
     tip = git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip()
     assert _connected(b, tip)
+
+
+def test_the_probe_s_scratch_repository_is_one_git_recognizes(tmp_path):
+    """The files written for the probe's scratch repository make a bare repository of its own, with this
+    clone's configuration: git run inside it never walks up to the clone around it."""
+    from git_agora.refs.boundary import _bare_repository
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "init", "-q", str(clone)], check=True)
+    git(clone, "config", "remote.origin.url", "https://example.invalid/x.git")
+    scratch = clone / ".git" / "agora" / "probe-x"
+    _bare_repository(scratch, clone / ".git" / "config")
+    assert git(scratch, "rev-parse", "--git-dir", "--is-bare-repository").split() == [".", "true"]
+    assert git(scratch, "config", "remote.origin.url").strip() == "https://example.invalid/x.git"
+    assert git(scratch, "config", "gc.auto").strip() == "0"
+    git(scratch, "fsck", "--no-progress")

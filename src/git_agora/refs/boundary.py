@@ -42,11 +42,7 @@ def probe(common_dir: str | os.PathLike[str], remote: str, tips: dict[str, str])
         return None
     try:
         git = Git(scratch)
-        git.run("init", "-q", "--bare", "--template=", ".")
-        config = f"[include]\n\tpath = {_quoted(common_dir / 'config')}\n"
-        config += "[core]\n\tbare = true\n[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n"
-        config += "[fetch]\n\twriteCommitGraph = false\n"
-        (scratch / "config").write_text(config)
+        _bare_repository(scratch, common_dir / "config")
         proc = git.transfer(
             "fetch", "-q", f"--depth={PROBE_DEPTH}", "--no-tags", "--no-write-fetch-head", remote, *sorted(tips)
         )
@@ -61,6 +57,19 @@ def probe(common_dir: str | os.PathLike[str], remote: str, tips: dict[str, str])
         return None
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _bare_repository(path: Path, borrowed_config: Path) -> None:
+    """The files of an empty bare repository (`git init --bare --template=` writes the same, in a process
+    of its own: 10-20 ms of a +1 fetch), whose configuration includes this clone's (the remote's URL,
+    credentials) and turns off what a scratch repository must not do."""
+    for folder in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+        (path / folder).mkdir(parents=True, exist_ok=True)
+    (path / "HEAD").write_text("ref: refs/heads/main\n")
+    config = f"[include]\n\tpath = {_quoted(borrowed_config)}\n"
+    config += "[core]\n\tbare = true\n[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n"
+    config += "[fetch]\n\twriteCommitGraph = false\n"
+    (path / "config").write_text(config)
 
 
 def _adopt_objects(source: Path, target: Path) -> None:
