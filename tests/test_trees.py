@@ -63,11 +63,23 @@ def test_dotgit_paths_in_any_chunking(store, monkeypatch, chunk):
 
 
 def test_a_failing_read_ahead_is_raised_where_it_is_read(store, monkeypatch):
-    """git failing on a chunk read ahead fails the reading, as a chunk read in turn does."""
+    """git failing on a chunk read ahead (on the thread) fails the reading, as a chunk read in turn does:
+    the answers of the chunks before it are never taken for the whole."""
     repo, made, _ = store
-    monkeypatch.setattr(trees, "CHUNK", 1)
+    monkeypatch.setattr(trees, "CHUNK", 2)
+    calls: list[list[str]] = []
+    read = trees.batch_output
+
+    def second_fails(git_dir, oids):
+        calls.append(oids)
+        if len(calls) == 2:
+            raise subprocess.CalledProcessError(128, ["git", "cat-file"])
+        return read(git_dir, oids)
+
+    monkeypatch.setattr(trees, "batch_output", second_fails)
     with pytest.raises(subprocess.CalledProcessError):
-        trees.dotgit_paths(repo.parent / "not-a-repository", list(made.values()))
+        trees.dotgit_paths(repo, list(made.values()))
+    assert len(calls) == 2
 
 
 @pytest.mark.parametrize(("data", "holds"), [(b"a GIT b", True), (b"gIt", True), (b"g1t", False), (b"", False)])
