@@ -359,3 +359,20 @@ def test_an_rsa_key_signs_through_ssh_keygen_and_git_verify_commit_agrees(tmp_pa
     for sha in [posted["sha"], *git(rob, "rev-parse", "refs/agora/log/rob", "refs/agora/identity/rob").split()]:
         git(rob, "-c", "gpg.format=ssh", "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", sha)
     assert posted["sha"] in git(remote, "log", "--format=%(trailers:valueonly)", "refs/agora/log/rob")
+
+
+def test_a_reader_whose_git_shows_signatures_reads_signed_commits(tmp_path, remote, project):
+    """`log.showSignature` (a user's setting) makes `git log` print each signature's check before the
+    commit, whatever the format: the reader's walks turn it off, so signed commits read as they are."""
+    (project / "model.py").write_text("order = 4\n")
+    work = agora(project, "push", "-m", "order 4", "--tag", "result", "--metric", "bpc=2.5", "--json").json()["sha"]
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    git(b, "config", "log.showSignature", "true")
+    agora(b, "fetch")
+    agora(project, "post", "-m", "a later insight", "--tag", "insight", "--parent", work)
+    agora(project, "sync")
+    agora(b, "fetch")  # an update: git walks the new commits
+    shown = {row["sha"] for row in agora(b, "log", "--json").json()}
+    assert work in shown and len(shown) >= 3, shown
+    assert agora(b, "log", "--rejected", "--json").json() == []
+    assert agora(b, "index", "--check").returncode == 0
