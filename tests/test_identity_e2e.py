@@ -376,3 +376,16 @@ def test_a_reader_whose_git_shows_signatures_reads_signed_commits(tmp_path, remo
     assert work in shown and len(shown) >= 3, shown
     assert agora(b, "log", "--rejected", "--json").json() == []
     assert agora(b, "index", "--check").returncode == 0
+
+
+def test_a_reader_whose_git_re_encodes_messages_reads_them_as_written(tmp_path, remote, project):
+    """`i18n.logOutputEncoding` (a user's setting) would have `git log` print messages in another
+    encoding: every participant reads the same text."""
+    agora(project, "post", "-m", "café au lait", "--tag", "insight")
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    git(b, "config", "i18n.logOutputEncoding", "ISO-8859-1")
+    agora(b, "fetch")
+    agora(project, "post", "-m", "crème brûlée", "--tag", "insight")
+    agora(b, "fetch")  # an update: git walks the new commits
+    titles = {row["title"] for row in agora(b, "log", "--json").json()}
+    assert {"café au lait", "crème brûlée"} <= titles, titles

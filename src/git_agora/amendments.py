@@ -6,7 +6,7 @@ Kept apart from `policy` so that a post, which asks only this question, loads no
 from __future__ import annotations
 
 from .contribution import POLICY, Contribution
-from .refs.git import QUIET_LOG
+from .refs.git import LOG_OPTIONS
 from .refs.store import Repository
 
 POLICY_MEMO = "policy-in-force"  # under .git/agora: "<setup>-<contribution> <policy sha>"
@@ -42,7 +42,7 @@ def policy_sha_for(repo: Repository, sha: str, root: str) -> str:
             break
     if found is None:
         policy_tag = f"--grep=^Agora-Tag: {POLICY}$"
-        out = repo.git.run("log", *QUIET_LOG, "--first-parent", "--format=%H", "-E", policy_tag, at)
+        out = repo.git.run("log", *LOG_OPTIONS, "--first-parent", "--format=%H", "-E", policy_tag, at)
         amendments = (c.sha for c in map(repo.contribution, out.split()) if c and is_amendment(c, root_account))
         found = next(amendments, None) or root
     remember(repo.agora_path, POLICY_MEMO, f"{root}-{sha}", found)

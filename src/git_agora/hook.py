@@ -38,7 +38,7 @@ from .identity.chain import chain_keys_in
 from .identity.keys import same_key
 from .identity.signatures import verify_many
 from .index.signatures import BAD, precheck, raw_commits
-from .refs.git import QUIET_LOG, Git
+from .refs.git import LOG_OPTIONS, Git
 from .refs.names import IDENTITY_PREFIX
 from .refs.store import LOG_ENTRY_KEY
 
@@ -110,7 +110,7 @@ def _tip_entries(logs: Mapping[str, str]) -> list[str]:
     if not logs:
         return []
     entries = f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)"
-    args = ["log", *QUIET_LOG, "--no-walk=unsorted", entries, *logs.values()]
+    args = ["log", *LOG_OPTIONS, "--no-walk=unsorted", entries, *logs.values()]
     return [line for line in _git(*args).stdout.split() if len(line) == 40]
 
 
@@ -118,7 +118,7 @@ def _amendments(log: str | None, founder: str) -> list[str]:
     """The policy amendments in the founder's log (readers judge which is in force; any may pin)."""
     if log is None:
         return []
-    out = _git("log", *QUIET_LOG, "--first-parent", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", log).stdout
+    out = _git("log", *LOG_OPTIONS, "--first-parent", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", log).stdout
     entries = [line for line in out.split() if len(line) == 40]
     return [sha for sha, (_, _, _, message) in _read(entries).items() if _is_policy_of(message, founder)]
 
@@ -134,7 +134,7 @@ def _is_policy_of(message: str, founder: str) -> bool:
 @cache
 def _account_of(sha: str) -> str | None:
     try:
-        return Contribution.from_message(_git("log", *QUIET_LOG, "-1", "--format=%B", sha).stdout).account
+        return Contribution.from_message(_git("log", *LOG_OPTIONS, "-1", "--format=%B", sha).stdout).account
     except ContributionError:
         return None
 
@@ -159,7 +159,8 @@ def _entry_problems(
     """The contributions this update appends to `account`'s log: each must be readable, valid, and
     signed as the project asks, by a key the account's identity announces (`account_keys`)."""
     span = [new] if old == ZERO else [new, f"^{old}"]
-    out = _git("log", *QUIET_LOG, "--first-parent", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", *span).stdout
+    entries_format = f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)"
+    out = _git("log", *LOG_OPTIONS, "--first-parent", entries_format, *span).stdout
     entries = list(dict.fromkeys(line for line in out.split() if len(line) == 40))[:MAX_NEW_COMMITS]
     keys = account_keys(identity, pinned_keys(_roots(entries), logs or {}).get(account, ()))
     raws = raw_commits(Path("."), entries)
@@ -189,7 +190,7 @@ def _read(shas: list[str]) -> dict[str, tuple[str, list[str], tuple[str, str], s
     if not shas:
         return {}
     record = "--format=%H %ct %P%n%an <%ae>%x1f%cn <%ce>%n%B"
-    args = ["git", "log", *QUIET_LOG, "--no-walk=unsorted", "-z", record, "--stdin"]
+    args = ["git", "log", *LOG_OPTIONS, "--no-walk=unsorted", "-z", record, "--stdin"]
     out = subprocess.run(args, input="\n".join(shas) + "\n", capture_output=True, text=True).stdout
     records = {}
     for record in filter(None, out.split("\0")):
@@ -211,7 +212,7 @@ def _setup_format(shas: list[str]) -> int:
 @cache
 def _declared_by(root: str) -> int:
     try:
-        return int(Contribution.from_message(_git("log", *QUIET_LOG, "-1", "--format=%B", root).stdout).format)
+        return int(Contribution.from_message(_git("log", *LOG_OPTIONS, "-1", "--format=%B", root).stdout).format)
     except ContributionError:
         return 1
 

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..refs.git import QUIET_LOG
+from ..refs.git import LOG_OPTIONS
 from ..refs.names import LOG_PREFIX, QUARANTINE_PREFIX, REMOTES_PREFIX
 from ..refs.store import LOG_ENTRY_KEY
 
@@ -200,7 +200,7 @@ def _chain_entries(git_dir: str | os.PathLike[str], tip: str, old: str | None) -
     """The entries of the log commits on `tip`'s first-parent chain, down to `old`. The chain of a new
     log ends at its first commit, whose first parent is a contribution: reading stops there instead of
     following the contribution graph down to the setup. None when git cannot read the range."""
-    args = ["git", "--git-dir", str(git_dir), "log", *QUIET_LOG, "--first-parent", "-z"]
+    args = ["git", "--git-dir", str(git_dir), "log", *LOG_OPTIONS, "--first-parent", "-z"]
     args += [f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", tip, "--stdin"]
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdin is not None and proc.stdout is not None

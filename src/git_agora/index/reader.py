@@ -19,7 +19,7 @@ from typing import IO
 
 from ..contribution import Contribution, ContributionError, NewerFormat
 from ..refs.boundary import commit_graph_size
-from ..refs.git import QUIET_LOG
+from ..refs.git import LOG_OPTIONS
 from ..refs.store import LOG_ENTRY_KEY, LOG_FORMAT_TRAILER
 
 _FORMAT = "%H %T %ct %P%n%an <%ae>%x1f%cn <%ce>%n%B"  # the Git author and committer: `contribution.identity_problems`
@@ -110,7 +110,7 @@ def _blocks(
 ) -> Iterator[bytes]:
     """What git prints, cut into blocks of whole records (`block.split(b"\\0")` gives the records), while
     git is still walking."""
-    args = ["git", "--git-dir", str(git_dir), *command, *QUIET_LOG, "-z", f"--format={_FORMAT}", "--stdin"]
+    args = ["git", "--git-dir", str(git_dir), *command, *LOG_OPTIONS, "-z", f"--format={_FORMAT}", "--stdin"]
     # git flushes its output after every commit into a pipe (a write per commit, 1,000,000 at a million
     # contributions) unless told not to: then it writes whole buffers, 0.7 s less of its system time
     unflushed = {**os.environ, "GIT_FLUSH": "0"}

@@ -167,10 +167,10 @@ def _config_key(key: str) -> str:
     return ".".join(filter(None, [section.lower(), subsection, name.lower()]))
 
 
-QUIET_LOG = ("--no-show-signature",)
-"""Options every `git log` this package reads takes: a user's `log.showSignature` would have git check
-each signed commit (every commit git-agora writes is) and print the outcome before it, whatever the
-format."""
+LOG_OPTIONS = ("--no-show-signature", "--encoding=UTF-8")
+"""Options every `git log` this package reads takes, so that a user's settings change nothing it reads:
+`log.showSignature` would have git check each signed commit (every commit git-agora writes is) and
+print the outcome before it, whatever the format; `i18n.logOutputEncoding` would re-encode messages."""
 STALL_SECONDS = 300.0  # a transfer that reports nothing for this long is stopped
 TRANSFER_CONFIG = (
     "-c",

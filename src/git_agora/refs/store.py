@@ -13,7 +13,7 @@ from functools import cached_property
 from ..contribution import Contribution, ContributionError, git_identity
 from .catfile import CatFile
 from .files import NotPlain, read_ref, read_refs, swap_ref
-from .git import QUIET_LOG, Git
+from .git import LOG_OPTIONS, Git
 from .names import LogRef
 from .objects import CommitInfo, commit_body, parse_commit, write_loose
 from .shared import shared_permission
@@ -238,7 +238,7 @@ class Repository:
 
     def log_entries(self, tip: str, stop: str | None = None) -> list[str]:
         """Contributions appended to a log, oldest first, from its tip down to (not including) stop."""
-        args = ["log", *QUIET_LOG, "--first-parent", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", tip]
+        args = ["log", *LOG_OPTIONS, "--first-parent", f"--format=%(trailers:key={LOG_ENTRY_KEY},valueonly)", tip]
         if stop:
             args += ["--not", stop]
         out = self.git.run(*args)
