@@ -268,7 +268,7 @@ def metric_histogram(frame: Frame, bins: int = 10) -> Histogram | None:
     overflow; edges that round to the same float merge); all values equal: one bin of zero width.
     ``sum(counts) + below + above`` is the number of scored results."""
     values = frame.metric[frame.scored]
-    values = np.sort(values[~np.isnan(values)])
+    values = values[~np.isnan(values)]  # unsorted: the quartiles are selections, the bins need no order
     if len(values) == 0:
         return None
     with np.errstate(over="ignore", invalid="ignore"):
@@ -280,7 +280,7 @@ def metric_histogram(frame: Frame, bins: int = 10) -> Histogram | None:
     below, above = int((values < low).sum()), int((values > high).sum())
     if len(inside) == 0:  # only infinities (a scored value never is one): nothing to bin
         return Histogram((), (), below, above)
-    edges = bin_edges(float(inside[0]), float(inside[-1]), bins)
+    edges = bin_edges(float(inside.min()), float(inside.max()), bins)
     positions = np.searchsorted(edges, inside, side="right") - 1
     counts = np.bincount(np.minimum(positions, len(edges) - 2), minlength=len(edges) - 1)
     return Histogram(tuple(float(e) for e in edges), tuple(int(c) for c in counts), below, above)

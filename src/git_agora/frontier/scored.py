@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from ..contribution import VERIFICATION
 from .evidence import verdicts_of, verification_status
-from .graph import Graph, chronological_order, kind_mask, signed, take_rows, time_column
+from .graph import Graph, kind_mask, signed, take_rows, time_column, time_keys, time_order
 
 
 def is_verification(table: pa.Table) -> np.ndarray:
@@ -95,8 +95,8 @@ def primary_metric(table: pa.Table) -> np.ndarray:
 def in_time(table: pa.Table, nodes: np.ndarray) -> np.ndarray:
     """``nodes`` (rows of ``table``) in time order."""
     nodes = np.asarray(nodes, dtype=np.int64)
-    keys = table.select([time_column(table), "log_seq", "sha"])  # only what the order reads: no copy of the rest
-    return nodes[chronological_order(take_rows(keys, nodes))]
+    keys = take_rows(table.select([time_column(table), "log_seq"]), nodes)  # the numbers; shas only for ties
+    return nodes[time_order(*time_keys(keys), lambda at: take_rows(table["sha"], nodes[at]).to_pylist())]
 
 
 def new_best_mask(values: np.ndarray, direction: str, tolerance: float = 0.0) -> np.ndarray:

@@ -315,8 +315,7 @@ def built_on(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Most built-on: contributions with children, by evidence score, then follow-ons.
     Extra fields: score, children, descendants (follow-ons n(v)), status."""
     nodes = np.flatnonzero(frame.children > 0)
-    nodes = nodes[np.lexsort((-frame.follow_ons[nodes], -frame.score[nodes]))]
-    top = nodes[:limit]
+    top = nodes[top_lexsort((-frame.follow_ons[nodes], -frame.score[nodes]), limit)]
     rows = frame.rows(
         top,
         score=frame.score[top],
