@@ -1,14 +1,16 @@
 """`graph.chronological_order` and `scored.in_time`: rows by (time, log position, sha), nulls first,
 exactly as sorting the tuples gives them, on the one-key path (times and log positions that fit one
-int64) and on the lexsort (a null time, far from every other, does not)."""
+int64) and on the lexsort (a null time, far from every other, does not); and `Graph.account_names`,
+which the views group accounts by."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
-from git_agora.frontier.graph import chronological_order
+from git_agora.frontier.graph import Graph, chronological_order
 from git_agora.frontier.scored import in_time
 
 NULL_FIRST = -(1 << 63)
@@ -61,3 +63,19 @@ def test_times_too_far_apart_for_one_key_are_ordered_alike():
         }
     )
     assert chronological_order(t).tolist() == [1, 2, 4, 3, 0]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_each_account_code_is_named_by_the_account_of_its_nodes(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 40))
+    accounts = [None if rng.random() < 0.1 else f"account-{int(a)}" for a in rng.integers(0, 6, n)]
+    graph = Graph(
+        pa.table({"account": pa.array(accounts, pa.string())}),
+        pc.dictionary_encode(pc.fill_null(pa.array(accounts, pa.string()), "")).indices.to_numpy().astype(np.int64),
+        np.zeros(0, np.int64),
+        np.zeros(0, np.int64),
+    )
+    names = graph.account_names
+    assert [names[code] for code in graph.account] == [a or "" for a in accounts]
+    assert len(names) == len(set(a or "" for a in accounts))

@@ -160,11 +160,9 @@ def _frame_calibration(frame: Frame, alpha: float) -> FrameCalibration:
     if len(predicted):
         low[predicted], high[predicted] = band_ends(take_rows(metadata, scored[predicted]))
     measured = frame.metric[scored]
-    accounts = pc.dictionary_encode(pc.fill_null(take_rows(frame.table["account"], scored), "")).combine_chunks()
-    code = accounts.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    names = accounts.dictionary.to_pylist()
+    code, names = frame.graph.account[scored], frame.graph.account_names
     per = grouped(code, len(names), measured, low, high, frame.direction, frame.tolerance)
-    calibrations = [per.calibration(k, names[k], alpha) for k in range(len(names))]
+    calibrations = [per.calibration(k, names[k], alpha) for k in np.flatnonzero(per.results).tolist()]
     calibrations.sort(key=lambda c: (-c.predicted, -c.results, c.account or ""))
     together = grouped(np.zeros(len(code), np.int64), 1, measured, low, high, frame.direction, frame.tolerance)
     return FrameCalibration(tuple(calibrations), together.calibration(0, None, alpha))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TypeVar
 
 import numpy as np
@@ -46,6 +47,15 @@ class Graph:
     @property
     def shas(self) -> list[str]:
         return self.table["sha"].to_pylist()
+
+    @cached_property
+    def account_names(self) -> list[str]:
+        """The account each code of ``account`` stands for (a null account is ""), read at one node of
+        each code: the views group by these codes instead of encoding the account column again. A code
+        no node has (none is made so) would name another node's account: count before naming."""
+        at = np.zeros(int(self.account.max()) + 1 if self.n else 0, np.int64)
+        at[self.account] = np.arange(self.n)
+        return pc.fill_null(take_rows(self.table["account"], at), "").to_pylist()
 
     def cross_edges(self) -> np.ndarray:
         """Boolean per edge: child and parent come from different accounts."""

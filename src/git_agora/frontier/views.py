@@ -435,9 +435,7 @@ def contributors(frame: Frame, limit: int, params: ViewParams) -> Listing:
     """Per account, most contributions first. Rows: {account, contributions, results, best_metric,
     best_sha, verifications_given, verifications_received, last_timestamp}. Verifications count
     valid verification commits (every verdict, also replaced ones) on valid contributions."""
-    accounts = pc.dictionary_encode(pc.fill_null(combined(frame.table["account"]), ""))
-    code = accounts.indices.to_numpy().astype(np.int64)
-    names = accounts.dictionary.to_pylist()
+    code, names = frame.graph.account, frame.graph.account_names
     k = len(names)
     contributions_count = np.bincount(code, minlength=k)
     results = np.bincount(code[frame.scored], minlength=k)
@@ -448,7 +446,8 @@ def contributors(frame: Frame, limit: int, params: ViewParams) -> Listing:
     last = np.full(k, np.iinfo(np.int64).min)
     np.maximum.at(last, code, frame.timestamp)
     best_node = best_of_each(frame, np.flatnonzero(frame.scored), code, k)
-    order = sorted(range(k), key=lambda a: (-contributions_count[a], names[a]))[:limit]
+    present = np.flatnonzero(contributions_count).tolist()
+    order = sorted(present, key=lambda a: (-contributions_count[a], names[a]))[:limit]
     rows = []
     for a in order:
         b = int(best_node[a])
@@ -464,7 +463,7 @@ def contributors(frame: Frame, limit: int, params: ViewParams) -> Listing:
                 "last_timestamp": int(last[a]),
             }
         )
-    return Listing(tuple(rows), k)
+    return Listing(tuple(rows), len(present))
 
 
 def calibration_view(frame: Frame, limit: int, params: ViewParams) -> Listing:
