@@ -193,8 +193,7 @@ def restore(
     n, old = table.num_rows, state.n
     if n < old:
         return None
-    shas = combined(table["sha"])
-    where = _earlier_places(shas, state.sha)
+    where = _earlier_places(table["sha"], state.sha)
     if where is None:
         return None
     log_seq = int_column(table["log_seq"], -1)
@@ -203,6 +202,7 @@ def restore(
             return _frame(state, contributions, table, direction, tolerance, root), state
         kept = replace(state, arrays={**state.arrays, "log_seq": log_seq})  # a row before them that is no node
         return _frame(kept, contributions, table, direction, tolerance, root), kept
+    shas = combined(table["sha"])
     is_new = np.ones(n, dtype=bool)
     is_new[where] = False
     new = table.filter(pa.array(is_new)) if old else table
@@ -219,12 +219,14 @@ def restore(
     return _frame(grown, contributions, table, direction, tolerance, root), grown
 
 
-def _earlier_places(shas: pa.Array, earlier: pa.Array) -> np.ndarray | None:
+def _earlier_places(column: pa.ChunkedArray | pa.Array, earlier: pa.Array) -> np.ndarray | None:
     """The node number now of each earlier node, in their order (increasing: canonical order is a total
-    order that new rows do not change), or None when one is no longer a node."""
+    order that new rows do not change), or None when one is no longer a node. The shas are joined into
+    one array only when the earlier ones are not all first (a warm analyze with nothing new copies none)."""
     count = len(earlier)
-    if _same_prefix(shas, earlier):
+    if _same_prefix(column, earlier):
         return np.arange(count, dtype=np.int64)
+    shas = combined(column)
     now, before = _keys(shas), _keys(earlier)
     if now is not None and before is not None and now.dtype == before.dtype:
         return _merged_places(now, before)
@@ -647,7 +649,7 @@ def _unpack(packed: np.ndarray) -> dict[str, np.ndarray]:
     return {name: (packed >> bit) & 1 == 1 for bit, name in enumerate(FLAGS)}
 
 
-def _same_prefix(shas: pa.Array, earlier: pa.Array) -> bool:
+def _same_prefix(shas: pa.ChunkedArray | pa.Array, earlier: pa.Array) -> bool:
     """Are ``earlier`` the first shas of ``shas``? (One comparison of the bytes when both are plain.)"""
     count = len(earlier)
     if count > len(shas):

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from ..config import ConfigError, ProjectConfig
 from ..contribution import POLICY, SETUP
-from ..frontier.graph import tag_mask
+from ..frontier.graph import tag_mask, take_rows
 from ..frontier.root import Root
 from ..lookalike import look_alikes
 from ..policy import load_policy
@@ -210,8 +210,8 @@ def current_policy(setup: str, contributions: pa.Table) -> str:
     if at is None or at < 0 or not valid[at]:
         return setup
     owner = pc.equal(contributions["account"], contributions["account"][at]).to_numpy(zero_copy_only=False)
-    mask = tag_mask(contributions, POLICY) & np.asarray(owner, dtype=bool) & valid
-    amendments = np.flatnonzero(mask)
+    owned = np.flatnonzero(np.asarray(owner, dtype=bool) & valid)  # the tags of the setup account's rows only
+    amendments = owned[tag_mask(take_rows(contributions.select(["tags"]), owned), POLICY)]
     if not len(amendments):
         return setup
     seqs = np.asarray(pc.fill_null(contributions["log_seq"], -1).to_numpy(zero_copy_only=False))[amendments]
