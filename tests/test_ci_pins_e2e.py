@@ -78,16 +78,18 @@ def verdict(clone: Path, target: str, outcome: str, value: float, account: str =
 
 def standing(clone: Path, leaving: frozenset[str] = frozenset()) -> dict:
     """What readers must agree on, as `analyze --json` says it: the recent and leaders views (each row's
-    status, metric, verdict...) and the best, without the contributions in `leaving`."""
+    status, metric, verdict...) and the best, without the contributions in `leaving` (a best among them,
+    where no other result may lead, is only said to be one of them: which one depends on the order)."""
     out = agora(clone, "analyze", "--json", "--model", "hashing").json()
     views = {
         name: {row["sha"]: row for row in out["views"][name]["rows"] if row["sha"] not in leaving}
         for name in ("recent", "leaders")
     }
+    best = out["summary"]["best"]
     return {
         "rows": {sha: (row["status"],) for sha, row in views["recent"].items()},
         **views,
-        "best": out["summary"]["best"],
+        "best": "one of those left out" if best is not None and best["sha"] in leaving else best,
     }
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from agora_testing import agora, demo_task_clone, git
 from git_agora.supervise.scheduler import slurm_state, time_limit
+from git_agora.supervise.state import ACTIVE
 
 SLEEPER = "sleep 600 #{prompt}"
 
@@ -101,7 +102,7 @@ def test_four_scripted_agents_run_as_slurm_jobs_and_publish_to_the_remote(tmp_pa
 
 def ended(tmp_path: Path, directory: Path, timeout: float, what: str) -> dict:
     return wait_for(
-        lambda: (s := status(tmp_path, directory)["agents"][0])["state"] not in ("pending", "running") and s,
+        lambda: (s := status(tmp_path, directory)["agents"][0])["state"] not in ACTIVE and s,  # stopping: not yet
         timeout,
         what,
     )
