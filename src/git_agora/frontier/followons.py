@@ -105,7 +105,7 @@ def ancestors(node: int, ptr: np.ndarray, parents: np.ndarray, seen: np.ndarray)
 
 def _previous_nodes(graph: Graph, shas: pa.Array) -> np.ndarray | None:
     """Node number now of each earlier node (in order), None when one of them is no longer a node."""
-    current = combined(graph.table["sha"])
+    current = graph.table["sha"]  # compared as it is: no copy of a million shas into one array
     count = len(shas)
     if count > len(current):
         return None
