@@ -7,6 +7,7 @@ import json
 import math
 
 import numpy as np
+import pytest
 from frontier_tables import node, table
 
 from git_agora.frontier.analyze import analyze
@@ -65,3 +66,40 @@ def test_calibration_mean_error_never_overflows():
     json.dumps(far.to_dict(), allow_nan=False)
     rows = rows_with([-1.7e308, 1.0], meta={"prediction": [1.7e308, 1.7e308]})  # the note says it in words
     assert "mean error beyond the float range" in analyze(table(rows)).to_dict()["views"]["calibration"]["note"]
+
+
+def sorted_histogram(values: np.ndarray, bins: int = 10):
+    """The histogram as it was computed by sorting every value first (the reference)."""
+    from git_agora.frontier.clusters import Histogram, bin_edges
+
+    values = np.sort(values[~np.isnan(values)])
+    with np.errstate(over="ignore", invalid="ignore"):
+        q1 = float(np.percentile(values, 25, method="lower"))
+        q3 = float(np.percentile(values, 75, method="higher"))
+        low, high = q1 - 3 * (q3 - q1), q3 + 3 * (q3 - q1)
+    inside = values[(values >= low) & (values <= high) & np.isfinite(values)]
+    below, above = int((values < low).sum()), int((values > high).sum())
+    edges = bin_edges(float(inside[0]), float(inside[-1]), bins)
+    counts = np.bincount(
+        np.minimum(np.searchsorted(edges, inside, side="right") - 1, len(edges) - 2), minlength=len(edges) - 1
+    )
+    return Histogram(tuple(float(e) for e in edges), tuple(int(c) for c in counts), below, above)
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_the_histogram_reads_the_values_in_any_order_as_sorting_them_would(seed):
+    from types import SimpleNamespace
+
+    from git_agora.frontier.clusters import metric_histogram
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    values = np.round(rng.normal(3.0, 1.0, n), int(rng.integers(0, 3)))  # ties, often
+    picks = rng.random(n)
+    values[picks < 0.05] = np.nan
+    values[picks > 0.97] = rng.choice(EXTREMES, int((picks > 0.97).sum()))
+    if np.isnan(values).all():
+        values[0] = 1.0
+    frame = SimpleNamespace(metric=values, scored=rng.random(n) < 0.9)
+    frame.scored[int(np.flatnonzero(~np.isnan(values))[0])] = True
+    assert metric_histogram(frame) == sorted_histogram(values[frame.scored])
