@@ -294,3 +294,29 @@ def test_no_function_imports_again_what_its_module_imports_at_the_top():
                     if base in top and not set(names) & modules:
                         again.append(f"{module_name(path)}:{node.lineno} {ast.unparse(node)}")
     assert not again, "\n".join(again)
+
+
+READS_BY_COMMAND = {"index/reader.py"}  # its command lists go through `_blocks`, which adds the options
+
+
+def git_log_sequences(path: Path):
+    """Each argument list or call in a file that runs `git log`: its elements as written (a string
+    constant "log" among them, and "git" before it or the "log" first)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        elements = (
+            node.elts if isinstance(node, (ast.List, ast.Tuple)) else node.args if isinstance(node, ast.Call) else []
+        )
+        words = [e.value if isinstance(e, ast.Constant) else None for e in elements]
+        if "log" in words and (words.index("log") == 0 or "git" in words[: words.index("log")]):
+            yield node.lineno, elements
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_every_git_log_read_takes_the_log_options(path):
+    """A user's `log.showSignature` or `i18n.logOutputEncoding` must change nothing a reader reads
+    (`refs.git.LOG_OPTIONS`): every `git log` the package runs names them."""
+    if str(path.relative_to(SRC)) in READS_BY_COMMAND or path.parent.name == "cli":
+        return
+    for line, elements in git_log_sequences(path):
+        starred = [e.value.id for e in elements if isinstance(e, ast.Starred) and isinstance(e.value, ast.Name)]
+        assert "LOG_OPTIONS" in starred, f"{path.relative_to(SRC)}:{line} runs git log without LOG_OPTIONS"
