@@ -344,7 +344,8 @@ def test_a_plain_post_loads_only_what_it_uses(project):
 
 def test_a_fetch_that_brings_nothing_imports_nothing_heavy(project):
     """An agent polling `git agora fetch` pays no pyarrow or numpy when nothing is new (the index's
-    manifest says it is current); a fetch that brings something does index it."""
+    manifest says it is current); a fetch that brings something does index it, without the grouping
+    engine (`segments.accounts_of` counts by dictionary codes)."""
     heavy = re.compile(r"\| (pyarrow|numpy|torch|sklearn|pandas)$", re.M)
     timed = {"PYTHONPROFILEIMPORTTIME": "1"}
     agora(project, "fetch")
@@ -354,6 +355,8 @@ def test_a_fetch_that_brings_nothing_imports_nothing_heavy(project):
     git(project, "update-ref", "-d", "refs/agora/remotes/origin/log/" + git(project, "config", "agora.account").strip())
     busy = agora(project, "fetch", env=timed)
     assert heavy.findall(busy.stderr)  # the new entry is indexed, which needs pyarrow
+    grouping = re.compile(r"\| +(pyarrow\.(?:acero|dataset))$", re.M)  # 35 ms a +1 fetch would wait for
+    assert not grouping.findall(busy.stderr)
 
 
 def test_a_new_account_that_differs_from_one_only_by_case_is_refused(tmp_path, remote, project):

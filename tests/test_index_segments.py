@@ -94,6 +94,31 @@ def test_the_logical_table_is_canonical_and_keeps_the_newest_version():
     assert table.column("title").to_pylist() == ["one", "three", "five, revised", "nine"]
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_accounts_of_counts_each_account_and_keeps_its_last_row(seed):
+    """Per account of a table in canonical order: its rows and its last row's key, as reading the rows one
+    by one gives, with null accounts left out and the rows in several chunks (fails when the first row
+    of an account is taken for its last)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 400))
+    accounts = [None if rng.random() < 0.1 else f"a{int(rng.integers(0, 1 + n // 5))}" for _ in range(n)]
+    times = np.sort(rng.integers(0, 50, size=n)).tolist()
+    shas = [f"{i:040x}" for i in range(n)]
+    cut = int(rng.integers(0, n + 1))
+    table = pa.table(
+        {
+            "account": pa.chunked_array([accounts[:cut], accounts[cut:]], pa.string()),
+            "timestamp": pa.chunked_array([times[:cut], times[cut:]], pa.int64()),
+            "sha": pa.chunked_array([shas[:cut], shas[cut:]], pa.string()),
+        }
+    )
+    expected: dict[str, tuple[int, int, str]] = {}
+    for account, ts, sha in zip(accounts, times, shas):
+        if account is not None:
+            expected[account] = (expected.get(account, (0,))[0] + 1, ts, sha)
+    assert segments.accounts_of(table) == expected
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_a_few_rows_merged_into_a_large_segment_equal_a_full_sort(seed):
     """Rows among and after those of a large segment, some in the same second, some replacing its rows

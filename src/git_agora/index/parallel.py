@@ -142,7 +142,7 @@ def _column(values, kind: pa.DataType, rows: int) -> pa.Array:
     """A column of `build.Row` values; one the other commits decide starts empty (null, or false)."""
     if values is not None:
         return pa.array(values, kind)
-    return pa.array(np.zeros(rows, dtype=bool)) if kind == pa.bool_() else pa.nulls(rows, kind)
+    return pa.repeat(False, rows) if kind == pa.bool_() else pa.nulls(rows, kind)
 
 
 def row_values(raw: reader.RawCommit, primary_metric: str | None, now: int) -> build.Row:

@@ -804,13 +804,28 @@ def discard(path: Path) -> None:
 
 
 def accounts_of(table: pa.Table) -> dict[str, tuple[int, int, str]]:
-    """Rows and last key per account of a table in canonical order."""
+    """Rows and last key per account of a table in canonical order. Counted by dictionary codes, the
+    last row of each account found as its first in the reversed column: no grouping engine, whose
+    import (`pyarrow.acero`, `pyarrow.dataset`: 35 ms) a +1 fetch's update would otherwise wait for."""
     named = table.select(["account", "timestamp", "sha"]).filter(pc.is_valid(table.column("account")))
-    grouped = named.group_by("account", use_threads=False).aggregate(
-        [("sha", "count"), ("timestamp", "last"), ("sha", "last")]
-    )
-    columns = ("account", "sha_count", "timestamp_last", "sha_last")
-    return {a: (n, ts, sha) for a, n, ts, sha in zip(*(grouped.column(c).to_pylist() for c in columns))}
+    rows = named.num_rows
+    if not rows:
+        return {}
+    accounts = named.column("account").combine_chunks()
+    encoded = pc.dictionary_encode(accounts)
+    names = encoded.dictionary
+    counts = np.bincount(np.asarray(encoded.indices), minlength=len(names))
+    backwards = pc.take(accounts, int64_array(np.arange(rows - 1, -1, -1, dtype=np.int64)))
+    last = int64_array(rows - 1 - np.asarray(pc.index_in(names, value_set=backwards), dtype=np.int64))
+    columns = (names, counts.tolist(), named.column("timestamp").take(last), named.column("sha").take(last))
+    return {a: (n, ts, sha) for a, n, ts, sha in zip(*(c if isinstance(c, list) else c.to_pylist() for c in columns))}
+
+
+def int64_array(values: np.ndarray) -> pa.Array:
+    """An int64 numpy array as an Arrow array over the same memory. `pa.array` of a numpy array imports
+    `numpy.ma` (11 ms) to ask whether it is a masked one."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
 
 
 def merge_accounts(

@@ -121,7 +121,7 @@ def _fetch_and_index(project: Project, remote: str, cross_refs: bool, on_moved: 
     return Fetched(result.remote, result.new_contributions, result.updated_logs, result.rewritten, fetched_refs)
 
 
-INDEX_MODULES = ("git_agora.index.store", "git_agora.ops.standing", "pyarrow.dataset", "numpy.ma", "sshsig")
+INDEX_MODULES = ("git_agora.index.store", "git_agora.ops.standing", "numpy.ma", "sshsig")
 
 
 def _import_meanwhile(modules: tuple[str, ...]) -> threading.Thread:
