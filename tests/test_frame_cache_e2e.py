@@ -102,3 +102,40 @@ def test_analysis_from_the_kept_frame_equals_a_cold_one_after_each_fetch(tmp_pat
         again = read_state(state)
         assert kept is not None and again is not None and exact(kept, again), f"step {step} ({kind})"
     assert {"result", "verification", "newcomer"} <= seen
+
+
+def test_the_kept_state_is_written_beside_the_analysis_finished_and_its_failure_raised_when_it_ends():
+    """`writes_aside` runs the state's write while the block goes on (here the write waits for the block,
+    which could not finish if they took turns), has finished it when the block ends, and raises what it
+    raised there; a state handed to it is read-only meanwhile."""
+    import threading
+
+    import numpy as np
+    import pyarrow as pa
+    import pytest
+
+    from git_agora.frontier.incremental import FrameState
+    from git_agora.ops.frame_cache import _frozen, writes_aside
+
+    block_ran, written = threading.Event(), []
+
+    def write() -> None:
+        assert block_ran.wait(timeout=60), "the write ran before the block, not beside it"
+        written.append(True)
+
+    with writes_aside() as aside:
+        aside(write)
+        block_ran.set()
+    assert written == [True]
+
+    def failing() -> None:
+        raise AssertionError("the frame state's header outgrew its room")
+
+    with pytest.raises(AssertionError, match="outgrew"):
+        with writes_aside() as aside:
+            aside(failing)
+
+    strings = pa.array([], pa.string())
+    state = _frozen(FrameState("key", strings, strings, strings, {"flags": np.zeros(3, np.uint16)}))
+    with pytest.raises(ValueError, match="read-only"):
+        state.arrays["flags"][0] = 1

@@ -45,7 +45,7 @@ def analyze(
     from ..frontier.analyze import analyze as compute
     from ..frontier.needs import vectors_needed
     from .embedding import backlog_budget, project_model, update_embeddings
-    from .frame_cache import analysis_frame
+    from .frame_cache import analysis_frame, writes_aside
     from .indexing import load, load_rows
     from .link_cache import kept_linker
     from .standing import root_and_config
@@ -59,27 +59,35 @@ def analyze(
         config = config if clusters is None else replace(config, clusters=clusters)
     except ValueError as exc:
         raise AgoraError(f"agora.toml {exc}") from None
-    frame = analysis_frame(project, index.contributions, config)  # kept from the last analysis, grown by what is new
-    model = project_model(project, model)
-    model_id: str | None
-    if embed:
-        needed = frame.table["sha"].take(vectors_needed(frame, config.clusters, config.ucb))
-        report = update_embeddings(
-            project,
+    with writes_aside() as aside:  # the kept state is written while the analysis goes on
+        frame = analysis_frame(
+            project, index.contributions, config, aside
+        )  # kept from the last analysis, grown by what is new
+        model = project_model(project, model)
+        model_id: str | None
+        if embed:
+            needed = frame.table["sha"].take(vectors_needed(frame, config.clusters, config.ucb))
+            report = update_embeddings(
+                project,
+                index.contributions,
+                model,
+                needed,
+                budget if budget is not None else backlog_budget(),
+                lambda shas: load_rows(project, TEXT_COLUMNS, shas, timestamps_of(index.contributions, shas)),
+            )
+            embeddings, model_id = report.cache, report.model
+        else:
+            embeddings, model_id = read_embeddings(project.repo), _cached_model_id(model)
+        config = replace(config, embedding_model=model_id)
+        link = kept_linker(project)
+        result = compute(
             index.contributions,
-            model,
-            needed,
-            budget if budget is not None else backlog_budget(),
-            lambda shas: load_rows(project, TEXT_COLUMNS, shas, timestamps_of(index.contributions, shas)),
+            embeddings=embeddings,
+            config=config,
+            cross_refs=index.cross_refs,
+            frame=frame,
+            link=link,
         )
-        embeddings, model_id = report.cache, report.model
-    else:
-        embeddings, model_id = read_embeddings(project.repo), _cached_model_id(model)
-    config = replace(config, embedding_model=model_id)
-    link = kept_linker(project)
-    result = compute(
-        index.contributions, embeddings=embeddings, config=config, cross_refs=index.cross_refs, frame=frame, link=link
-    )
     return _with_notes(project, index.contributions, policy, result)
 
 
