@@ -207,7 +207,10 @@ def test_a_fetch_loads_the_index_modules_beside_git_and_waits_for_them(tmp_path,
     indexing, real_import, real_indexed = threading.Event(), importlib.import_module, sync._indexed
     started: list[threading.Thread] = []
 
+    asked: list[str] = []
+
     def slow_failing_import(name, package=None):
+        asked.append(name)
         if name != "git_agora.no_such_module":
             return real_import(name, package)
         indexing.wait(30)  # still importing when the fetch reaches its index
@@ -227,4 +230,5 @@ def test_a_fetch_loads_the_index_modules_beside_git_and_waits_for_them(tmp_path,
     news = agora.post(agora.open_project(a), "an insight bob has not seen", ["insight"], parents=[baseline.sha])
     assert agora.fetch(bob).new_contributions == 1
     assert len(started) == 1 and not started[0].is_alive()
+    assert set(sync.INDEX_MODULES) <= set(asked)  # one that fails (the first) stops none after it
     assert news.sha in {e.sha for e in agora.log(bob)}

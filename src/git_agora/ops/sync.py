@@ -121,7 +121,14 @@ def _fetch_and_index(project: Project, remote: str, cross_refs: bool, on_moved: 
     return Fetched(result.remote, result.new_contributions, result.updated_logs, result.rewritten, fetched_refs)
 
 
-INDEX_MODULES = ("git_agora.index.store", "git_agora.ops.standing", "numpy.ma", "sshsig")
+INDEX_MODULES = (
+    "git_agora.index.store",
+    "git_agora.ops.standing",
+    "tomllib",  # the project's settings, read again by the update (9 ms)
+    "dateutil.relativedelta",  # pyarrow's first conversion of Python values looks for it (19 ms), if installed
+    "numpy.ma",  # `pa.array` of a numpy array asks whether it is a masked one
+    "sshsig",  # the signatures of signed commits
+)
 
 
 def _import_meanwhile(modules: tuple[str, ...]) -> threading.Thread:
@@ -134,8 +141,8 @@ def _import_meanwhile(modules: tuple[str, ...]) -> threading.Thread:
         for name in modules:
             try:
                 importlib.import_module(name)
-            except Exception:  # noqa: BLE001 (the caller's own import reports it)
-                return
+            except Exception:  # noqa: BLE001 (the caller's own import reports it; one not installed is not needed)
+                continue
 
     thread = threading.Thread(target=load, name="agora-import", daemon=True)
     thread.start()
