@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..refs.commitgraph import HEADER, chunk_table, graph_files, table_size
+
 _NONE = 0x70000000  # no parent
 _EXTRA = 0x80000000  # the second parent field points into the extra-edges list (an octopus merge)
 FRONTIER_STEPS = 32768  # whole-frontier steps (about 10 us each) before the rest is walked commit by commit
@@ -32,13 +34,8 @@ class CommitGraph:
     def load(objects: Path) -> CommitGraph | None:
         """The commit-graph of this object directory (its single file, else its split chain); None when
         there is none or git's reading of it could differ from this one's."""
-        info = objects / "info"
-        chain = info / "commit-graphs" / "commit-graph-chain"
         try:
-            if (info / "commit-graph").exists():
-                files = [info / "commit-graph"]
-            else:
-                files = [info / "commit-graphs" / f"graph-{h}.graph" for h in chain.read_text().split()]
+            files = graph_files(objects)
             layers = [_layer(np.fromfile(path, dtype=np.uint8), index) for index, path in enumerate(files)]
         except (OSError, ValueError):
             return None
@@ -128,20 +125,9 @@ class _Layer:
 def _layer(data: np.ndarray, index: int) -> _Layer | None:
     """One file's commits; None unless it is a format-1 SHA-1 graph with the chunks git writes, whose
     base count is its place in the chain."""
-    if len(data) < 8 or bytes(data[:4]) != b"CGPH" or data[4] != 1 or data[5] != 1 or data[7] != index:
-        return None
-    chunks: dict[bytes, tuple[int, int]] = {}
-    table = 8
-    for i in range(int(data[6])):
-        at = table + 12 * i
-        if at + 24 > len(data):
-            return None
-        start = int(data[at + 4 : at + 12].view(">u8")[0])
-        end = int(data[at + 16 : at + 24].view(">u8")[0])
-        if not start <= end <= len(data):
-            return None
-        chunks[bytes(data[at : at + 4])] = (start, end)
-    if not {b"OIDF", b"OIDL", b"CDAT"} <= chunks.keys():
+    head = data[: table_size(data[:HEADER].tobytes())].tobytes()
+    chunks = chunk_table(head, len(data))
+    if chunks is None or data[7] != index or not {b"OIDF", b"OIDL", b"CDAT"} <= chunks.keys():
         return None
     fanout = data[slice(*chunks[b"OIDF"])]
     if len(fanout) != 1024:

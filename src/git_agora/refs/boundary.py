@@ -20,10 +20,11 @@ import mmap
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .catfile import CatFile, parents
+from .commitgraph import HEADER, chunk_table, graph_files, table_size
 from .git import Git
 
 PROBE_DEPTH = 2  # a moved log's new commit, and below it its entry and the old tip: one new entry per log
@@ -135,25 +136,23 @@ def proven(common_dir: str | os.PathLike[str], shas: Iterable[str], ref_tips: It
 
 def commit_graph_size(objects: str | os.PathLike[str]) -> int:
     """How many commits the commit-graph files of an object directory list (0 without a readable one)."""
-    objects = Path(objects)
     total = 0
-    for path in _graph_files(objects):
-        try:
-            with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                total += _commit_count(data)
-        except (OSError, ValueError):
-            continue
+    for path in graph_files(Path(objects)):
+        with contextlib.suppress(OSError, ValueError), _mapped(path) as data:
+            total += _commit_count(data)
     return total
 
 
-def _graph_files(objects: Path) -> list[Path]:
-    """The single commit-graph file and the files of a split chain (those that exist or not)."""
-    info = objects / "info"
-    files = [info / "commit-graph"]
-    chain = info / "commit-graphs" / "commit-graph-chain"
-    with contextlib.suppress(OSError):
-        files += [info / "commit-graphs" / f"graph-{line.strip()}.graph" for line in chain.read_text().split()]
-    return files
+@contextlib.contextmanager
+def _mapped(path: Path) -> Iterator[mmap.mmap]:
+    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        yield data
+
+
+def _chunks(data: mmap.mmap) -> dict[bytes, int]:
+    """Where each chunk of a commit-graph file starts ({} for a file this package does not read)."""
+    found = chunk_table(data[: table_size(data[:HEADER])], len(data))
+    return {} if found is None else {name: start for name, (start, _end) in found.items()}
 
 
 def _commit_count(data: mmap.mmap) -> int:
@@ -163,24 +162,12 @@ def _commit_count(data: mmap.mmap) -> int:
     return int.from_bytes(data[fanout + 1020 : fanout + 1024], "big")
 
 
-def _chunks(data: mmap.mmap) -> dict[bytes, int]:
-    """The chunk table of a commit-graph file (format version 1, SHA-1); {} for anything else."""
-    if len(data) < 8 or data[:4] != b"CGPH" or data[4] != 1 or data[5] != 1:
-        return {}
-    if 8 + 12 * data[6] + 12 > len(data):
-        return {}
-    return {
-        bytes(data[8 + 12 * i : 12 + 12 * i]): int.from_bytes(data[12 + 12 * i : 20 + 12 * i], "big")
-        for i in range(data[6])
-    }
-
-
 def in_commit_graph(objects: Path, shas: Iterable[str]) -> set[str]:
     """Those of `shas` listed in the commit-graph files of an object directory (the single file and a
     split chain); an unreadable or unknown file lists nothing."""
     keys = {bytes.fromhex(s) for s in shas if len(s) == 40}
     found: set[bytes] = set()
-    for path in _graph_files(objects):
+    for path in graph_files(Path(objects)):
         found |= _listed(path, keys - found)
     return {key.hex() for key in found}
 
@@ -189,7 +176,7 @@ def _listed(path: Path, keys: set[bytes]) -> set[bytes]:
     if not keys:
         return set()
     try:
-        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        with _mapped(path) as data:
             return {key for key in keys if _has(data, key)}
     except (OSError, ValueError):
         return set()
