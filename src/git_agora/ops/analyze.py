@@ -60,9 +60,8 @@ def analyze(
     except ValueError as exc:
         raise AgoraError(f"agora.toml {exc}") from None
     with writes_aside() as aside:  # the kept state is written while the analysis goes on
-        frame = analysis_frame(
-            project, index.contributions, config, aside
-        )  # kept from the last analysis, grown by what is new
+        # kept from the last analysis, grown by what is new
+        frame = analysis_frame(project, index.contributions, config, aside)
         model = project_model(project, model)
         model_id: str | None
         if embed:

@@ -163,8 +163,8 @@ def _commit_count(data: mmap.mmap) -> int:
 
 
 def in_commit_graph(objects: Path, shas: Iterable[str]) -> set[str]:
-    """Those of `shas` listed in the commit-graph files of an object directory (the single file and a
-    split chain); an unreadable or unknown file lists nothing."""
+    """Those of `shas` listed in the commit-graph files git reads in an object directory
+    (`commitgraph.graph_files`); an unreadable or unknown file lists nothing."""
     keys = {bytes.fromhex(s) for s in shas if len(s) == 40}
     found: set[bytes] = set()
     for path in graph_files(Path(objects)):
