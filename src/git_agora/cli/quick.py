@@ -178,22 +178,12 @@ def run_post(call: PostCall) -> int:
     return report_published(published, record is not None, "published")
 
 
-def run_post_quickly(call: PostCall, end_process: bool) -> None:
-    """Run the call and exit with its status; a known failure is one line on stderr. As the process's
-    entry point (`end_process`), the interpreter's teardown is skipped once the output is flushed:
-    everything written is closed by then."""
+def run_post_quickly(call: PostCall) -> int:
+    """Run the call; its exit status (a known failure is one line on stderr)."""
     try:
-        code = run_post(call)
+        return run_post(call)
     except (Exception, KeyboardInterrupt) as exc:
-        code = report_failure(exc)
-    if not end_process:
-        sys.exit(code)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:
-        pass
-    os._exit(code)
+        return report_failure(exc)
 
 
 def _text(path: str) -> str:
