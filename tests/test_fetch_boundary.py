@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from agora_testing import forge, git, make_clone, publish_forged_log
 from git_agora.refs import sync
 from git_agora.refs.boundary import commit_graph_size, in_commit_graph, proven
+from git_agora.refs.git import Git
 from git_agora.refs.store import Repository
 
 
@@ -206,8 +208,41 @@ def test_a_small_project_fetches_with_one_git_fetch(monkeypatch, history):
         raise AssertionError("a small project was probed")
 
     monkeypatch.setattr(sync, "_fetch_moved", no_probe)
+    asked = []
+    real_transfer = Git.transfer
+    monkeypatch.setattr(Git, "transfer", lambda self, *a, **kw: asked.append(a[0]) or real_transfer(self, *a, **kw))
     publish_forged_log(a, "newcomer", [forge(a, "first\n", [setup])])
     assert sync.fetch(Repository.discover(b), "origin").updated_logs == ("newcomer",)
+    assert asked == ["fetch"]  # no listing either: one round trip
+
+
+def test_a_large_clone_reads_its_refs_while_the_remote_lists_its_own(monkeypatch, history):
+    """The listing's round trip and the read of every local ref overlap: the refs are read only once
+    the listing has been asked for (sequentially, in the other order, this would wait forever)."""
+    a, b, setup = history
+    listing_asked = threading.Event()
+    real_transfer, real_refs = Git.transfer, Git.for_each_ref
+
+    def transfer(self, *args, **kwargs):
+        if args[0] == "ls-remote":
+            listing_asked.set()
+        return real_transfer(self, *args, **kwargs)
+
+    def for_each_ref(self, *args, **kwargs):
+        if args == ("refs/",):
+            assert listing_asked.wait(30), "the refs were read before the listing was asked for"
+        return real_refs(self, *args, **kwargs)
+
+    monkeypatch.setattr(Git, "transfer", transfer)
+    monkeypatch.setattr(Git, "for_each_ref", for_each_ref)
+    entry = forge(a, "on the setup\n", [setup])
+    publish_forged_log(a, "newcomer", [entry])
+    result = sync.fetch(Repository.discover(b), "origin")
+    assert result.updated_logs == ("newcomer",) and result.new_contributions == 1
+    assert (
+        git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip()
+        == git(a, "rev-parse", "refs/agora/log/newcomer").strip()
+    )
 
 
 def test_commit_graph_size_counts_every_file_of_a_split_chain(history):

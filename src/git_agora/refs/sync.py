@@ -160,13 +160,17 @@ def fetch(
     `on_moved` is called once a large clone's listing shows refs that moved, before their transfer.
     Without `write_graph` the caller keeps the commit-graph current (`write_commit_graph`), when it
     likes: beside the index update, say."""
-    from .boundary import commit_graph_size  # here, not at the top: a publish never loads `boundary`
+    from concurrent.futures import ThreadPoolExecutor  # a publish loads neither
+
+    from .boundary import commit_graph_size
 
     prefix = f"{REMOTES_PREFIX}{remote}/log/"
-    refs = repo.git.for_each_ref("refs/")
+    with ThreadPoolExecutor(max_workers=1) as aside:  # a large clone's listing comes while its refs are read
+        large = commit_graph_size(repo.objects_path) >= PROBE_FROM_COMMITS
+        listing = aside.submit(repo.git.transfer, "ls-remote", remote, *LISTED) if large else None
+        refs = repo.git.for_each_ref("refs/")
     before = {ref: sha for ref, sha in refs.items() if ref.startswith(prefix)}
-    large = before and commit_graph_size(repo.objects_path) >= PROBE_FROM_COMMITS
-    moved = _fetch_moved(repo, remote, refs, on_progress, on_moved) if large else None
+    moved = _fetch_moved(repo, remote, refs, listing.result(), on_progress, on_moved) if before and listing else None
     if isinstance(moved, dict):  # stored from the probe: exactly these tracking refs moved
         after = {**before, **{ref: sha for ref, sha in moved.items() if ref.startswith(prefix)}}
     else:
@@ -207,15 +211,20 @@ MAX_MOVED_REFS = 256  # more moved refs than this: one plain fetch of every log 
 BOUNDARY_PREFIX = "refs/agora-boundary/"  # parents proven connected, standing as refs during one fetch
 
 
+LISTED = (f"{LOG_PREFIX}*", f"{IDENTITY_PREFIX}*")  # what a large clone asks the remote to list
+
+
 def _fetch_moved(
     repo: Repository,
     remote: str,
     refs: dict[str, str],
+    listing: subprocess.CompletedProcess,
     on_progress: Callable[[str], None] | None,
     on_moved: Callable[[], object] | None = None,
 ) -> dict[str, str] | subprocess.CompletedProcess | None:
     """Fetch only the refs that moved, sending as haves the commits they rest on (`boundary.probe`), so
-    that an old parent costs neither side a walk of the whole graph (`refs`: every ref, read once). The
+    that an old parent costs neither side a walk of the whole graph (`refs`: every ref, read once;
+    `listing`: `git ls-remote` of the `LISTED` refs). The
     tracking refs it stored when the probe brought everything ({} when nothing moved); else git
     fetch's process, or a failed listing (the caller reports it); None when a plain fetch of every log
     must do it: a log or identity deleted on
@@ -223,7 +232,6 @@ def _fetch_moved(
     that did not find where the new commits rest, or a ref that vanished meanwhile."""
     kinds = (f"{REMOTES_PREFIX}{remote}/log/", f"{REMOTES_PREFIX}{remote}/identity/")
     tracking = {ref: sha for ref, sha in refs.items() if ref.startswith(kinds)}
-    listing = repo.git.transfer("ls-remote", remote, f"{LOG_PREFIX}*", f"{IDENTITY_PREFIX}*")
     if listing.returncode != 0:
         return listing
     theirs: dict[str, str] = {}
