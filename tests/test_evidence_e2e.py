@@ -292,6 +292,34 @@ def test_an_amendment_on_a_result_indexed_fetch_by_fetch_equals_a_rebuild(founde
     agora(carol, "index", "--check")
 
 
+def test_the_root_setup_is_looked_up_only_for_a_row_tagged_policy(founded, monkeypatch):
+    """An update reads the root setup's row (the oldest: the first row group of the largest segment) only
+    to tell amendments from other policy rows; a +1 that amends nothing reads the rows it builds on."""
+    import git_agora
+    from git_agora.index import segments
+
+    carol = git_agora.open_project(founded.clone("c", "carol"))
+    git_agora.fetch(carol)
+    asked: list[set[str]] = []
+    real_find_rows = segments.find_rows
+
+    def find_rows(directory, found, keys, columns=None):
+        asked.append({sha for _, sha in keys})
+        return real_find_rows(directory, found, keys, columns)
+
+    monkeypatch.setattr(segments, "find_rows", find_rows)
+    agora(founded.alice, "post", "-m", "an insight", "--tag", "insight", "--parent", founded.baseline)
+    assert git_agora.fetch(carol).new_contributions == 1
+    assert founded.baseline in set().union(*asked) and founded.setup not in set().union(*asked)
+    asked.clear()
+    score = founded.alice / "score.py"
+    score.write_text(score.read_text().replace("round(bits / len(test), 6)", "round(bits / len(test), 5)"))
+    agora(founded.alice, "push", "-m", "score.py: 5 decimals", "--tag", "policy")
+    assert git_agora.fetch(carol).new_contributions == 1
+    assert founded.setup in set().union(*asked)
+    assert git_agora.log(carol, rejected=True) == []  # the amendment is one
+
+
 def test_a_minted_accounts_failure_does_not_contest_what_the_founder_confirmed_and_a_newcomers_neither(founded):
     """alice (the setup's account) confirms bob's result by rerunning it. A failure with a rerun record from
     mallory, who has no confirmed work, weighs nothing; the same from carol, established by alice's

@@ -276,14 +276,19 @@ KNOWN_COLUMNS = ("sha", "account", "tree", "policy")
 def _known_parents_of(
     repo: Repository, directory: Path, base: Manifest, work: pa.Table, root: str | None
 ) -> dict[str, build.Known]:
-    """The already indexed commits that these new rows name as parents, and the root setup (whose
-    account says which `policy` commits are amendments): all that validation needs, looked up by key:
-    the commit's committer time from Git, then the row groups that can hold it."""
+    """The already indexed commits that these new rows name as parents, and the root setup when one of
+    them is tagged policy (its account says which are amendments; the root is the oldest row, whose
+    row group a +1 need not read otherwise): all that validation needs, looked up by key: the commit's
+    committer time from Git, then the row groups that can hold it."""
     if not base.segments:
         return {}
+    amending = root is not None and pc.any(work.column("amends")).as_py()
     named = pc.unique(
         pa.concat_arrays(
-            [pc.list_flatten(work.column("parents")).combine_chunks(), pa.array([root] if root else [], pa.string())]
+            [
+                pc.list_flatten(work.column("parents")).combine_chunks(),
+                pa.array([root] if amending else [], pa.string()),
+            ]
         )
     )
     wanted = named.filter(pc.invert(pc.is_in(named, value_set=work.column("sha")))).to_pylist()
