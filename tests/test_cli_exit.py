@@ -61,6 +61,27 @@ def test_the_usual_exit_runs_the_teardown_the_entry_point_skips(tmp_path):
     assert {p.name for p in tmp_path.iterdir()} == {"thread", "atexit", "teardown"}
 
 
+STUCK_AT_EXIT = """
+import os, signal, threading, time
+from git_agora.cli import end_process
+
+def stuck():  # a thread that never ends; once the exit waits for it, the user presses Ctrl-C
+    while not getattr(threading, "_SHUTTING_DOWN", True):
+        time.sleep(0.01)
+    time.sleep(0.2)
+    os.kill(os.getpid(), signal.SIGINT)
+    threading.Event().wait()
+
+threading.Thread(target=stuck).start()
+end_process(0)
+"""
+
+
+def test_an_interrupt_while_the_exit_waits_for_a_thread_ends_the_process():
+    r = subprocess.run([sys.executable, "-c", STUCK_AT_EXIT], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 130 and "Traceback" not in r.stderr
+
+
 def left_reader(ending: str) -> tuple[int, bytes]:
     """The status and stderr of a command whose output is still buffered when its reader leaves
     (`git agora log | head`)."""

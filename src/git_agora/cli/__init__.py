@@ -44,7 +44,10 @@ def end_process(code: int) -> NoReturn:
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
     if join_threads is None or run_exit_handlers is None:
         sys.exit(code)
-    join_threads()  # non-daemon threads, and the executors' idle workers told to end first
+    try:
+        join_threads()  # non-daemon threads, and the executors' idle workers told to end first
+    except KeyboardInterrupt:  # interrupted while a thread finishes: end now, as asked (git's status for it)
+        code = 130
     run_exit_handlers()
     try:
         sys.stdout.flush()
