@@ -65,6 +65,8 @@ STUCK_AT_EXIT = """
 import os, signal, threading, time
 from git_agora.cli import end_process
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as at a terminal (a background job ignores it)
+
 def stuck():  # a thread that never ends; once the exit waits for it, the user presses Ctrl-C
     while not getattr(threading, "_SHUTTING_DOWN", True):
         time.sleep(0.01)
