@@ -298,3 +298,31 @@ def test_the_probe_s_scratch_repository_is_one_git_recognizes(tmp_path):
     assert git(scratch, "config", "remote.origin.url").strip() == "https://example.invalid/x.git"
     assert git(scratch, "config", "gc.auto").strip() == "0"
     git(scratch, "fsck", "--no-progress")
+
+
+def _loose_refs(clone: Path) -> int:
+    return sum(1 for p in (clone / ".git" / "refs").rglob("*") if p.is_file())
+
+
+def test_a_fetch_packs_the_refs_once_many_are_loose(monkeypatch, history):
+    """Every log a fetch moves leaves its tracking ref loose; from `LOOSE_REFS_PACKED_AT` loose refs the
+    fetch packs them (as `git gc` would), and every ref reads as it did."""
+    import git_agora
+
+    a, b, setup = history
+    bob = git_agora.open_project(b)
+    monkeypatch.setattr(sync, "LOOSE_REFS_PACKED_AT", _loose_refs(b) + 2)
+    publish_forged_log(a, "newcomer0", [forge(a, "first of newcomer 0\n", [setup])])
+    assert git_agora.fetch(bob).updated_logs == ("newcomer0",)
+    assert not (b / ".git" / "packed-refs").exists()  # one short: left as git left them
+    publish_forged_log(a, "newcomer1", [forge(a, "first of newcomer 1\n", [setup])])
+    assert git_agora.fetch(bob).updated_logs == ("newcomer1",)
+    assert _loose_refs(b) == 0
+    listed = git(b, "for-each-ref", "--format=%(objectname) %(refname)", "refs/agora/")
+    assert len(listed.splitlines()) == 5 and "refs/agora/remotes/origin/log/newcomer1" in listed
+    assert (
+        git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer1").strip()
+        == git(a, "rev-parse", "refs/agora/log/newcomer1").strip()
+    )
+    publish_forged_log(a, "newcomer2", [forge(a, "first of newcomer 2\n", [setup])])
+    assert git_agora.fetch(bob).updated_logs == ("newcomer2",)  # packed refs move as loose ones did

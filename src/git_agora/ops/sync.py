@@ -17,7 +17,7 @@ from ..feedback import git_phases
 from ..locks import acquire, release
 from ..project import CompetingSetups, Project
 from ..refs.quarantine import RewrittenLog
-from ..refs.sync import FetchResult, PushResult, RemoteError, push_log, write_commit_graph
+from ..refs.sync import FetchResult, PushResult, RemoteError, pack_refs_when_loose, push_log, write_commit_graph
 from ..refs.sync import fetch as fetch_logs
 from ..refs.xref import CrossRefFetch, fetch_cross_refs
 from ..trust import record_tampering
@@ -107,12 +107,15 @@ def _fetch_and_index(project: Project, remote: str, cross_refs: bool, on_moved: 
         project.feedback.notice(rewritten.describe())
     for note in result.notes:
         project.feedback.notice(note)
-    with ThreadPoolExecutor(max_workers=1) as aside:  # git writes the commit-graph while the index is updated
+    with ThreadPoolExecutor(max_workers=1) as aside:  # git keeps its files current while the index is updated
         graph = aside.submit(write_commit_graph, project.repo) if result.updated_logs else None
+        packed = aside.submit(pack_refs_when_loose, project.repo) if result.updated_logs else None
         try:
             indexed = _indexed(project)
         finally:
             graph_note = graph.result() if graph is not None else None
+            if packed is not None:
+                packed.result()
     if graph_note:
         project.feedback.notice(graph_note)
     fetched_refs: tuple[CrossRefFetch, ...] = ()
