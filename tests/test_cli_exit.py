@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 ENDING = """
 import atexit, sys, threading, time
 from concurrent.futures import ThreadPoolExecutor
@@ -106,6 +108,17 @@ def test_a_reader_that_left_costs_no_traceback():
     assert left_reader("end_process(0)") == (0, b"")
     status, said = left_reader("sys.exit(0)")  # the usual exit complains, and changes the status
     assert status == 120 and b"BrokenPipeError" in said
+
+
+@pytest.mark.parametrize("closed", [1, 2])
+def test_a_closed_output_descriptor_ends_as_the_usual_exit_does(closed):
+    """Started with stdout or stderr closed (`>&-`), Python holds None for it: nothing to flush there."""
+    script = "import sys\nfrom git_agora.cli import end_process\nprint('x', file=sys.stderr)\nend_process(3)\n"
+    closing = "import os, subprocess, sys\n"
+    closing += f"os.close({closed})\n"
+    closing += f"sys.exit(subprocess.run([sys.executable, '-c', {script!r}], close_fds=True).returncode)\n"
+    r = subprocess.run([sys.executable, "-c", closing], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3, r.stderr
 
 
 def test_commands_end_through_it_with_their_status(tmp_path):

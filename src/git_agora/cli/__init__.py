@@ -50,8 +50,9 @@ def end_process(code: int) -> NoReturn:
         code = 130
     run_exit_handlers()
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: started with that descriptor closed (`>&-`)
+                stream.flush()
     except BrokenPipeError:  # the reader left (`git agora log | head`): what it wanted, it has
         pass
     except OSError:  # the interpreter's own status when its last flush fails (a full disk under `> file`)
