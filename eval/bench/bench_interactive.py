@@ -196,11 +196,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _analyze(args, table: Table, reader: Path, index: Path, columns: str, model, trees) -> float:
-    """Warm analyze: run once (caches, vectors the frontier reads), then `repeat` rounds, each the read
-    floor and then each tree in turn (`in_turn`), timed on its second run (the first makes its caches
-    current after the other tree's)."""
-    src = trees[0][1]
-    agora(reader, "analyze", "--json", *model, src=src)
+    """Warm analyze: `repeat` rounds, each the read floor and then each tree in turn (`in_turn`), timed on
+    its second run (the first makes its caches, and the vectors the frontier reads, current after the
+    other tree's run)."""
     warm: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, _ in trees}
     floor_s: list[float] = []
     floor_mb: list[float] = []
