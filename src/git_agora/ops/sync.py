@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -134,9 +133,9 @@ def _blas_on_one_thread() -> Iterator[None]:
     """Where numpy is first loaded by a fetch's index update, its BLAS starts with one thread: at load,
     OpenBLAS starts a thread per core that spins for work (about 0.1 s of a core), work a fetch never
     gives it; on two cores it took that time from git and the update (+1 fetch at 1M: 0.64 -> 0.56 s).
-    A process that loaded numpy before, or a setting of the user's, is left alone; the variable is
-    gone again afterwards, so no later child process inherits it."""
-    if "numpy" in sys.modules or BLAS_THREADS in os.environ:
+    A setting of the user's is left alone, as is numpy loaded before (OpenBLAS reads the variable when
+    it loads); the variable is gone again afterwards, so no later child process inherits it."""
+    if BLAS_THREADS in os.environ:
         yield
         return
     os.environ[BLAS_THREADS] = "1"
