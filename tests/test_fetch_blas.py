@@ -78,6 +78,13 @@ def test_a_users_setting_is_kept(news):
     assert found["here"] == "2" and found["child"] == "2"
 
 
+def test_a_caller_with_threads_of_its_own_keeps_its_environment(news):
+    """Another thread of the caller may start a child during the fetch: the setting is never made."""
+    running = "import threading\nthreading.Thread(target=threading.Event().wait, daemon=True).start()"
+    found = fetch_in_fresh_interpreter(news, before=running)
+    assert found["threads"] == default_blas_threads()
+
+
 def test_numpy_loaded_before_the_fetch_is_left_as_it_is(news):
     found = fetch_in_fresh_interpreter(news, before="import numpy")
     assert found["threads"] == default_blas_threads()

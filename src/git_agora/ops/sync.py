@@ -134,8 +134,10 @@ def _blas_on_one_thread() -> Iterator[None]:
     OpenBLAS starts a thread per core that spins for work (about 0.1 s of a core), work a fetch never
     gives it; on two cores it took that time from git and the update (+1 fetch at 1M: 0.64 -> 0.56 s).
     A setting of the user's is left alone, as is numpy loaded before (OpenBLAS reads the variable when
-    it loads); the variable is gone again afterwards, so no later child process inherits it."""
-    if BLAS_THREADS in os.environ:
+    it loads); the variable is gone again afterwards, so no later child process inherits it, and it is
+    set only where no other thread runs (a library caller's thread may start a child meanwhile: training
+    code that must keep its BLAS threads)."""
+    if BLAS_THREADS in os.environ or threading.active_count() > 1:
         yield
         return
     os.environ[BLAS_THREADS] = "1"
