@@ -1,8 +1,9 @@
-"""Where a fetch's index update is the first to load numpy, its BLAS starts with one thread
-(`ops.sync._blas_on_one_thread`), and no later child process inherits the setting.
+"""`git agora fetch` and `sync` load numpy's BLAS with one thread (`ops.sync.one_blas_thread`); no
+later child process inherits the setting, and a library caller's process (`ci` goes on to multiply
+matrices) keeps its threads.
 
-Each fetch runs in a fresh interpreter (the test process has loaded numpy already); it prints what
-the loaded OpenBLAS says of its threads."""
+Each command runs in a fresh interpreter (the test process has loaded numpy already), which prints
+what the loaded OpenBLAS says of its threads."""
 
 from __future__ import annotations
 
@@ -20,11 +21,10 @@ from agora_testing import make_clone
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
-FETCH = """
+SCRIPT = """
     import ctypes, json, os, subprocess, sys
     {before}
-    import git_agora as agora
-    fetched = agora.fetch(agora.open_project("."))
+    {fetch}
     blas = [line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line]
     threads = getattr(ctypes.CDLL(blas[0]), "scipy_openblas_get_num_threads64_", None) if blas else None
     child = subprocess.run(
@@ -32,12 +32,14 @@ FETCH = """
         capture_output=True, text=True,
     )
     print(json.dumps({{
-        "new": fetched.new_contributions,
         "threads": threads() if threads else None,
         "here": os.environ.get("OPENBLAS_NUM_THREADS"),
         "child": child.stdout.strip(),
     }}))
 """
+COMMAND = "from git_agora.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit as exc:\n    assert not exc.code"
+FETCH = COMMAND.format(argv=["fetch"])
+LIBRARY = "import git_agora as agora\nagora.fetch(agora.open_project('.'))"
 
 
 @pytest.fixture
@@ -53,42 +55,19 @@ def news(tmp_path, remote) -> Path:
     return b
 
 
-def fetch_in_fresh_interpreter(clone: Path, before: str = "", **env: str) -> dict:
-    script = textwrap.dedent(FETCH).format(before=before)
+def in_fresh_interpreter(
+    clone: Path, fetch: str = COMMAND.format(argv=["fetch"]), before: str = "", **env: str
+) -> dict:
+    script = textwrap.dedent(SCRIPT).format(before=before, fetch=fetch)
     environment = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     environment.update(PYTHONPATH=SRC, **env)
     done = subprocess.run([sys.executable, "-c", script], cwd=clone, env=environment, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+    assert "1 new contribution" in done.stdout or fetch == LIBRARY
     found = json.loads(done.stdout.splitlines()[-1])
-    assert found["new"] == 1
     if found["threads"] is None:
         pytest.skip("this numpy's BLAS is not OpenBLAS with scipy_openblas's names")
     return found
-
-
-def test_numpy_loaded_by_a_fetch_has_one_blas_thread_and_children_never_see_the_setting(news):
-    found = fetch_in_fresh_interpreter(news)
-    assert found["threads"] == 1
-    assert found["here"] is None and found["child"] == "None"
-
-
-def test_a_users_setting_is_kept(news):
-    found = fetch_in_fresh_interpreter(news, OPENBLAS_NUM_THREADS="2")
-    assert found["threads"] == 2
-    assert found["here"] == "2" and found["child"] == "2"
-
-
-def test_a_caller_with_threads_of_its_own_keeps_its_environment(news):
-    """Another thread of the caller may start a child during the fetch: the setting is never made."""
-    running = "import threading\nthreading.Thread(target=threading.Event().wait, daemon=True).start()"
-    found = fetch_in_fresh_interpreter(news, before=running)
-    assert found["threads"] == default_blas_threads()
-
-
-def test_numpy_loaded_before_the_fetch_is_left_as_it_is(news):
-    found = fetch_in_fresh_interpreter(news, before="import numpy")
-    assert found["threads"] == default_blas_threads()
-    assert found["here"] is None
 
 
 def default_blas_threads() -> int:
@@ -101,3 +80,32 @@ def default_blas_threads() -> int:
     environment = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True, check=True)
     return int(done.stdout)
+
+
+@pytest.mark.parametrize("argv", [["fetch"], ["sync"]])
+def test_the_command_loads_numpy_with_one_blas_thread_and_children_never_see_the_setting(news, argv):
+    found = in_fresh_interpreter(news, COMMAND.format(argv=argv))
+    assert found["threads"] == 1
+    assert found["here"] is None and found["child"] == "None"
+
+
+def test_a_users_setting_is_kept(news):
+    found = in_fresh_interpreter(news, OPENBLAS_NUM_THREADS="2")
+    assert found["threads"] == 2
+    assert found["here"] == "2" and found["child"] == "2"
+
+
+def test_a_library_caller_keeps_its_blas_threads(news):
+    assert in_fresh_interpreter(news, LIBRARY)["threads"] == default_blas_threads()
+
+
+def test_a_caller_with_threads_of_its_own_keeps_its_environment(news):
+    """Another thread of the caller may start a child during the fetch: the setting is never made."""
+    running = "import threading\nthreading.Thread(target=threading.Event().wait, daemon=True).start()"
+    assert in_fresh_interpreter(news, before=running)["threads"] == default_blas_threads()
+
+
+def test_numpy_loaded_before_the_fetch_is_left_as_it_is(news):
+    found = in_fresh_interpreter(news, before="import numpy")
+    assert found["threads"] == default_blas_threads()
+    assert found["here"] is None

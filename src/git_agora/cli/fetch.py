@@ -16,9 +16,10 @@ from .common import emit_json, json_option, open_project
 @click.pass_context
 def command(ctx, remote, cross_refs, as_json):
     """Fetch all account logs from REMOTE (default: the project's remote) and report what is new."""
-    from ..ops.sync import fetch
+    from ..ops.sync import fetch, one_blas_thread
 
-    done = fetch(open_project(ctx, remote=remote, as_json=as_json), cross_refs=cross_refs)
+    with one_blas_thread():
+        done = fetch(open_project(ctx, remote=remote, as_json=as_json), cross_refs=cross_refs)
     if as_json:
         emit_json(done.to_dict())
     else:

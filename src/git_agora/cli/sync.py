@@ -15,9 +15,10 @@ from .fetch import print_fetch
 @click.pass_context
 def command(ctx, account, as_json):
     """Send contributions queued by earlier failed pushes, then fetch everyone's."""
-    from ..ops.sync import sync
+    from ..ops.sync import one_blas_thread, sync
 
-    done = sync(open_project(ctx, account, as_json=as_json))
+    with one_blas_thread():
+        done = sync(open_project(ctx, account, as_json=as_json))
     if as_json:
         emit_json(done.to_dict())
     elif done.push.outcome.queued:

@@ -62,7 +62,7 @@ def fetch(project: Project, cross_refs: bool = False) -> Fetched:
     clone take turns."""
     if project.remote is None:
         raise AgoraError("no remote to fetch from: add one (`git remote add origin URL`) or name it")
-    with _fetch_lock(project), _blas_on_one_thread():
+    with _fetch_lock(project):
         return _fetch_locked(project, project.remote, cross_refs)
 
 
@@ -129,14 +129,15 @@ BLAS_THREADS = "OPENBLAS_NUM_THREADS"
 
 
 @contextmanager
-def _blas_on_one_thread() -> Iterator[None]:
-    """Where numpy is first loaded by a fetch's index update, its BLAS starts with one thread: at load,
-    OpenBLAS starts a thread per core that spins for work (about 0.1 s of a core), work a fetch never
-    gives it; on two cores it took that time from git and the update (+1 fetch at 1M: 0.64 -> 0.56 s).
-    A setting of the user's is left alone, as is numpy loaded before (OpenBLAS reads the variable when
-    it loads); the variable is gone again afterwards, so no later child process inherits it, and it is
-    set only where no other thread runs (a library caller's thread may start a child meanwhile: training
-    code that must keep its BLAS threads)."""
+def one_blas_thread() -> Iterator[None]:
+    """For a process that only fetches (`git agora fetch`, `sync`): numpy, when the index update loads
+    it, starts its BLAS with one thread. At load OpenBLAS starts a thread per core that spins for work
+    (about 0.1 s of a core), work a fetch never gives it; on two cores it took that time from git and
+    the update (+1 fetch at 1M: 0.64 -> 0.58 s). A process that goes on to multiply matrices (`ci`'s
+    cluster map) keeps them: it does not ask. A setting of the user's is left alone, as is numpy loaded
+    before (OpenBLAS reads the variable when it loads); the variable is gone again afterwards, so no
+    later child process inherits it, and it is set only where no other thread runs (a library caller's
+    thread may start a child meanwhile: training code that must keep its BLAS threads)."""
     if BLAS_THREADS in os.environ or threading.active_count() > 1:
         yield
         return
