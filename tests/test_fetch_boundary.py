@@ -90,7 +90,7 @@ def test_nothing_moved_lists_the_remote_and_fetches_nothing(tmp_path, monkeypatc
     assert "command=fetch" not in (tmp_path / "packets").read_text()
 
 
-def test_two_new_entries_in_a_log_are_fetched_as_every_log_is(tmp_path, monkeypatch, history):
+def test_two_new_entries_in_a_log_are_fetched_whole(tmp_path, monkeypatch, history):
     a, b, setup = history
     first = forge(a, "one\n", [setup])
     second = forge(a, "two\n", [first])
@@ -100,6 +100,54 @@ def test_two_new_entries_in_a_log_are_fetched_as_every_log_is(tmp_path, monkeypa
     tip = git(a, "rev-parse", "refs/agora/log/newcomer").strip()
     assert git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip() == tip
     assert _connected(b, tip)
+
+
+def _depths(trace) -> list[int]:
+    return [int(n) for n in re.findall(r"fetch> deepen (\d+)", trace.read_text())]
+
+
+def test_a_log_with_several_new_entries_on_old_parents_is_probed_deeper_never_walked(tmp_path, monkeypatch, history):
+    """An account that posted three times (on the setup, on an old result, on its own) since the last
+    fetch: a plain fetch of every log would send every tip as a have (and walk the history from them); the
+    probe goes deeper for that log only, and the fetch sends no have at all (the probe brought it)."""
+    a, b, setup = history
+    old = git(b, "rev-parse", "refs/agora/remotes/origin/log/acct1~2^").strip()  # its first entry
+    first = forge(a, "one, on the setup\n", [setup])
+    second = forge(a, "two, on an old result\n", [old])
+    third = forge(a, "three, on my first\n", [first])
+    publish_forged_log(a, "newcomer", [first, second, third])
+    plus_one = forge(
+        a, "a +1 on acct0's last\n", [git(b, "rev-parse", "refs/agora/remotes/origin/log/acct0^2").strip()]
+    )
+    tip0 = git(b, "rev-parse", "refs/agora/remotes/origin/log/acct0").strip()
+    log = forge(a, f"agora log: acct0\n\nAgora-Log-Format: 1\nAgora-Log-Entry: {plus_one}\n", [tip0, plus_one])
+    git(a, "push", "-q", "origin", f"{log}:refs/agora/log/acct0")
+    result = _traced_fetch(b, monkeypatch, tmp_path / "packets")
+    assert result.new_contributions == 4 and set(result.updated_logs) == {"newcomer", "acct0"}
+    depths = _depths(tmp_path / "packets")
+    assert depths == [2, 8], depths  # one deeper round, for the newcomer's log alone
+    assert _sent(tmp_path / "packets", "have") == []  # no plain fetch of every log
+    deeper = (tmp_path / "packets").read_text().split("fetch> deepen 8")[1].split("fetch> command=")[0]
+    newcomer = git(a, "rev-parse", "refs/agora/log/newcomer").strip()
+    assert re.findall(r"fetch> want ([0-9a-f]{40})", deeper) == [newcomer]
+    for tip in (newcomer, log):
+        assert _connected(b, tip)
+    assert git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip() == newcomer
+    assert git(b, "for-each-ref", sync.BOUNDARY_PREFIX) == ""
+
+
+def test_a_log_deeper_than_the_probe_goes_falls_back_to_a_plain_fetch(tmp_path, monkeypatch, history):
+    a, b, setup = history
+    monkeypatch.setattr("git_agora.refs.boundary.PROBE_DEPTHS", (2, 3))
+    chain = [forge(a, "one\n", [setup])]
+    for n in range(3):
+        chain.append(forge(a, f"then {n}\n", [chain[-1]]))
+    publish_forged_log(a, "newcomer", chain)
+    result = _traced_fetch(b, monkeypatch, tmp_path / "packets")
+    assert result.new_contributions == 4 and result.updated_logs == ("newcomer",)
+    assert _depths(tmp_path / "packets") == [2, 3]
+    assert _sent(tmp_path / "packets", "have")  # the plain fetch of every log: its tips as haves
+    assert _connected(b, git(a, "rev-parse", "refs/agora/log/newcomer").strip())
 
 
 def test_a_present_commit_with_a_missing_parent_is_never_taken_as_held(tmp_path, monkeypatch, history):
