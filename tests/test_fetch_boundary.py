@@ -375,3 +375,44 @@ def test_a_fetch_packs_the_refs_once_many_are_loose(monkeypatch, history):
     )
     publish_forged_log(a, "newcomer2", [forge(a, "first of newcomer 2\n", [setup])])
     assert git_agora.fetch(bob).updated_logs == ("newcomer2",)  # packed refs move as loose ones did
+
+
+class _Store:
+    """A commit store for `boundary._boundaries`: sha -> parents, counting each read."""
+
+    def __init__(self, graph: dict[str, list[str]]):
+        self.graph, self.reads = graph, 0
+
+    def commit(self, sha: str) -> bytes | None:
+        self.reads += 1
+        if sha not in self.graph:
+            return None
+        return b"tree " + b"0" * 40 + b"\n" + b"".join(b"parent %s\n" % p.encode() for p in self.graph[sha]) + b"\n"
+
+
+def _sha(name: str) -> str:
+    return name.encode().hex().ljust(40, "0")[:40]
+
+
+def test_the_probe_reads_each_commit_once_however_many_logs_share_it():
+    """A published graph that 200 logs point into: the boundary is one walk (a walk per log would read
+    the shared commits 200 times: a stall someone else's publishing could cause). A log whose path
+    leaves the probe is not reached; the others are, with the commits they rest on."""
+    from git_agora.refs.boundary import _boundaries
+
+    old, gone = _sha("old"), _sha("gone")
+    chain = [_sha(f"c{n}") for n in range(1000)]
+    theirs_graph = {chain[0]: [old], **{chain[n]: [chain[n - 1]] for n in range(1, 1000)}}
+    tips = {}
+    for n in range(200):
+        theirs_graph[_sha(f"log{n}")] = [chain[-1], _sha(f"entry{n}")]
+        theirs_graph[_sha(f"entry{n}")] = [old if n % 2 else _sha(f"mine{n}")]
+        tips[f"refs/agora/log/a{n}"] = _sha(f"log{n}")
+    theirs_graph[_sha("short")] = [chain[500], gone]  # `gone`: in neither store
+    tips["refs/agora/log/short"] = _sha("short")
+    ours = _Store({old: [], **{_sha(f"mine{n}"): [] for n in range(0, 200, 2)}})
+    theirs = _Store(theirs_graph)
+    boundary, reached = _boundaries(theirs, ours, tips)
+    assert reached == set(tips) - {"refs/agora/log/short"}
+    assert boundary == {old} | {_sha(f"mine{n}") for n in range(0, 200, 2)}
+    assert theirs.reads <= len(theirs_graph) + 1 and ours.reads <= len(theirs_graph) + 102

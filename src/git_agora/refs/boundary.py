@@ -23,6 +23,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 from .catfile import CatFile, parents
 from .commitgraph import HEADER, chunk_table, graph_files, table_size
@@ -60,13 +61,11 @@ def probe(common_dir: str | os.PathLike[str], remote: str, tips: dict[str, str])
             if proc.returncode != 0:
                 return None
             with CatFile(scratch) as theirs, CatFile(common_dir) as ours:
-                for ref, sha in sorted(left.items()):
-                    if theirs.commit(sha) is None:
-                        return None  # the ref moved since it was listed
-                    below = _boundary(theirs, ours, [sha])
-                    if below is not None:
-                        found |= below
-                        del left[ref]
+                if any(theirs.commit(sha) is None for sha in left.values()):
+                    return None  # a ref moved since it was listed
+                boundary, reached = _boundaries(theirs, ours, left)
+            found |= boundary
+            left = {ref: sha for ref, sha in left.items() if ref not in reached}
             if not left:  # the probe holds every new object: the fetch then only updates refs
                 _adopt_objects(scratch / "objects", common_dir / "objects")
                 return found
@@ -118,25 +117,62 @@ def _quoted(path: Path) -> str:
     return '"' + str(path).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _boundary(theirs: CatFile, ours: CatFile, tips: Iterable[str]) -> set[str] | None:
-    """The first commits this clone has on every path down from `tips`; None when a path leaves the
-    probe before reaching one."""
+class _Probed(Protocol):
+    def commit(self, sha: str) -> bytes | None: ...
+
+
+def _boundaries(theirs: _Probed, ours: _Probed, tips: dict[str, str]) -> tuple[set[str], set[str]]:
+    """(the first commits this clone has on every path down from the reached tips, the refs of `tips`
+    reached): a tip is reached when no path down from it leaves the probe before such a commit. One walk
+    for all the tips, each commit read once, however many logs share it."""
+    below: dict[str, list[str]] = {}  # the probe's new commits, with their parents
+    held: set[str] = set()
+    missing: set[str] = set()  # neither here nor in the probe: a path left it
+    todo = list(tips.values())
+    while todo:
+        sha = todo.pop()
+        if sha in below or sha in held or sha in missing:
+            continue
+        if ours.commit(sha) is not None:
+            held.add(sha)
+            continue
+        raw = theirs.commit(sha)
+        if raw is None:
+            missing.add(sha)
+            continue
+        below[sha] = parents(raw)
+        todo += below[sha]
+    short = _leading_to(missing, below)
+    reached = {ref for ref, sha in tips.items() if sha not in short}
     boundary: set[str] = set()
     seen: set[str] = set()
-    todo = list(tips)
+    todo = [tips[ref] for ref in reached]
     while todo:
         sha = todo.pop()
         if sha in seen:
             continue
         seen.add(sha)
-        if ours.commit(sha) is not None:
+        if sha in held:
             boundary.add(sha)
-            continue
-        raw = theirs.commit(sha)
-        if raw is None:
-            return None
-        todo += parents(raw)
-    return boundary
+        else:
+            todo += below[sha]
+    return boundary, reached
+
+
+def _leading_to(ends: set[str], below: dict[str, list[str]]) -> set[str]:
+    """`ends` and every commit of `below` with a path down to one of them."""
+    above: dict[str, list[str]] = {}
+    for sha, ps in below.items():
+        for parent in ps:
+            above.setdefault(parent, []).append(sha)
+    found = set(ends)
+    todo = list(ends)
+    while todo:
+        for child in above.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
 def proven(common_dir: str | os.PathLike[str], shas: Iterable[str], ref_tips: Iterable[str]) -> set[str]:
