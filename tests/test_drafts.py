@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from git_agora.drafts import ABANDONED_AFTER_S, draft_of, sweep_drafts
+from git_agora.drafts import ABANDONED_AFTER_S, draft_of, sweep_abandoned_folders, sweep_drafts
 from git_agora.ops.link_cache import write_link
 
 
@@ -49,3 +49,27 @@ def test_the_next_write_sweeps_a_killed_writer_s_draft(tmp_path):
     write_link(path, b"d" * 32, np.zeros(3, np.int64), np.zeros(3, np.int64))
     assert path.exists() and not left.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clusters.state"]
+
+
+def test_an_old_scratch_folder_of_a_process_that_is_gone_is_removed_with_its_contents(tmp_path):
+    gone = tmp_path / f"probe-{dead_pid()}-x1"
+    recent = tmp_path / f"probe-{dead_pid()}-x2"
+    living = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        alive = tmp_path / f"probe-{living.pid}-x3"
+        mine = tmp_path / f"probe-{os.getpid()}-x4"
+        others = [tmp_path / "probe-notapid-x5", tmp_path / f"other-{dead_pid()}-x6", alive, mine]
+        for path in [gone, *others]:
+            (path / "objects" / "pack").mkdir(parents=True)
+            (path / "objects" / "pack" / "pack-1.pack").write_bytes(b"fetched")
+            aged(path, ABANDONED_AFTER_S + 5)
+        linked = tmp_path / f"probe-{dead_pid()}-x7"
+        linked.symlink_to(tmp_path / "probe-notapid-x5")  # a link is never followed, nor removed
+        os.utime(linked, (0, 0), follow_symlinks=False)
+        assert sweep_abandoned_folders(tmp_path, "probe-") == [gone]
+        assert not gone.exists() and all((p / "objects" / "pack" / "pack-1.pack").exists() for p in others)
+        assert linked.is_symlink()
+        recent.mkdir()  # being written: kept, whoever writes it
+        assert sweep_abandoned_folders(tmp_path, "probe-") == [] and recent.exists()
+    finally:
+        living.kill()

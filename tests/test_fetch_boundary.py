@@ -3,6 +3,7 @@ neither the server nor the client a walk of the whole graph, and nothing unprove
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -148,6 +149,23 @@ def test_a_log_deeper_than_the_probe_goes_falls_back_to_a_plain_fetch(tmp_path, 
     assert _depths(tmp_path / "packets") == [2, 3]
     assert _sent(tmp_path / "packets", "have")  # the plain fetch of every log: its tips as haves
     assert _connected(b, git(a, "rev-parse", "refs/agora/log/newcomer").strip())
+
+
+def test_a_probe_a_killed_fetch_left_is_swept_by_the_next(tmp_path, monkeypatch, history):
+    from git_agora.drafts import ABANDONED_AFTER_S
+
+    a, b, setup = history
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = b / ".git" / "agora" / f"probe-{dead.pid}-killed"
+    (left / "objects" / "pack").mkdir(parents=True)
+    (left / "objects" / "pack" / "pack-1.pack").write_bytes(b"half fetched")
+    old = left.stat().st_mtime - ABANDONED_AFTER_S - 5
+    os.utime(left, (old, old))
+    publish_forged_log(a, "newcomer", [forge(a, "first\n", [setup])])
+    assert _traced_fetch(b, monkeypatch, tmp_path / "packets").updated_logs == ("newcomer",)
+    assert not left.exists()
+    assert [p.name for p in (b / ".git" / "agora").glob("probe-*")] == []  # its own is gone too
 
 
 def test_a_present_commit_with_a_missing_parent_is_never_taken_as_held(tmp_path, monkeypatch, history):

@@ -1,11 +1,13 @@
 """Drafts of files written whole and renamed into place (`.NAME.PID` beside `NAME`), and the sweep of
 drafts a killed process left: a killed `analyze` leaves its kept frame's draft (150 MB at a million
-contributions) where nothing else would ever remove it."""
+contributions) where nothing else would ever remove it. Scratch folders named `PREFIX<pid>-*` are
+swept the same way (a killed fetch's probe, with what it had fetched)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -44,3 +46,22 @@ def _running(pid: int) -> bool:
     except OSError:  # another user's process: it runs
         return True
     return True
+
+
+def sweep_abandoned_folders(parent: Path, prefix: str, now: float | None = None) -> list[Path]:
+    """Remove the folders `<prefix><pid>-*` under `parent` whose process no longer runs here and that
+    nothing has written at the top for `ABANDONED_AFTER_S` (as `sweep_drafts`); the folders removed."""
+    now = time.time() if now is None else now
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(parent):
+            pid = entry.name[len(prefix) :].partition("-")[0]
+            if not entry.name.startswith(prefix) or not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            with contextlib.suppress(OSError):
+                stat = entry.stat(follow_symlinks=False)
+                if entry.is_dir(follow_symlinks=False) and now - stat.st_mtime > ABANDONED_AFTER_S:
+                    if not _running(int(pid)):
+                        shutil.rmtree(entry.path)
+                        removed.append(Path(entry.path))
+    return removed

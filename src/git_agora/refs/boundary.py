@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
 
+from ..drafts import sweep_abandoned_folders
 from .catfile import CatFile, parents
 from .commitgraph import HEADER, chunk_table, graph_files, table_size
 from .git import Git
@@ -37,6 +38,9 @@ of every log instead walks the history whenever one of those entries rests on an
 million contributions). Beyond 31 new entries in a log the caller fetches as usual (a clone catching up)."""
 
 
+PROBE_PREFIX = "probe-"  # the scratch repositories under .git/agora: `probe-<pid>-*`
+
+
 def probe(common_dir: str | os.PathLike[str], remote: str, tips: dict[str, str]) -> set[str] | None:
     """The commits this clone already has on which the new commits of `tips` (remote ref -> sha) rest,
     read from depth-limited fetches into a scratch repository that reads this clone's config (the
@@ -46,7 +50,8 @@ def probe(common_dir: str | os.PathLike[str], remote: str, tips: dict[str, str])
     common_dir = Path(common_dir)
     try:
         (common_dir / "agora").mkdir(exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix="probe-", dir=common_dir / "agora"))
+        sweep_abandoned_folders(common_dir / "agora", PROBE_PREFIX)  # a killed fetch's, with what it fetched
+        scratch = Path(tempfile.mkdtemp(prefix=f"{PROBE_PREFIX}{os.getpid()}-", dir=common_dir / "agora"))
     except OSError:
         return None
     try:
