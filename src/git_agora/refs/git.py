@@ -180,13 +180,13 @@ TRANSFER_CONFIG = (
     # contributions); skipping reaches it in a few rounds (0.06-0.08 s, measured on the same clone).
     "-c",
     "fetch.negotiationAlgorithm=skipping",
-    # The same contribution's push: git's pack-objects proves the old parent is on the remote by walking
-    # the history from every remote tip down to it (9.6 s and 1 GB at 1,000,000 contributions with a
-    # commit-graph, 20 s without); negotiating first (one fetch round, 5-8 ms on the same clone) names
-    # the parent as common, and the pack is found in milliseconds.
-    "-c",
-    "push.negotiate=true",
 )
+NEGOTIATED_PUSH = ("-c", "push.negotiate=true")
+"""The same contribution's push, in a large history (`refs.sync.push_log`): git's pack-objects proves the
+old parent is on the remote by walking the history from every remote tip down to it (9.6 s and 1 GB at
+1,000,000 contributions with a commit-graph, 20 s without); negotiating first (one fetch round: 5-8 ms
+on the same machine, a connection more over a network) names the parent as common, and the pack is
+found in milliseconds."""
 
 
 def stall_seconds(variable: str = "AGORA_STALL_SECONDS", default: float = STALL_SECONDS) -> float:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from ..contribution import valid_account
 from .catfile import CatFile, message, parents
-from .git import stall_seconds
+from .git import NEGOTIATED_PUSH, stall_seconds
 from .names import IDENTITY_PREFIX, LOG_PREFIX, REMOTES_PREFIX, LogRef, fetch_refspec, identity_refspec
 from .quarantine import RewrittenLog, quarantine_rewritten_logs
 from .store import LOG_ENTRY_KEY, MAX_REF_ATTEMPTS, Repository
@@ -80,7 +80,9 @@ def push_log(repo: Repository, account: str, remote: str | None) -> PushResult:
             return PushResult(PushOutcome.NOTHING, 0)
         if repo.ref(log.tracking(remote)) == tip:
             return PushResult(PushOutcome.UP_TO_DATE, 0)
-        proc = repo.git.transfer("push", "--porcelain", "--progress", "--no-verify", remote, f"{tip}:{log.local}")
+        negotiated = NEGOTIATED_PUSH if _large_history(repo.objects_path) else ()
+        push = ("push", "--porcelain", "--progress", "--no-verify", remote, f"{tip}:{log.local}")
+        proc = repo.git.transfer(*negotiated, *push)
         if proc.returncode == 0:
             repo.set_ref(log.tracking(remote), tip)
             return PushResult(PushOutcome.PUSHED, 0)
@@ -95,6 +97,15 @@ def push_log(repo: Repository, account: str, remote: str | None) -> PushResult:
             return _queued(repo, account, remote, PushOutcome.REJECTED, report)
         return _queued(repo, account, remote, PushOutcome.UNREACHABLE, report)
     return _queued(repo, account, remote, PushOutcome.REJECTED, "gave up after repeated contention")
+
+
+def _large_history(objects: str) -> bool:
+    """Whether this clone's history is long enough that git's walks cost more than a round trip to the
+    remote: its commit-graph lists `PROBE_FROM_COMMITS` commits, or (none written yet: a clone git agora
+    never fetched into) its packs hold twice as many objects."""
+    from .boundary import commit_graph_size, packed_objects
+
+    return commit_graph_size(objects) >= PROBE_FROM_COMMITS or packed_objects(objects) >= 2 * PROBE_FROM_COMMITS
 
 
 def _jitter(most: float) -> float:
