@@ -19,7 +19,7 @@ import git_agora as agora
 from agora_testing import agora as run
 from agora_testing import git, make_clone
 from git_agora.refs import sync
-from git_agora.refs.boundary import packed_objects
+from git_agora.refs.sync import packed_objects
 from servers import git_daemon, smart_http
 
 
@@ -88,13 +88,13 @@ def test_packed_objects_counts_the_pack_indexes_and_the_alternates_they_borrow(t
     a, _ = _history(tmp_path, remote)
     git(a, "repack", "-a", "-d", "-q")
     held = int(dict(line.split(": ") for line in git(a, "count-objects", "-v").splitlines())["in-pack"])
-    assert packed_objects(a / ".git" / "objects") == held > 0
+    assert packed_objects(str(a / ".git" / "objects")) == held > 0
     borrower = tmp_path / "borrower"
     git(tmp_path, "init", "-q", str(borrower))
     (borrower / ".git" / "objects" / "info" / "alternates").write_text(f"# shared\n{a / '.git' / 'objects'}\n")
-    assert packed_objects(borrower / ".git" / "objects") == held
+    assert packed_objects(str(borrower / ".git" / "objects")) == held
     looped = borrower / ".git" / "objects" / "info" / "alternates"
     looped.write_text(f"{borrower / '.git' / 'objects'}\n")  # a loop ends at git's depth
-    assert packed_objects(borrower / ".git" / "objects") == 0
+    assert packed_objects(str(borrower / ".git" / "objects")) == 0
     (a / ".git" / "objects" / "pack" / "pack-broken.idx").write_bytes(b"\xfftOc\x00\x00\x00\x02")  # cut short
-    assert packed_objects(a / ".git" / "objects") == held
+    assert packed_objects(str(a / ".git" / "objects")) == held

@@ -192,31 +192,6 @@ def proven(common_dir: str | os.PathLike[str], shas: Iterable[str], ref_tips: It
     return found
 
 
-_PACK_INDEX = b"\xfftOc\x00\x00\x00\x02"  # a version-2 pack index: then 256 fanout counts, the last the total
-ALTERNATES_DEPTH = 5  # git follows alternates this deep
-
-
-def packed_objects(objects: str | os.PathLike[str], depth: int = 0) -> int:
-    """How many objects the version-2 pack indexes of an object directory and its alternates list (what
-    their headers say: nothing else is read)."""
-    objects = Path(objects)
-    total = 0
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(objects / "pack"):
-            if entry.name.endswith(".idx"):
-                head = b""
-                with contextlib.suppress(OSError), open(entry.path, "rb") as fh:
-                    head = fh.read(len(_PACK_INDEX) + 256 * 4)
-                if len(head) == len(_PACK_INDEX) + 256 * 4 and head.startswith(_PACK_INDEX):
-                    total += int.from_bytes(head[-4:], "big")
-    if depth < ALTERNATES_DEPTH:
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            for line in (objects / "info" / "alternates").read_text().splitlines():
-                if line.strip() and not line.startswith("#"):
-                    total += packed_objects(objects / line.strip(), depth + 1)
-    return total
-
-
 def commit_graph_size(objects: str | os.PathLike[str]) -> int:
     """How many commits the commit-graph files of an object directory list (0 without a readable one)."""
     total = 0

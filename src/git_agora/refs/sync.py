@@ -101,11 +101,34 @@ def push_log(repo: Repository, account: str, remote: str | None) -> PushResult:
 
 def _large_history(objects: str) -> bool:
     """Whether this clone's history is long enough that git's walks cost more than a round trip to the
-    remote: its commit-graph lists `PROBE_FROM_COMMITS` commits, or (none written yet: a clone git agora
-    never fetched into) its packs hold twice as many objects."""
-    from .boundary import commit_graph_size, packed_objects
+    remote: its packs hold twice `PROBE_FROM_COMMITS` objects (a contribution is at least a commit and its
+    log's; what a clone fetches is packed, and a commit-graph may not be written yet)."""
+    return packed_objects(objects) >= 2 * PROBE_FROM_COMMITS
 
-    return commit_graph_size(objects) >= PROBE_FROM_COMMITS or packed_objects(objects) >= 2 * PROBE_FROM_COMMITS
+
+_PACK_INDEX = b"\xfftOc\x00\x00\x00\x02"  # a version-2 pack index: then 256 fanout counts, the last the total
+_ALTERNATES_DEPTH = 5  # git follows alternates this deep
+
+
+def packed_objects(objects: str, depth: int = 0) -> int:
+    """How many objects the version-2 pack indexes of an object directory and its alternates list (what
+    their headers say: nothing else is read; paths by `os.path`, which a post has loaded)."""
+    total = 0
+    size = len(_PACK_INDEX) + 256 * 4
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(os.path.join(objects, "pack")):
+            if entry.name.endswith(".idx"):
+                head = b""
+                with contextlib.suppress(OSError), open(entry.path, "rb") as fh:
+                    head = fh.read(size)
+                if len(head) == size and head.startswith(_PACK_INDEX):
+                    total += int.from_bytes(head[-4:], "big")
+    if depth < _ALTERNATES_DEPTH:
+        with contextlib.suppress(OSError, UnicodeDecodeError), open(os.path.join(objects, "info", "alternates")) as fh:
+            for line in fh.read().splitlines():
+                if line.strip() and not line.startswith("#"):
+                    total += packed_objects(os.path.join(objects, line.strip()), depth + 1)
+    return total
 
 
 def _jitter(most: float) -> float:
