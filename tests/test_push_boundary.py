@@ -93,8 +93,8 @@ def test_packed_objects_counts_the_pack_indexes_and_the_alternates_they_borrow(t
     git(tmp_path, "init", "-q", str(borrower))
     (borrower / ".git" / "objects" / "info" / "alternates").write_text(f"# shared\n{a / '.git' / 'objects'}\n")
     assert packed_objects(str(borrower / ".git" / "objects")) == held
-    looped = borrower / ".git" / "objects" / "info" / "alternates"
-    looped.write_text(f"{borrower / '.git' / 'objects'}\n")  # a loop ends at git's depth
-    assert packed_objects(str(borrower / ".git" / "objects")) == 0
+    looped = a / ".git" / "objects" / "info" / "alternates"
+    looped.write_text(f"{borrower / '.git' / 'objects'}\n")  # a loop: each directory counted once
+    assert packed_objects(str(borrower / ".git" / "objects")) == held
     (a / ".git" / "objects" / "pack" / "pack-broken.idx").write_bytes(b"\xfftOc\x00\x00\x00\x02")  # cut short
     assert packed_objects(str(a / ".git" / "objects")) == held

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..refs.alternates import object_directories
 from .graphfile import prefixes
 
 COMMIT, OFS_DELTA = 1, 6
@@ -22,7 +23,6 @@ _WHOLE = (1, 2, 3, 4)  # commit, tree, blob, tag
 DELTA_DEPTH = 64  # git writes chains of at most 50 (`pack.depth`); deeper is left to git
 _BASES_KEPT = 256
 _BASES_BYTES = 32 << 20  # a few huge bases (a long message, stored whole) do not pile up
-_ALTERNATE_DEPTH = 5  # git follows alternates this deep
 
 
 @dataclass(frozen=True)
@@ -266,25 +266,6 @@ class ObjectStore:
 
 
 def with_alternates(objects: Path) -> list[Path] | None:
-    """This object directory and those it borrows from (`info/alternates`, relative to the directory that
-    names them); None for an alternate git would read otherwise (a quoted path, too deep)."""
-    found: list[Path] = []
-    pending = [(objects, 0)]
-    while pending:
-        directory, depth = pending.pop(0)
-        if directory.resolve() in (d.resolve() for d in found):
-            continue
-        found.append(directory)
-        try:
-            lines = (directory / "info" / "alternates").read_text().splitlines()
-        except FileNotFoundError:
-            continue
-        except (OSError, UnicodeDecodeError):
-            return None
-        for line in lines:
-            if not line.strip() or line.startswith("#"):
-                continue
-            if line.startswith('"') or depth + 1 > _ALTERNATE_DEPTH:
-                return None
-            pending.append(((directory / line).resolve(), depth + 1))
-    return found
+    """`refs.alternates.object_directories` as paths."""
+    found = object_directories(str(objects))
+    return None if found is None else [Path(directory) for directory in found]

@@ -16,6 +16,7 @@ from enum import Enum
 from typing import NamedTuple
 
 from ..contribution import valid_account
+from .alternates import object_directories
 from .catfile import CatFile, message, parents
 from .git import NEGOTIATED_PUSH, stall_seconds
 from .names import IDENTITY_PREFIX, LOG_PREFIX, REMOTES_PREFIX, LogRef, fetch_refspec, identity_refspec
@@ -107,27 +108,22 @@ def _large_history(objects: str) -> bool:
 
 
 _PACK_INDEX = b"\xfftOc\x00\x00\x00\x02"  # a version-2 pack index: then 256 fanout counts, the last the total
-_ALTERNATES_DEPTH = 5  # git follows alternates this deep
 
 
-def packed_objects(objects: str, depth: int = 0) -> int:
+def packed_objects(objects: str) -> int:
     """How many objects the version-2 pack indexes of an object directory and its alternates list (what
-    their headers say: nothing else is read; paths by `os.path`, which a post has loaded)."""
+    their headers say: nothing else is read)."""
     total = 0
     size = len(_PACK_INDEX) + 256 * 4
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(os.path.join(objects, "pack")):
-            if entry.name.endswith(".idx"):
-                head = b""
-                with contextlib.suppress(OSError), open(entry.path, "rb") as fh:
-                    head = fh.read(size)
-                if len(head) == size and head.startswith(_PACK_INDEX):
-                    total += int.from_bytes(head[-4:], "big")
-    if depth < _ALTERNATES_DEPTH:
-        with contextlib.suppress(OSError, UnicodeDecodeError), open(os.path.join(objects, "info", "alternates")) as fh:
-            for line in fh.read().splitlines():
-                if line.strip() and not line.startswith("#"):
-                    total += packed_objects(os.path.join(objects, line.strip()), depth + 1)
+    for directory in object_directories(objects) or [objects]:
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(os.path.join(directory, "pack")):
+                if entry.name.endswith(".idx"):
+                    head = b""
+                    with contextlib.suppress(OSError), open(entry.path, "rb") as fh:
+                        head = fh.read(size)
+                    if len(head) == size and head.startswith(_PACK_INDEX):
+                        total += int.from_bytes(head[-4:], "big")
     return total
 
 
