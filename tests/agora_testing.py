@@ -142,3 +142,23 @@ def source_copy(tmp_path: Path) -> Path:
     for folder in ("man", "build_backend", "src/git_agora", "src/hybridlm"):
         shutil.copytree(root / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     return source
+
+
+def files_stored_in_folder_17(folder: Path, count: int, stem: str = "sample") -> None:
+    """Write `count` files whose contents git stores as loose objects under `objects/17/`, the one folder
+    git counts to tell whether `gc --auto` should pack (it scales that count by 256)."""
+    import hashlib
+
+    found, n = 0, 0
+    while found < count:
+        body = f"{stem} {n}\n".encode()
+        n += 1
+        if hashlib.sha1(b"blob %d\0%s" % (len(body), body)).hexdigest().startswith("17"):
+            (folder / f"{stem}-{found}.txt").write_bytes(body)
+            found += 1
+
+
+def loose_objects(clone: Path) -> int:
+    """The loose objects of a clone, as git counts them."""
+    counts = dict(line.split(": ") for line in git(clone, "count-objects", "-v").splitlines())
+    return int(counts["count"])

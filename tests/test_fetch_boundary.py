@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from agora_testing import forge, git, make_clone, publish_forged_log
-from git_agora.refs import sync
+from agora_testing import files_stored_in_folder_17, forge, git, loose_objects, make_clone, publish_forged_log
+from git_agora.refs import sync, upkeep
 from git_agora.refs.boundary import commit_graph_size, in_commit_graph, proven
 from git_agora.refs.git import Git
 from git_agora.refs.store import Repository
@@ -393,6 +393,35 @@ def test_a_fetch_packs_the_refs_once_many_are_loose(monkeypatch, history):
     )
     publish_forged_log(a, "newcomer2", [forge(a, "first of newcomer 2\n", [setup])])
     assert git_agora.fetch(bob).updated_logs == ("newcomer2",)  # packed refs move as loose ones did
+
+
+@pytest.mark.parametrize("past", [False, True])
+def test_a_fetch_the_probe_answered_packs_what_it_adopted_once_past_gits_limits(monkeypatch, history, past):
+    """The probe's objects are adopted loose and no `git fetch` runs in the clone to pack them: past git's
+    own limits the fetch asks git's upkeep, which packs them (every object still there); below, it does
+    not ask."""
+    a, b, setup = history
+    limit = -(-upkeep.GC_AUTO // 256)
+    files_stored_in_folder_17(b, limit + 1 if past else limit - 4)  # a few below: adopted objects may land there
+    git(b, "add", "-A")
+    git(b, "-c", "gc.auto=0", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "-m", "samples")
+    git(b, "config", "gc.autoDetach", "false")
+    asked: list[bool] = []
+    monkeypatch.setattr(sync, "maintain_when_loose", lambda *args: asked.append(upkeep.maintain_when_loose(*args)))
+    monkeypatch.setattr(Git, "transfer", _no_plain_fetch(Git.transfer))
+    publish_forged_log(a, "newcomer", [forge(a, "newcomer's first\n", [setup])])
+    assert sync.fetch(Repository.discover(b), "origin").updated_logs == ("newcomer",)
+    assert asked == [past]
+    assert (loose_objects(b) == 0) == past
+    assert _connected(b, git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip())
+
+
+def _no_plain_fetch(transfer):
+    def probed_only(self, *args, **kwargs):
+        assert not (args[0] == "fetch" and "--depth=2" not in args), "the probe answers this fetch"
+        return transfer(self, *args, **kwargs)
+
+    return probed_only
 
 
 class _Store:

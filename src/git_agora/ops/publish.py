@@ -25,6 +25,7 @@ from ..errors import AgoraError, ExitCode
 from ..lookalike import skeleton
 from ..project import Project
 from ..refs.sync import PushOutcome, PushResult, push_log
+from ..refs.upkeep import maintain_when_loose
 
 
 class Published(NamedTuple):
@@ -70,7 +71,9 @@ def publish(project: Project, contribution: Contribution, tree: str, timestamp: 
     when = project.repo.next_timestamp(contribution.account) if timestamp is None else timestamp
     sha = project.repo.write_contribution(contribution, tree, when)
     project.repo.append_to_log(contribution.account, [sha])
-    return Published(sha, push_log(project.repo, contribution.account, project.remote), contribution.parents)
+    pushed = push_log(project.repo, contribution.account, project.remote)
+    maintain_when_loose(project.repo.git, project.repo.objects_path)  # its commits were written loose
+    return Published(sha, pushed, contribution.parents)
 
 
 def _refuse_case_twin(project: Project, account: str) -> None:

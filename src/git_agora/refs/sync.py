@@ -22,6 +22,7 @@ from .git import NEGOTIATED_PUSH, stall_seconds
 from .names import IDENTITY_PREFIX, LOG_PREFIX, REMOTES_PREFIX, LogRef, fetch_refspec, identity_refspec
 from .quarantine import RewrittenLog, quarantine_rewritten_logs
 from .store import LOG_ENTRY_KEY, MAX_REF_ATTEMPTS, Repository
+from .upkeep import maintain_when_loose
 
 MAX_PUSH_ATTEMPTS = 40
 _STALE = re.compile(r"fetch first|non-fast-forward|stale info|cannot lock ref|failed to update ref", re.IGNORECASE)
@@ -203,6 +204,8 @@ def fetch(
     moved = _fetch_moved(repo, remote, refs, listing.result(), on_progress, on_moved) if before and listing else None
     if isinstance(moved, dict):  # stored from the probe: exactly these tracking refs moved
         after = {**before, **{ref: sha for ref, sha in moved.items() if ref.startswith(prefix)}}
+        if moved:  # its objects were adopted loose, and no `git fetch` ran to pack them
+            maintain_when_loose(repo.git, repo.objects_path)
     else:
         proc = moved or repo.git.transfer(
             "fetch",
