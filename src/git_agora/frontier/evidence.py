@@ -321,6 +321,9 @@ def discarded_verifications(graph: Graph, verdicts: Verdicts) -> np.ndarray:
     return discarded
 
 
+WEIGHT_COLUMNS = ("tags", "verdict")  # what `node_weights` reads of a graph's table
+
+
 def node_weights(graph: Graph, weights: Mapping[str, float] | None = None) -> np.ndarray:
     """Per node: its weight w(v), before replaced or ignored verdicts are zeroed.
 

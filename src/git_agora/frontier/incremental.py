@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import HYPOTHESIS, SETUP
-from .evidence import STATUSES, Verdicts, node_weights, remember_verdicts, verdicts_of
+from .evidence import STATUSES, WEIGHT_COLUMNS, Verdicts, node_weights, remember_verdicts, verdicts_of
 from .followons import FollowOns, updated
 from .frame import Frame, inherit_quality, int_column, quality
 from .graph import Graph, combined, kind_mask, tag_mask, valid_rows
@@ -392,7 +392,8 @@ def _sum_again(
     edges = np.flatnonzero(np.isin(parent, touched) & (account[child] != account[parent]))
     children = np.unique(child[edges])
     none = np.zeros(0, np.int64)
-    weight = node_weights(Graph(table.take(pa.array(children)), account[children], none, none), weights)
+    weighed = table.select(WEIGHT_COLUMNS).take(pa.array(children))  # not every column of a million rows
+    weight = node_weights(Graph(weighed, account[children], none, none), weights)
     weight[weightless[children]] = 0.0
     at = np.searchsorted(children, child[edges])
     sums = np.bincount(parent[edges], weights=weight[at], minlength=len(score))
