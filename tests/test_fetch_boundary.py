@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agora_testing import files_stored_in_folder_17, forge, git, loose_objects, make_clone, publish_forged_log
-from git_agora.refs import sync, upkeep
+from git_agora.refs import boundary, sync, upkeep
 from git_agora.refs.boundary import commit_graph_size, in_commit_graph, proven
 from git_agora.refs.git import Git
 from git_agora.refs.store import Repository
@@ -422,6 +422,37 @@ def _no_plain_fetch(transfer):
         return transfer(self, *args, **kwargs)
 
     return probed_only
+
+
+@pytest.mark.parametrize("new_files", [1, 120])
+def test_a_probe_stores_only_what_this_clone_lacks(tmp_path, remote, monkeypatch, new_files):
+    """A shallow probe brings a new entry's whole tree (150 files this clone has): only the objects this
+    clone lacks are stored, not the project's files again; an entry that brings more new objects than git
+    unpacks (`UNPACK_BELOW`) keeps its pack, as git fetch would."""
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    for i in range(150):
+        (a / f"f{i}.txt").write_text(f"file {i}\n")
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "-m", "setup")
+    first = forge(a, "result 0\n", [git(a, "rev-parse", "HEAD").strip()])
+    publish_forged_log(a, "acct0", [first])
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    assert sync.fetch(Repository.discover(b), "origin").new_contributions == 1
+    packs = sorted((b / ".git" / "objects" / "pack").glob("*.pack"))
+    for i in range(new_files):
+        (a / f"f{i}.txt").write_text(f"changed {i}\n")
+    git(a, "add", "-A")
+    entry = forge(a, "result 1\n", [first], tree=git(a, "write-tree").strip())
+    publish_forged_log(a, "acct1", [entry])
+    monkeypatch.setattr(Git, "transfer", _no_plain_fetch(Git.transfer))
+    assert sync.fetch(Repository.discover(b), "origin").updated_logs == ("acct1",)
+    added = sorted(set((b / ".git" / "objects" / "pack").glob("*.pack")) - set(packs))
+    assert len(added) == (new_files + 4 >= boundary.UNPACK_BELOW), added  # the log commit, the entry, its tree
+    if added:
+        listed = git(b, "verify-pack", "-v", str(added[0].with_suffix(".idx")))
+        assert "blob" in listed
+    assert _connected(b, git(b, "rev-parse", "refs/agora/remotes/origin/log/acct1").strip())
+    assert git(b, "cat-file", "-p", f"{entry}:f0.txt") == "changed 0\n"
 
 
 class _Store:

@@ -20,6 +20,7 @@ import contextlib
 import mmap
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -72,7 +73,7 @@ def probe(common_dir: str | os.PathLike[str], remote: str, tips: dict[str, str])
             found |= boundary
             left = {ref: sha for ref, sha in left.items() if ref not in reached}
             if not left:  # the probe holds every new object: the fetch then only updates refs
-                _adopt_objects(scratch / "objects", common_dir / "objects")
+                _adopt_objects(scratch / "objects", common_dir)
                 return found
         return None
     except (OSError, RuntimeError):
@@ -94,15 +95,46 @@ def _bare_repository(path: Path, borrowed_config: Path) -> None:
     (path / "config").write_text(config)
 
 
-def _adopt_objects(source: Path, target: Path) -> None:
-    """Copy a repository's loose objects and packs into another object directory (objects are named by
-    their content: one already there is left alone; an index is placed after its pack)."""
-    for path in sorted(source.glob("[0-9a-f][0-9a-f]/*")) + sorted(source.glob("pack/pack-*.pack")):
-        names = [path.relative_to(source)]
-        if path.suffix == ".pack":
-            names.append(names[0].with_suffix(".idx"))
-        for name in names:
-            _place(source / name, target / name)
+UNPACK_BELOW = 100
+"""git's `fetch.unpackLimit`: a pack of the probe that brings fewer objects this clone lacks gives up only
+those, as loose objects; one that brings more is kept whole, as git fetch keeps a pack."""
+
+
+def _adopt_objects(source: Path, common_dir: Path) -> None:
+    """Copy what a probe fetched into this clone's object directory (objects are named by their content:
+    one already there is left alone; an index is placed after its pack). A shallow fetch sends every
+    object of the commits within its depth, a new entry's whole tree included, which this clone mostly
+    holds already (a code-bearing project's files): such a pack gives up only the objects this clone
+    lacks (`git unpack-objects` writes no object the repository has), so a fetch does not store the
+    project's files again."""
+    target = common_dir / "objects"
+    for path in sorted(source.glob("[0-9a-f][0-9a-f]/*")):
+        _place(path, target / path.relative_to(source))
+    for pack in sorted(source.glob("pack/pack-*.pack")):
+        index = pack.with_suffix(".idx")
+        if _lacked(common_dir, index) < UNPACK_BELOW:
+            _unpack(common_dir, pack)
+        else:
+            _place(pack, target / "pack" / pack.name)
+            _place(index, target / "pack" / index.name)
+
+
+def _lacked(common_dir: Path, index: Path) -> int:
+    """How many objects of a pack (named by its index) the repository lacks."""
+    with open(index, "rb") as listing:
+        shown = subprocess.run(["git", "show-index"], stdin=listing, capture_output=True, check=True)
+    shas = b"".join(line.split(b" ")[1] + b"\n" for line in shown.stdout.splitlines())
+    answers = Git(common_dir).run_bytes("cat-file", "--batch-check", input=shas)
+    return answers.count(b" missing\n")
+
+
+def _unpack(common_dir: Path, pack: Path) -> None:
+    with open(pack, "rb") as data:
+        unpacked = subprocess.run(
+            ["git", "--git-dir", str(common_dir), "unpack-objects", "-q"], stdin=data, capture_output=True
+        )
+    if unpacked.returncode != 0:  # a full disk, say: what was written is whole objects; the caller falls back
+        raise OSError(unpacked.stderr.decode("utf-8", "replace").strip())
 
 
 def _place(source: Path, target: Path) -> None:
