@@ -17,7 +17,6 @@ from git_agora.refs import boundary, sync, upkeep
 from git_agora.refs.boundary import commit_graph_size, in_commit_graph, proven
 from git_agora.refs.git import Git
 from git_agora.refs.store import Repository
-from servers import git_daemon, smart_http
 
 
 @pytest.fixture(autouse=True)
@@ -425,108 +424,35 @@ def _no_plain_fetch(transfer):
     return probed_only
 
 
-def _files_history(tmp_path: Path, url: str) -> tuple[Path, Path, str]:
-    """alice's clone `a` of a remote whose setup holds 150 files, with a first result on it; bob's clone
-    `b` fetched it (a pack: more objects than git unpacks); the result's sha."""
-    a = make_clone(tmp_path, "a", url, "alice")
+@pytest.mark.parametrize("new_files", [1, 120])
+def test_a_probe_stores_only_what_this_clone_lacks(tmp_path, remote, monkeypatch, new_files):
+    """A shallow probe brings a new entry's whole tree (150 files this clone has): only the objects this
+    clone lacks are stored, not the project's files again; an entry that brings more new objects than git
+    unpacks (`UNPACK_BELOW`) keeps its pack, as git fetch would."""
+    a = make_clone(tmp_path, "a", str(remote), "alice")
     for i in range(150):
         (a / f"f{i}.txt").write_text(f"file {i}\n")
     git(a, "add", "-A")
     git(a, "commit", "-q", "-m", "setup")
     first = forge(a, "result 0\n", [git(a, "rev-parse", "HEAD").strip()])
     publish_forged_log(a, "acct0", [first])
-    b = make_clone(tmp_path, "b", url, "bob")
+    b = make_clone(tmp_path, "b", str(remote), "bob")
     assert sync.fetch(Repository.discover(b), "origin").new_contributions == 1
-    return a, b, first
-
-
-def _changed_entry(a: Path, first: str, files: int) -> str:
-    """A result on `first` that changes `files` of its files, published in a new account's log."""
-    for i in range(files):
+    packs = sorted((b / ".git" / "objects" / "pack").glob("*.pack"))
+    for i in range(new_files):
         (a / f"f{i}.txt").write_text(f"changed {i}\n")
     git(a, "add", "-A")
     entry = forge(a, "result 1\n", [first], tree=git(a, "write-tree").strip())
     publish_forged_log(a, "acct1", [entry])
-    return entry
-
-
-def _packs(clone: Path) -> set[Path]:
-    return set((clone / ".git" / "objects" / "pack").glob("*.pack"))
-
-
-@pytest.mark.parametrize("new_files", [1, 120])
-def test_a_probe_stores_only_what_this_clone_lacks(tmp_path, remote, monkeypatch, new_files):
-    """A remote that allows no filter sends a shallow probe a new entry's whole tree (150 files this clone
-    has): only the objects this clone lacks are stored, not the project's files again; an entry that
-    brings more new objects than git unpacks (`UNPACK_BELOW`) keeps its pack, as git fetch would."""
-    a, b, first = _files_history(tmp_path, str(remote))
-    packs = _packs(b)
-    entry = _changed_entry(a, first, new_files)
     monkeypatch.setattr(Git, "transfer", _no_plain_fetch(Git.transfer))
     assert sync.fetch(Repository.discover(b), "origin").updated_logs == ("acct1",)
-    added = sorted(_packs(b) - packs)
+    added = sorted(set((b / ".git" / "objects" / "pack").glob("*.pack")) - set(packs))
     assert len(added) == (new_files + 4 >= boundary.UNPACK_BELOW), added  # the log commit, the entry, its tree
     if added:
-        assert "blob" in git(b, "verify-pack", "-v", str(added[0].with_suffix(".idx")))
+        listed = git(b, "verify-pack", "-v", str(added[0].with_suffix(".idx")))
+        assert "blob" in listed
     assert _connected(b, git(b, "rev-parse", "refs/agora/remotes/origin/log/acct1").strip())
     assert git(b, "cat-file", "-p", f"{entry}:f0.txt") == "changed 0\n"
-
-
-@pytest.fixture(params=["bare", "git-daemon", "smart-http"])
-def filtering_url(request, tmp_path, remote):
-    """The remote, allowing filters, as each transport serves it."""
-    git(remote, "config", "uploadpack.allowFilter", "true")
-    if request.param == "bare":
-        yield str(remote)
-        return
-    served = tmp_path / "served"
-    served.mkdir()
-    shutil.move(str(remote), served / "remote.git")
-    serve = git_daemon if request.param == "git-daemon" else smart_http
-    with serve(served) as base:
-        yield f"{base}/remote.git"
-
-
-def test_a_remote_that_allows_filters_sends_the_probe_commits_only(tmp_path, monkeypatch, filtering_url):
-    """The probe asks for commits only; where the remote allows it, it reads them, adopts nothing, and the
-    fetch that follows, sending the entry's parent as a have, brings the four new objects alone."""
-    a, b, first = _files_history(tmp_path, filtering_url)
-    packs = _packs(b)
-    entry = _changed_entry(a, first, 1)
-    held: list[bool] = []
-    holds = boundary._holds_trees
-    monkeypatch.setattr(boundary, "_holds_trees", lambda git: held.append(holds(git)) or held[-1])
-    result = _traced_fetch(b, monkeypatch, tmp_path / "packets")
-    assert result.updated_logs == ("acct1",)
-    assert held == [False]  # the probe brought no tree
-    assert first in _sent(tmp_path / "packets", "have")
-    assert _packs(b) == packs and loose_objects(b) <= 6  # the log commit, the entry, its tree, the blob
-    tip = git(b, "rev-parse", "refs/agora/remotes/origin/log/acct1").strip()
-    assert tip == git(a, "rev-parse", "refs/agora/log/acct1").strip() and _connected(b, tip)
-    assert git(b, "cat-file", "-p", f"{entry}:f0.txt") == "changed 0\n"
-    assert git(b, "for-each-ref", sync.BOUNDARY_PREFIX) == ""
-
-
-def test_a_filtered_probe_never_fetches_what_it_lacks_behind_its_back(tmp_path, monkeypatch, filtering_url):
-    """A filtered fetch makes the probe's repository a partial clone, whose git would fetch a missing
-    object from the remote when asked for it (a whole history, unnegotiated). The probe forgets that
-    remote: a log with two new entries is not reached at depth 2 (its first entry lies beyond) and is
-    probed deeper, as without a filter."""
-    a, b, first = _files_history(tmp_path, filtering_url)
-    second = forge(a, "result 2\n", [first])
-    third = forge(a, "result 3\n", [second])
-    publish_forged_log(a, "acct2", [second, third])
-    depths: list[str] = []
-    transfer = Git.transfer
-
-    def recorded(self, *args, **kwargs):
-        depths.extend(arg for arg in args if arg.startswith("--depth="))
-        return transfer(self, *args, **kwargs)
-
-    monkeypatch.setattr(Git, "transfer", recorded)
-    assert sync.fetch(Repository.discover(b), "origin").updated_logs == ("acct2",)
-    assert depths == ["--depth=2", "--depth=8"]
-    assert _connected(b, git(b, "rev-parse", "refs/agora/remotes/origin/log/acct2").strip())
 
 
 class _Store:

@@ -41,13 +41,6 @@ million contributions). Beyond 31 new entries in a log the caller fetches as usu
 
 PROBE_PREFIX = "probe-"  # the scratch repositories under .git/agora: `probe-<pid>-*`
 
-PROBE_FILTER = "--filter=tree:0"
-"""Commits only, where the remote allows filters (GitHub, GitLab, Gitea; git with `uploadpack.allowFilter`):
-a shallow fetch sends every object of the commits within its depth, a new entry's whole tree included,
-which this clone mostly holds already. A remote that allows none sends everything (git warns and goes
-on) and the probe's objects are adopted; from a filtered probe only the commits are read, and the
-caller's fetch, told where the new commits rest, brings what is new."""
-
 
 def probe(common_dir: str | os.PathLike[str], remote: str, tips: dict[str, str]) -> set[str] | None:
     """The commits this clone already has on which the new commits of `tips` (remote ref -> sha) rest,
@@ -64,21 +57,13 @@ def probe(common_dir: str | os.PathLike[str], remote: str, tips: dict[str, str])
         return None
     try:
         git = Git(scratch)
-        config = _bare_repository(scratch, common_dir / "config")
+        _bare_repository(scratch, common_dir / "config")
         found: set[str] = set()
         left = dict(tips)
         for depth in PROBE_DEPTHS:
             proc = git.transfer(
-                "fetch",
-                "-q",
-                f"--depth={depth}",
-                PROBE_FILTER,
-                "--no-tags",
-                "--no-write-fetch-head",
-                remote,
-                *sorted(left),
+                "fetch", "-q", f"--depth={depth}", "--no-tags", "--no-write-fetch-head", remote, *sorted(left)
             )
-            (scratch / "config").write_text(config)  # no promisor remote: a missing object is missing, never fetched
             if proc.returncode != 0:
                 return None
             with CatFile(scratch) as theirs, CatFile(common_dir) as ours:
@@ -87,9 +72,8 @@ def probe(common_dir: str | os.PathLike[str], remote: str, tips: dict[str, str])
                 boundary, reached = _boundaries(theirs, ours, left)
             found |= boundary
             left = {ref: sha for ref, sha in left.items() if ref not in reached}
-            if not left:
-                if _holds_trees(git):  # every new object (no filter): the fetch then only updates refs
-                    _adopt_objects(scratch / "objects", common_dir)
+            if not left:  # the probe holds every new object: the fetch then only updates refs
+                _adopt_objects(scratch / "objects", common_dir)
                 return found
         return None
     except (OSError, RuntimeError):
@@ -98,10 +82,10 @@ def probe(common_dir: str | os.PathLike[str], remote: str, tips: dict[str, str])
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _bare_repository(path: Path, borrowed_config: Path) -> str:
+def _bare_repository(path: Path, borrowed_config: Path) -> None:
     """The files of an empty bare repository (`git init --bare --template=` writes the same, in a process
     of its own: 10-20 ms of a +1 fetch), whose configuration includes this clone's (the remote's URL,
-    credentials) and turns off what a scratch repository must not do; that configuration's text."""
+    credentials) and turns off what a scratch repository must not do."""
     for folder in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
         (path / folder).mkdir(parents=True, exist_ok=True)
     (path / "HEAD").write_text("ref: refs/heads/main\n")
@@ -109,12 +93,6 @@ def _bare_repository(path: Path, borrowed_config: Path) -> str:
     config += "[core]\n\tbare = true\n[gc]\n\tauto = 0\n[maintenance]\n\tauto = false\n"
     config += "[fetch]\n\twriteCommitGraph = false\n"
     (path / "config").write_text(config)
-    return config
-
-
-def _holds_trees(git: Git) -> bool:
-    """Whether a probe's repository holds trees: a filtered probe holds commits only."""
-    return b"tree" in git.run_bytes("cat-file", "--batch-all-objects", "--batch-check=%(objecttype)").split()
 
 
 UNPACK_BELOW = 100
