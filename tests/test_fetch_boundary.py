@@ -455,6 +455,31 @@ def test_a_probe_stores_only_what_this_clone_lacks(tmp_path, remote, monkeypatch
     assert git(b, "cat-file", "-p", f"{entry}:f0.txt") == "changed 0\n"
 
 
+def test_a_failed_unpack_falls_back_to_a_plain_fetch(tmp_path, remote, monkeypatch):
+    """`git unpack-objects` failing (a full disk) leaves what it wrote, whole objects, and the fetch
+    goes on as a plain one."""
+    a = make_clone(tmp_path, "a", str(remote), "alice")
+    for i in range(150):
+        (a / f"f{i}.txt").write_text(f"file {i}\n")
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "-m", "setup")
+    first = forge(a, "result 0\n", [git(a, "rev-parse", "HEAD").strip()])
+    publish_forged_log(a, "acct0", [first])
+    b = make_clone(tmp_path, "b", str(remote), "bob")
+    sync.fetch(Repository.discover(b), "origin")
+    publish_forged_log(a, "acct1", [forge(a, "result 1\n", [first])])
+    unpacked: list[Path] = []
+
+    def full_disk(common_dir, pack):
+        unpacked.append(pack)
+        raise OSError("fatal: write error: No space left on device")
+
+    monkeypatch.setattr(boundary, "_unpack", full_disk)
+    assert sync.fetch(Repository.discover(b), "origin").updated_logs == ("acct1",)
+    assert unpacked  # the probe's pack was to be unpacked; the plain fetch brought it instead
+    assert _connected(b, git(b, "rev-parse", "refs/agora/remotes/origin/log/acct1").strip())
+
+
 class _Store:
     """A commit store for `boundary._boundaries`: sha -> parents, counting each read."""
 
