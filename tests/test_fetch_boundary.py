@@ -91,13 +91,17 @@ def test_nothing_moved_lists_the_remote_and_fetches_nothing(tmp_path, monkeypatc
     assert "command=fetch" not in (tmp_path / "packets").read_text()
 
 
-def test_two_new_entries_in_a_log_are_fetched_whole(tmp_path, monkeypatch, history):
+def test_two_new_entries_in_a_log_are_probed_in_one_round(tmp_path, monkeypatch, history):
+    """An account that posted twice since the last fetch (the common case): the first round reaches down
+    to the old tip and to the first entry's parent."""
     a, b, setup = history
     first = forge(a, "one\n", [setup])
     second = forge(a, "two\n", [first])
-    publish_forged_log(a, "newcomer", [first, second])  # deeper than the probe looks
+    publish_forged_log(a, "newcomer", [first, second])
     result = _traced_fetch(b, monkeypatch, tmp_path / "packets")
     assert result.new_contributions == 2
+    assert _depths(tmp_path / "packets") == [3]
+    assert _sent(tmp_path / "packets", "have") == []  # no fetch after the probe
     tip = git(a, "rev-parse", "refs/agora/log/newcomer").strip()
     assert git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip() == tip
     assert _connected(b, tip)
@@ -108,15 +112,17 @@ def _depths(trace) -> list[int]:
 
 
 def test_a_log_with_several_new_entries_on_old_parents_is_probed_deeper_never_walked(tmp_path, monkeypatch, history):
-    """An account that posted three times (on the setup, on an old result, on its own) since the last
-    fetch: a plain fetch of every log would send every tip as a have (and walk the history from them); the
-    probe goes deeper for that log only, and the fetch sends no have at all (the probe brought it)."""
+    """An account that posted four times (on the setup, on an old result, on its own, on the old result
+    again) since the last fetch: a plain fetch of every log would send every tip as a have (and walk the
+    history from them); the probe goes deeper for that log only, and the fetch sends no have at all (the
+    probe brought it)."""
     a, b, setup = history
     old = git(b, "rev-parse", "refs/agora/remotes/origin/log/acct1~2^").strip()  # its first entry
     first = forge(a, "one, on the setup\n", [setup])
     second = forge(a, "two, on an old result\n", [old])
     third = forge(a, "three, on my first\n", [first])
-    publish_forged_log(a, "newcomer", [first, second, third])
+    fourth = forge(a, "four, on the old result again\n", [old])
+    publish_forged_log(a, "newcomer", [first, second, third, fourth])
     plus_one = forge(
         a, "a +1 on acct0's last\n", [git(b, "rev-parse", "refs/agora/remotes/origin/log/acct0^2").strip()]
     )
@@ -124,9 +130,9 @@ def test_a_log_with_several_new_entries_on_old_parents_is_probed_deeper_never_wa
     log = forge(a, f"agora log: acct0\n\nAgora-Log-Format: 1\nAgora-Log-Entry: {plus_one}\n", [tip0, plus_one])
     git(a, "push", "-q", "origin", f"{log}:refs/agora/log/acct0")
     result = _traced_fetch(b, monkeypatch, tmp_path / "packets")
-    assert result.new_contributions == 4 and set(result.updated_logs) == {"newcomer", "acct0"}
+    assert result.new_contributions == 5 and set(result.updated_logs) == {"newcomer", "acct0"}
     depths = _depths(tmp_path / "packets")
-    assert depths == [2, 8], depths  # one deeper round, for the newcomer's log alone
+    assert depths == [3, 8], depths  # one deeper round, for the newcomer's log alone
     assert _sent(tmp_path / "packets", "have") == []  # no plain fetch of every log
     deeper = (tmp_path / "packets").read_text().split("fetch> deepen 8")[1].split("fetch> command=")[0]
     newcomer = git(a, "rev-parse", "refs/agora/log/newcomer").strip()
@@ -418,7 +424,7 @@ def test_a_fetch_the_probe_answered_packs_what_it_adopted_once_past_gits_limits(
 
 def _no_plain_fetch(transfer):
     def probed_only(self, *args, **kwargs):
-        assert not (args[0] == "fetch" and "--depth=2" not in args), "the probe answers this fetch"
+        assert not (args[0] == "fetch" and not any(a.startswith("--depth=") for a in args)), "the probe answers"
         return transfer(self, *args, **kwargs)
 
     return probed_only
@@ -478,6 +484,21 @@ def test_a_failed_unpack_falls_back_to_a_plain_fetch(tmp_path, remote, monkeypat
     assert sync.fetch(Repository.discover(b), "origin").updated_logs == ("acct1",)
     assert unpacked  # the probe's pack was to be unpacked; the plain fetch brought it instead
     assert _connected(b, git(b, "rev-parse", "refs/agora/remotes/origin/log/acct1").strip())
+
+
+def test_a_probe_adopts_no_object_this_clone_holds_packed(monkeypatch, history):
+    """The probe's third level brings commits this clone holds (the entry's parent, the old tip's), loose:
+    one held in a pack is not copied beside it (`git count-objects` would list it as prune-packable)."""
+    a, b, setup = history
+    git(b, "repack", "-a", "-d", "-q")  # as a clone's first fetch leaves a large project: packed
+    assert loose_objects(b) == 0
+    parent = git(b, "rev-parse", "refs/agora/remotes/origin/log/acct1^2").strip()
+    publish_forged_log(a, "newcomer", [forge(a, "a +1\n", [parent])])
+    monkeypatch.setattr(Git, "transfer", _no_plain_fetch(Git.transfer))
+    assert sync.fetch(Repository.discover(b), "origin").updated_logs == ("newcomer",)
+    counts = dict(line.split(": ") for line in git(b, "count-objects", "-v").splitlines())
+    assert counts["prune-packable"] == "0" and counts["count"] == "2", counts  # the log commit, the entry
+    assert _connected(b, git(b, "rev-parse", "refs/agora/remotes/origin/log/newcomer").strip())
 
 
 class _Store:
