@@ -8,8 +8,8 @@ not (the walk keeps a date-sorted list as wide as the number of logs). Named bef
 ends both walks at once: sent as a `have`, the server's walk stops there; standing as a ref, so does the
 client's check.
 
-`probe` learns those parents with shallow fetches of the moved refs into a scratch repository (depth 2,
-deeper for the logs with several new entries);
+`probe` learns those parents with shallow fetches of the moved refs into a scratch repository (depth 3,
+deeper for the logs with more new entries);
 `proven` keeps the ones whose whole history this clone is known to hold (a ref tip, or a commit in its
 commit-graph, which git writes from refs only), the only ones that may stand as refs.
 """
