@@ -108,11 +108,10 @@ those, as loose objects; one that brings more is kept whole, as git fetch keeps 
 def _adopt_objects(source: Path, common_dir: Path) -> None:
     """Copy what a probe fetched into this clone's object directory (objects are named by their content:
     one this clone holds, loose, packed or through alternates, is left alone; an index is placed after
-    its pack). A shallow fetch sends every
-    object of the commits within its depth, a new entry's whole tree included, which this clone mostly
-    holds already (a code-bearing project's files): such a pack gives up only the objects this clone
-    lacks (`git unpack-objects` writes no object the repository has), so a fetch does not store the
-    project's files again."""
+    its pack). A shallow fetch sends every object of the commits within its depth, a new entry's whole
+    tree included, which this clone mostly holds already (a code-bearing project's files): such a pack
+    gives up only the objects this clone lacks (`git unpack-objects` writes no object the repository
+    has), so a fetch does not store the project's files again."""
     target = common_dir / "objects"
     objects = source.glob("[0-9a-f][0-9a-f]/" + "[0-9a-f]" * 38)
     loose = {path.parent.name.encode() + path.name.encode(): path for path in objects}
