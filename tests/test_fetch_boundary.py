@@ -430,11 +430,10 @@ def _no_plain_fetch(transfer):
     return probed_only
 
 
-@pytest.mark.parametrize("new_files", [1, 120])
-def test_a_probe_stores_only_what_this_clone_lacks(tmp_path, remote, monkeypatch, new_files):
-    """A shallow probe brings a new entry's whole tree (150 files this clone has): only the objects this
-    clone lacks are stored, not the project's files again; an entry that brings more new objects than git
-    unpacks (`UNPACK_BELOW`) keeps its pack, as git fetch would."""
+@pytest.fixture
+def files_history(tmp_path, remote):
+    """alice's clone `a` of a remote whose setup holds 150 files, with a first result on it; bob's clone
+    `b` fetched it (a pack: more objects than git unpacks); the result's sha."""
     a = make_clone(tmp_path, "a", str(remote), "alice")
     for i in range(150):
         (a / f"f{i}.txt").write_text(f"file {i}\n")
@@ -444,6 +443,15 @@ def test_a_probe_stores_only_what_this_clone_lacks(tmp_path, remote, monkeypatch
     publish_forged_log(a, "acct0", [first])
     b = make_clone(tmp_path, "b", str(remote), "bob")
     assert sync.fetch(Repository.discover(b), "origin").new_contributions == 1
+    return a, b, first
+
+
+@pytest.mark.parametrize("new_files", [1, 120])
+def test_a_probe_stores_only_what_this_clone_lacks(monkeypatch, files_history, new_files):
+    """A shallow probe brings a new entry's whole tree (150 files this clone has): only the objects this
+    clone lacks are stored, not the project's files again; an entry that brings more new objects than git
+    unpacks (`UNPACK_BELOW`) keeps its pack, as git fetch would."""
+    a, b, first = files_history
     packs = sorted((b / ".git" / "objects" / "pack").glob("*.pack"))
     for i in range(new_files):
         (a / f"f{i}.txt").write_text(f"changed {i}\n")
@@ -461,18 +469,10 @@ def test_a_probe_stores_only_what_this_clone_lacks(tmp_path, remote, monkeypatch
     assert git(b, "cat-file", "-p", f"{entry}:f0.txt") == "changed 0\n"
 
 
-def test_a_failed_unpack_falls_back_to_a_plain_fetch(tmp_path, remote, monkeypatch):
+def test_a_failed_unpack_falls_back_to_a_plain_fetch(monkeypatch, files_history):
     """`git unpack-objects` failing (a full disk) leaves what it wrote, whole objects, and the fetch
     goes on as a plain one."""
-    a = make_clone(tmp_path, "a", str(remote), "alice")
-    for i in range(150):
-        (a / f"f{i}.txt").write_text(f"file {i}\n")
-    git(a, "add", "-A")
-    git(a, "commit", "-q", "-m", "setup")
-    first = forge(a, "result 0\n", [git(a, "rev-parse", "HEAD").strip()])
-    publish_forged_log(a, "acct0", [first])
-    b = make_clone(tmp_path, "b", str(remote), "bob")
-    sync.fetch(Repository.discover(b), "origin")
+    a, b, first = files_history
     publish_forged_log(a, "acct1", [forge(a, "result 1\n", [first])])
     unpacked: list[Path] = []
 
