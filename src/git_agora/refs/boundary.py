@@ -132,7 +132,9 @@ def _lacked(common_dir: Path, shas: list[bytes]) -> set[bytes]:
     """Those of `shas` (hex) the repository does not hold."""
     if not shas:
         return set()
-    answers = Git(common_dir).run_bytes("cat-file", "--batch-check", input=b"".join(sha + b"\n" for sha in shas))
+    answers = Git(common_dir).run_bytes(
+        "cat-file", "--batch-check", "--buffer", input=b"".join(sha + b"\n" for sha in shas)
+    )
     return {line.split(b" ")[0] for line in answers.splitlines() if line.endswith(b" missing")}
 
 
