@@ -137,16 +137,16 @@ def test_the_packs_give_the_same_rows(corpus, tmp_path, monkeypatch, gc):
 def test_a_worker_that_dies_loses_no_row(corpus, tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "THRESHOLD", 10**9)
     serial = rebuilt(corpus, tmp_path / "serial")
-    main, original = os.getpid(), parallel.local_rows
+    main, original = os.getpid(), parallel.parse_block
 
-    def dying(records, primary_metric, now):
+    def dying(block, primary_metric, now):
         if os.getpid() != main:
             os._exit(3)  # a worker killed midway (out of memory, a signal)
-        return original(records, primary_metric, now)
+        return original(block, primary_metric, now)
 
     pools, make_pool = [], parallel._pool
     monkeypatch.setattr(parallel, "_pool", lambda count: pools.append(make_pool(count)) or pools[-1])
-    monkeypatch.setattr(parallel, "local_rows", dying)
+    monkeypatch.setattr(parallel, "parse_block", dying)
     monkeypatch.setattr(parallel, "THRESHOLD", 0)
     monkeypatch.setattr(parallel, "BLOCK", 4000)
     assert_same(serial, rebuilt(corpus, tmp_path / "parallel"))

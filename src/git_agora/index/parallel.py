@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import graph_problems, older_than_setup
-from . import build, listing, quick, reader
+from . import build, columnar, listing, quick, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS
 
 if TYPE_CHECKING:
@@ -173,12 +173,18 @@ def parse_here(commits: Iterable[reader.RawCommit], primary_metric: str | None, 
 
 
 def parse_block(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.Table, pa.Table]:
-    """The `local_rows` of the contributions in one block of `git log` records, and the `log_links` of
-    its records (what the log listing reads)."""
+    """The `local_rows` of the contributions in one block of `git log` records (most read by `columnar`,
+    the rest one by one), and the `log_links` of its records (what the log listing reads)."""
     records = reader.records(block)
     contributions = [r for r in records if not reader.is_transport(r)]
     links = listing.log_links(records, reader.records(block.lower()))
-    return local_rows(contributions, primary_metric, now), links
+    try:
+        taken, left = columnar.rows(contributions, WORK, primary_metric, now)
+    except Exception:  # never: the per-commit path then reads every one
+        taken, left = WORK.empty_table(), contributions
+    if not left:
+        return taken, links
+    return pa.concat_tables([taken, local_rows(left, primary_metric, now)]), links
 
 
 def parse_all(

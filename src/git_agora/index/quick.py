@@ -50,6 +50,7 @@ def _fast_pattern(grammar: tuple[Trailer, ...]) -> re.Pattern[str]:
 
 
 _TRAILERS = _fast_pattern(GRAMMAR[1:])
+TRAILER_PATTERN = _TRAILERS.pattern  # also read by `columnar`, with RE2
 _GROUPS = ("account", "target", "verdict", "meta", "tag", "metric", "ref")
 _LINES = {t.field: (len(t.key) + 2, f"\n{t.key}: ") for t in GRAMMAR}  # where a run's values start, and part
 _STARTS = {f"\n\n{GRAMMAR[0].key}: {version}\n": version for version in reversed(READABLE_FORMATS)}
