@@ -8,11 +8,12 @@ import random
 
 import hostile
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from test_index_quick import NOW, SHA, a_commit
 
 from git_agora.contribution import Contribution, Verdict, git_identity
-from git_agora.index import columnar, parallel
+from git_agora.index import columnar, listing, parallel, reader
 from git_agora.index.reader import RawCommit
 
 
@@ -41,7 +42,7 @@ def replaced(message: str, old: str, new: str) -> str:
 
 def read_both(records: list[bytes], metric: str | None = "bpb") -> int:
     """Both readings of `records` compared row by row; how many the columns took."""
-    taken, left = columnar.rows(records, parallel.WORK, metric, NOW)
+    taken, left = columnar.rows(pa.array(records, pa.binary()), parallel.WORK, metric, NOW)
     assert taken.schema == parallel.WORK
     assert taken.num_rows + len(left) == len(records)
     both = pa.concat_tables([taken, parallel.local_rows(left, metric, NOW)]).sort_by("sha")
@@ -166,3 +167,51 @@ def test_metric_values_are_read_as_python_reads_them():
         message = Contribution("bob", ("result",), "m", metrics={"bpb": 1.0}).to_message()
         records.append(written(replaced(message, "bpb=1.0\n", f"bpb={value}\n"), n=n))
     assert read_both(records) > 1900
+
+
+def log_records(rng: random.Random, count: int) -> list[bytes]:
+    """Log commits as `refs.store` writes them, and near misses: the entry key in another case, twice, in
+    a description or a Git name, a message not exactly a log commit's, odd first lines, bytes that are not
+    UTF-8; identity commits, and their block farther from the end than a reader looks."""
+    found = []
+    for n in range(count):
+        entry = f"{rng.getrandbits(160):040x}"
+        message = f"agora log: acc-{n}\n\nAgora-Log-Format: 1\nAgora-Log-Entry: {entry}\n".encode()
+        message = rng.choice(
+            [message] * 5
+            + [
+                message.replace(b"Agora-Log-Entry", b"AGORA-log-ENTRY"),
+                message + b"agora-log-entry: x\n",
+                message.replace(b"agora log: ", b"agora log:\xff "),
+                message[:-1],
+                b"a result\n\nAgora-Format: 2\nAgora-Account: x\nAgora-Tag: insight\n",
+                b"about agora-log-entry\n\n" + message,
+                message.replace(b"Format: 1", b"Format: 2"),
+            ]
+        )
+        parents = rng.choice([[], [SHA[1]], [SHA[1], SHA[2]]])
+        stamp = rng.choice(["1900000000", "", "12"])
+        header = f"{n:040x} {SHA[-2]} {stamp} {' '.join(parents)}".encode()
+        header = rng.choice([header] * 6 + [header + b" ", header.replace(b" ", b"  ", 1), header.upper()])
+        people = rng.choice([b"acc <acc@agora>\x1facc <acc@agora>", b"\xfe\x1f", b"", b"Agora-Log-Entry <e@x>\x1f"])
+        found.append(header + b"\n" + people + b"\n" + message)
+    identity = b"keys\n\nAgora-Identity-Format: 1\nAgora-Key: ssh-ed25519 AAAA\n"
+    found += [b"", b"\n", b"no newline", f"{SHA[0]} {SHA[1]} 1 \n".encode(), identity, identity + b"x" * 1000]
+    found += [
+        identity + b"x" * 2000,
+        reader.LOG_BLOCK,
+        b"x" + reader.LOG_BLOCK + b"y" * 41,
+        reader.LOG_BLOCK + b"y" * 42,
+    ]
+    return found
+
+
+def test_log_links_and_transport_are_read_as_the_per_record_functions_read_them():
+    records = log_records(random.Random(5), 3000)
+    records += [written(Contribution("bob", ("insight",), f"n{n}").to_message(), n=n) for n in range(50)]
+    array = pa.array(records, pa.binary())
+    assert columnar.transport(array).to_pylist() == [reader.is_transport(r) for r in records]
+    expected = listing.log_links(records).sort_by([("sha", "ascending"), ("entry", "ascending")])
+    found = columnar.log_links(array).sort_by([("sha", "ascending"), ("entry", "ascending")])
+    assert found.equals(expected)
+    assert 500 < pc.count(expected["entry"]).as_py() < 3000

@@ -5,12 +5,14 @@ otherwise is left to git."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
-from git_agora.index import graphfile, packed, packfiles, reader
+from git_agora.index import graphfile, packed, packfiles, parallel, reader
 
 AUTHOR = b"author Ann <ann@x> 1700000000 +0000\n"
 COMMITTER = b"committer Ann <ann@x> 1700000000 +0000\n"
@@ -78,7 +80,20 @@ def read_here(git_dir: Path, tips: list[str], monkeypatch) -> tuple[set[bytes], 
     monkeypatch.setattr(reader, "printed_by_git", lambda d, shas, size: to_git.extend(shas) or by_git(d, shas, size))
     found = packed.blocks(git_dir, tips, 4096)
     assert found is not None
-    return {r for block in found for r in reader.records(block)}, to_git
+    return {r for block in read_out(found) for r in reader.records(block)}, to_git
+
+
+def read_out(tasks: Iterator[bytes | packed.PackSlice]) -> Iterator[bytes]:
+    """The blocks of records the tasks give, each pack slice read here and the commits it leaves printed
+    by git (as `parallel.parse_all` does)."""
+    for task in tasks:
+        if isinstance(task, bytes):
+            yield task
+            continue
+        block, unread = task.read()
+        if block:
+            yield block
+        yield from reader.printed_by_git(task.git_dir, unread, 4096)
 
 
 @pytest.fixture
@@ -268,7 +283,7 @@ def test_a_pack_repacked_away_meanwhile_is_read_by_git(store, monkeypatch):
     planned = packed.blocks(repo, tips, 4096)
     assert planned is not None
     git(repo, "repack", "-a", "-d", "-q")
-    records = [r for block in planned for r in reader.records(block)]
+    records = [r for block in read_out(planned) for r in reader.records(block)]
     assert len(records) == len(set(records)) and set(records) == printed_by_git(repo, tips)
     assert len(to_git) > 40
 
@@ -386,3 +401,24 @@ def test_a_delta_that_outgrows_its_stated_size_is_refused_early():
     assert peak < 1 << 20
     ok = bytes([0x80, 0x80, 0x04, 0x04, 0x80 | 0x01 | 0x10, 0x10, 0x04])  # 4 bytes from offset 16
     assert packfiles.patched(base, ok) == base[16:20]
+
+
+def test_what_pack_slices_leave_to_git_is_parsed_after_them_in_workers_or_here(store, monkeypatch):
+    """A rebuild's workers read the packs; the commits a slice leaves to git (stored as deltas against a
+    sha, an unusual header) are printed by git once the slices are parsed, and parsed like the others."""
+    repo, _, tips = store
+
+    def parsed(tasks, in_workers: bool) -> tuple[pa.Table, pa.Table]:
+        return parallel.parse_all(tasks, None, 1_900_000_000, lambda links: links.sort_by("sha"), in_workers=in_workers)
+
+    by_git = parsed(reader.walk_blocks(repo, tips, [], 4096), in_workers=False)
+    to_git: list[str] = []
+    printer = reader.printed_by_git
+    monkeypatch.setattr(reader, "printed_by_git", lambda d, shas, size: to_git.extend(shas) or printer(d, shas, size))
+    monkeypatch.setattr(packed, "SLICE_COMMITS", 7)
+    for in_workers in (False, True):
+        tasks = packed.blocks(repo, tips, 4096)
+        assert tasks is not None
+        rows, links = parsed(tasks, in_workers)
+        assert rows.equals(by_git[0]) and links.equals(by_git[1])
+    assert to_git and by_git[0].num_rows > 40

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from ..contribution import GRAMMAR, HYPOTHESIS, KINDS, LIMITS, POLICY, READABLE_FORMATS, VERIFICATION
 from ..leaks import SECRET_HINTS
+from . import listing, reader
 from .quick import TRAILER_PATTERN
 
 FORMAT_MARK = f"\n\n{GRAMMAR[0].key}: "
@@ -43,9 +44,41 @@ _FALSE_UNLESS_SET = ("code_bearing", "valid", "setup")  # `parallel._column`: th
 _KEYS = {t.field: f"{t.key}: " for t in GRAMMAR}
 
 
-def rows(records: list[bytes], schema: pa.Schema, primary_metric: str | None, now: int) -> tuple[pa.Table, list[bytes]]:
-    """The rows (`schema`: `parallel.WORK`) of the records this module takes, and the records it leaves
-    to the per-commit path. Which rows come first is free: the pipeline sorts them."""
+def transport(records: pa.Array) -> pa.Array:
+    """`reader.is_transport` of each record (a binary array: bytes are compared as bytes)."""
+    log_tail = pc.binary_slice(records, -reader.LOG_BLOCK_LENGTH)
+    identity_tail = pc.binary_slice(records, -reader.IDENTITY_WITHIN)
+    return pc.or_(pc.starts_with(log_tail, reader.LOG_BLOCK), pc.match_substring(identity_tail, reader.IDENTITY_BLOCK))
+
+
+_ENTRY_KEY_ANY_CASE = "".join(f"[{c.upper()}{c}]" if c.isalpha() else re.escape(c) for c in listing.ENTRY_KEY.decode())
+_PLAIN_LINES = r"\A[0-9a-f]{40} [0-9a-f]{40} [0-9]* (?:[0-9a-f]{40}(?: [0-9a-f]{40})*)?\n[^\n]*\n"
+_LOG_MESSAGE = rf"\A{listing.LOG_MESSAGE.pattern.decode()}\z"
+
+
+def log_links(records: pa.Array) -> pa.Table:
+    """`listing.log_links` of these records (a binary array: matched as bytes, as it matches them); those
+    whose first two lines are not plain (`git log` prints them plain) are read by it."""
+    named = pc.greater(pc.count_substring_regex(records, _ENTRY_KEY_ANY_CASE), 0)
+    records = records.filter(named)
+    plain = pc.match_substring_regex(records, _PLAIN_LINES)
+    odd = listing.log_links(records.filter(pc.invert(plain)).to_pylist())
+    records = records.filter(plain)
+    once = pc.equal(pc.count_substring_regex(records, _ENTRY_KEY_ANY_CASE), 1)
+    header, _, message = _parts(pc.split_pattern(records, "\n", max_splits=2), 3)
+    fields = pc.split_pattern(header, " ")
+    parent = pc.list_element(fields, 3)
+    entry = pc.if_else(
+        pc.and_(once, pc.match_substring_regex(message, _LOG_MESSAGE)), pc.binary_slice(message, -41, -1), None
+    )
+    columns = [pc.list_element(fields, 0), pc.if_else(pc.equal(parent, b""), None, parent), entry]
+    links = pa.table([c.cast(pa.string()) for c in columns], schema=listing.LINKS)
+    return pa.concat_tables([links, odd]) if odd.num_rows else links
+
+
+def rows(records: pa.Array, schema: pa.Schema, primary_metric: str | None, now: int) -> tuple[pa.Table, list[bytes]]:
+    """The rows (`schema`: `parallel.WORK`) of the records (a binary array) this module takes, and the
+    records it leaves to the per-commit path. Which rows come first is free: the pipeline sorts them."""
     texts, left = _decoded(records)
     taken = pc.match_substring_regex(texts, SHAPE)
     fields = _Fields(texts.filter(taken), primary_metric)
@@ -56,15 +89,14 @@ def rows(records: list[bytes], schema: pa.Schema, primary_metric: str | None, no
     return _table(fields, keep, schema), left
 
 
-def _decoded(records: list[bytes]) -> tuple[pa.Array, list[bytes]]:
+def _decoded(records: pa.Array) -> tuple[pa.Array, list[bytes]]:
     """The records as UTF-8 strings, and those that are not UTF-8 (`reader` reads them with
     replacement characters)."""
-    binary = pa.array(records, pa.binary())
     try:
-        return binary.cast(pa.string()), []
+        return records.cast(pa.string()), []
     except pa.ArrowInvalid:
-        valid = [_is_utf8(record) for record in records]
-        return binary.filter(pa.array(valid)).cast(pa.string()), [r for r, ok in zip(records, valid) if not ok]
+        valid = pa.array([_is_utf8(record) for record in records.to_pylist()])
+        return records.filter(valid).cast(pa.string()), records.filter(pc.invert(valid)).to_pylist()
 
 
 def _is_utf8(record: bytes) -> bool:

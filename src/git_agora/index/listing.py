@@ -58,8 +58,8 @@ def new_entries(
 
 
 # a log commit as `refs.store` writes it; Git's trailer parser reads exactly one entry from such a message
-_LOG_MESSAGE = re.compile(rb"agora log: [^\n]*\n\nAgora-Log-Format: 1\n%s: ([0-9a-f]{40})\n" % LOG_ENTRY_KEY.encode())
-_ENTRY_KEY = LOG_ENTRY_KEY.lower().encode()
+LOG_MESSAGE = re.compile(rb"agora log: [^\n]*\n\nAgora-Log-Format: 1\n%s: ([0-9a-f]{40})\n" % LOG_ENTRY_KEY.encode())
+ENTRY_KEY = LOG_ENTRY_KEY.lower().encode()
 LINKS = pa.schema([("sha", pa.string()), ("parent", pa.string()), ("entry", pa.string())])
 
 
@@ -71,13 +71,13 @@ def log_links(records: Sequence[bytes], folded: Sequence[bytes] | None = None) -
     block lowered at once costs a fifth of its records lowered one by one)."""
     shas, parents, entries = [], [], []
     for record, lowered in zip(records, folded if folded is not None else [r.lower() for r in records]):
-        count = lowered.count(_ENTRY_KEY)  # a Git name holding it only makes the count wrong: no entry
+        count = lowered.count(ENTRY_KEY)  # a Git name holding it only makes the count wrong: no entry
         if not count:
             continue
         header, _, rest = record.partition(b"\n")
         message = rest.partition(b"\n")[2]  # after the author and committer line
         fields = header.decode("utf-8", "replace").split(" ")
-        found = _LOG_MESSAGE.fullmatch(message) if count == 1 else None
+        found = LOG_MESSAGE.fullmatch(message) if count == 1 else None
         shas.append(fields[0])
         parents.append(next((p for p in fields[3:] if p), None))
         entries.append(found.group(1).decode() if found else None)

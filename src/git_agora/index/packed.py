@@ -5,7 +5,7 @@ in date order, then each commit looked up in the pack and formatted), and when a
 an old one its date order prints nothing for 3.5 s, exploring the whole history first, while the
 workers wait. Here the commit-graph says which commits the tips reach (`graphfile`), the pack indexes
 say where each is stored, and they are inflated in pack order (`packfiles`): about 6 us a commit, record
-made, printing from the first commit on.
+made, by the processes that parse them (`PackSlice`), from the first commit on.
 
 Only what this module reads exactly as git does is read here (`record`, held to `git log` by the
 tests): a commit whose header is not the plain form git and this package write (tree, parents, author,
@@ -18,7 +18,6 @@ hash function, messages re-encoded by the configuration) or that has no commit-g
 
 from __future__ import annotations
 
-import mmap
 import os
 import re
 import subprocess
@@ -107,10 +106,10 @@ class _Plan:
     for_git: list[str]
 
 
-def blocks(git_dir: str | os.PathLike[str], tips: list[str], size: int) -> Iterator[bytes] | None:
-    """Every commit the tips reach, as `reader.walk_blocks` gives them (blocks of about `size` bytes of
-    NUL-separated records, log commits included), or None when git must read this store (see the
-    module's note). What is reached is settled before this returns."""
+def blocks(git_dir: str | os.PathLike[str], tips: list[str], size: int) -> Iterator[bytes | PackSlice] | None:
+    """Every commit the tips reach, log commits included: packed ones as `PackSlice`s, the others as
+    `reader.walk_blocks` gives them (blocks of about `size` bytes of NUL-separated records); None when git
+    must read this store (see the module's note). What is reached is settled before this returns."""
     git_dir = Path(git_dir)
     if not tips or _read_by_git_only(git_dir):
         return None
@@ -168,11 +167,21 @@ def _hex(oids: np.ndarray) -> list[bytes]:
     return [text[i : i + 40] for i in range(0, len(text), 40)]
 
 
-def _blocks(git_dir: Path, plan: _Plan, size: int) -> Iterator[bytes]:
+def _blocks(git_dir: Path, plan: _Plan, size: int) -> Iterator[bytes | PackSlice]:
+    """The plan's packed commits as slices, read where they are parsed; then the few read already, as
+    blocks of records, and those only git prints."""
+    for path, offsets, oids in plan.by_pack:
+        for first in range(0, len(offsets), SLICE_COMMITS):
+            chosen = slice(first, first + SLICE_COMMITS)
+            yield PackSlice(git_dir, path, offsets[chosen], oids[chosen])
     held: list[bytes] = []
     count = 0
     for_git = list(plan.for_git)
-    for line in _records(plan, for_git):
+    for sha_text, raw in plan.read.items():
+        line = record(sha_text.encode(), raw)
+        if line is None:
+            for_git.append(sha_text)
+            continue
         held.append(line)
         count += len(line) + 1
         if count >= size:
@@ -180,43 +189,45 @@ def _blocks(git_dir: Path, plan: _Plan, size: int) -> Iterator[bytes]:
             held, count = [], 0
     if held:
         yield b"\0".join(held)
-    if for_git:
-        yield from reader.printed_by_git(git_dir, for_git, size)
+    yield from reader.printed_by_git(git_dir, for_git, size)
 
 
-RELEASE_BYTES = 32 << 20  # pack bytes read between two releases of their pages (`_records`)
-CHUNK = 1 << 16  # commits whose shas are made text at once
+SLICE_COMMITS = 2048  # commits of a `PackSlice`: about a block of records (`parallel.BLOCK`)
+RECORD_BYTES = 512  # about a record's length, what `parallel.take` counts a slice's commits as
 
 
-def _records(plan: _Plan, for_git: list[str]) -> Iterator[bytes]:
-    """The records of the plan's commits; the shas of those only git prints are added to `for_git`. The
-    pages of the pack read so far are released as the reading goes (a mapped page counts in this
-    process's memory until then: 600 MB at a million contributions)."""
-    for path, offsets, oids in plan.by_pack:
-        data = mapped(path)
-        if data is None:  # gone since the plan (a repack meanwhile): git reads the new pack
-            for_git += [sha.decode() for sha in _hex(oids)]
-            continue
+@dataclass(frozen=True)
+class PackSlice:
+    """Some of a plan's commits, stored in one pack, in pack order: read by the process that parses
+    them (`read`), so that the reading is shared by the workers as the parsing is."""
+
+    git_dir: Path  # where git prints those `read` leaves
+    path: Path
+    offsets: np.ndarray
+    oids: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets) * RECORD_BYTES
+
+    def read(self) -> tuple[bytes, list[str]]:
+        """The records of these commits as one block (`reader.walk_blocks`'), and the shas of those only
+        git prints: stored otherwise than `record` reads, damaged, or in a pack gone since the plan (a
+        repack meanwhile). The pages of the pack are mapped only meanwhile."""
+        shas = _hex(self.oids)
+        data = mapped(self.path)
+        if data is None:
+            return b"", [sha.decode() for sha in shas]
+        lines, unread = [], []
         with data:
-            unpacker, released = Unpacker(data), 0
-            for first in range(0, len(offsets), CHUNK):
-                for at, sha in zip(offsets[first : first + CHUNK].tolist(), _hex(oids[first : first + CHUNK])):
-                    try:
-                        raw = unpacker.commit(at)
-                    except (IndexError, ValueError):  # a damaged pack: git says what is wrong
-                        raw = None
-                    line = None if raw is None else record(sha, raw)
-                    if line is None:
-                        for_git.append(sha.decode())
-                    else:
-                        yield line
-                    if at - released > RELEASE_BYTES:
-                        page = at - at % mmap.PAGESIZE
-                        data.madvise(mmap.MADV_DONTNEED, released, page - released)
-                        released = page
-    for sha_text, raw in plan.read.items():
-        line = record(sha_text.encode(), raw)
-        if line is None:
-            for_git.append(sha_text)
-        else:
-            yield line
+            unpacker = Unpacker(data)
+            for at, sha in zip(self.offsets.tolist(), shas):
+                try:
+                    raw = unpacker.commit(at)
+                except (IndexError, ValueError):  # a damaged pack: git says what is wrong
+                    raw = None
+                line = None if raw is None else record(sha, raw)
+                if line is None:
+                    unread.append(sha.decode())
+                else:
+                    lines.append(line)
+        return b"\0".join(lines), unread

@@ -30,14 +30,15 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import graph_problems, older_than_setup
-from . import build, columnar, listing, quick, reader
+from . import build, columnar, listing, packed, quick, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS
 
 if TYPE_CHECKING:
@@ -60,6 +61,10 @@ WORK = pa.schema(
         ("refs", pa.list_(pa.string())),
     ]
 )
+
+
+Task = bytes | packed.PackSlice  # a block of `git log` records, or commits of a pack to read first
+Parsed = tuple[pa.Table, pa.Table, list[str]]  # `parse_block`'s rows, links and commits left to git
 
 
 def workers() -> int:
@@ -117,10 +122,10 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
 
 
-def take(blocks: Iterator[bytes], size: int) -> tuple[list[bytes], bool]:
-    """The first blocks, up to `size` bytes or more, and whether there are more (the iterator then
-    continues after them)."""
-    head: list[bytes] = []
+def take(blocks: Iterator[Task], size: int) -> tuple[list[Task], bool]:
+    """The first blocks, up to `size` bytes of records or more, and whether there are more (the iterator
+    then continues after them)."""
+    head: list[Task] = []
     held = 0
     for block in blocks:
         head.append(block)
@@ -172,55 +177,52 @@ def parse_here(commits: Iterable[reader.RawCommit], primary_metric: str | None, 
     return canonical([local_rows(list(commits), primary_metric, now)])
 
 
-def parse_block(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.Table, pa.Table]:
+def parse_block(task: Task, primary_metric: str | None, now: int) -> Parsed:
     """The `local_rows` of the contributions in one block of `git log` records (most read by `columnar`,
-    the rest one by one), and the `log_links` of its records (what the log listing reads)."""
-    records = reader.records(block)
-    contributions = [r for r in records if not reader.is_transport(r)]
-    links = listing.log_links(records, reader.records(block.lower()))
+    the rest one by one), the `log_links` of its records (what the log listing reads), and the commits of
+    a `PackSlice` only git can print."""
+    block, unread = (task, []) if isinstance(task, bytes) else task.read()
+    if not block:
+        return WORK.empty_table(), listing.LINKS.empty_table(), unread
     try:
+        records = pa.array(reader.records(block), pa.binary())
+        links = columnar.log_links(records)
+        contributions = records.filter(pc.invert(columnar.transport(records)))
         taken, left = columnar.rows(contributions, WORK, primary_metric, now)
-    except Exception:  # never: the per-commit path then reads every one
-        taken, left = WORK.empty_table(), contributions
-    if not left:
-        return taken, links
-    return pa.concat_tables([taken, local_rows(left, primary_metric, now)]), links
+    except Exception:  # never (the tests call `columnar` itself): read one commit at a time then
+        lines = reader.records(block)
+        links = listing.log_links(lines, reader.records(block.lower()))
+        taken, left = WORK.empty_table(), [r for r in lines if not reader.is_transport(r)]
+    if left:
+        taken = pa.concat_tables([taken, local_rows(left, primary_metric, now)])
+    return taken, links, unread
 
 
 def parse_all(
-    blocks: Iterable[bytes],
+    blocks: Iterable[Task],
     primary_metric: str | None,
     now: int,
     read_links: Callable[[pa.Table], R],
     progress: Callable[[int], None] | None = None,
     in_workers: bool = True,
 ) -> tuple[pa.Table, R]:
-    """`parse_block` of every block, parsed by worker processes (`in_workers`) or here, the rows joined
-    in canonical order (`canonical`), and what `read_links` makes of the blocks' log links, computed
-    meanwhile (the sort and the column copies release the GIL: at a million contributions the listing
-    then costs no time); `progress(rows)` hears how many rows are parsed so far."""
+    """`parse_block` of every block, parsed by worker processes (`in_workers`) or here, then of the
+    commits of pack slices only git prints; the rows joined in canonical order (`canonical`), and what
+    `read_links` makes of the blocks' log links, computed meanwhile (the sort and the column copies
+    release the GIL: at a million contributions the listing then costs no time); `progress(rows)` hears
+    how many rows are parsed so far."""
     done: list[tuple[pa.Table, pa.Table]] = []
-    in_flight: deque[tuple[bytes, Future]] = deque()
+    unread: dict[Path, list[str]] = {}
     count = workers()
     try:
         pool: ProcessPoolExecutor | None = _pool(count) if in_workers else None
     except OSError:
         pool = None
     try:
-        for block in blocks:
-            pool = _submit(pool, in_flight, block, primary_metric, now)
-            if pool is None:
-                while in_flight:  # the blocks sent before stay in walk order
-                    pool = _collect(in_flight, done, primary_metric, now, pool)
-                done.append(parse_block(block, primary_metric, now))
-                _tell(progress, done)
-                continue
-            if len(in_flight) > 2 * count:
-                pool = _collect(in_flight, done, primary_metric, now, pool)
-                _tell(progress, done)
-        while in_flight:
-            pool = _collect(in_flight, done, primary_metric, now, pool)
-            _tell(progress, done)
+        pool = _parse_each(blocks, pool, _Results(done, unread, primary_metric, now, progress), count)
+        for git_dir, shas in unread.items():
+            printed = reader.printed_by_git(git_dir, shas, BLOCK)
+            pool = _parse_each(printed, pool, _Results(done, {}, primary_metric, now, progress), count)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
@@ -234,6 +236,44 @@ def parse_all(
         return sorted_rows.result(), read
 
 
+class _Results(NamedTuple):
+    """Where `parse_all` keeps what the tasks gave, and what a task needs besides itself."""
+
+    done: list[tuple[pa.Table, pa.Table]]
+    unread: dict[Path, list[str]]  # by git directory: commits of pack slices only git prints
+    primary_metric: str | None
+    now: int
+    progress: Callable[[int], None] | None
+
+    def add(self, task: Task, parsed: Parsed) -> None:
+        rows, links, unread = parsed
+        self.done.append((rows, links))
+        if unread and isinstance(task, packed.PackSlice):
+            self.unread.setdefault(task.git_dir, []).extend(unread)
+        if self.progress is not None:
+            self.progress(sum(rows.num_rows for rows, _ in self.done))
+
+
+def _parse_each(
+    tasks: Iterable[Task], pool: ProcessPoolExecutor | None, results: _Results, count: int
+) -> ProcessPoolExecutor | None:
+    """`parse_block` of each task into `results`, in workers while there are any: the pool, or None
+    once it broke."""
+    in_flight: deque[tuple[Task, Future]] = deque()
+    for task in tasks:
+        pool = _submit(pool, in_flight, task, results.primary_metric, results.now)
+        if pool is None:
+            while in_flight:  # the tasks sent before stay in walk order
+                pool = _collect(in_flight, results, pool)
+            results.add(task, parse_block(task, results.primary_metric, results.now))
+            continue
+        if len(in_flight) > 2 * count:
+            pool = _collect(in_flight, results, pool)
+    while in_flight:
+        pool = _collect(in_flight, results, pool)
+    return pool
+
+
 def _emptied(items: list) -> list:
     """The items, the list itself emptied (its holder no longer keeps them alive)."""
     taken = items[:]
@@ -241,27 +281,22 @@ def _emptied(items: list) -> list:
     return taken
 
 
-def _tell(progress: Callable[[int], None] | None, done: list[tuple[pa.Table, pa.Table]]) -> None:
-    if progress is not None:
-        progress(sum(rows.num_rows for rows, _ in done))
-
-
 def _submit(
-    pool: ProcessPoolExecutor | None, in_flight: deque, block: bytes, primary_metric: str | None, now: int
+    pool: ProcessPoolExecutor | None, in_flight: deque, task: Task, primary_metric: str | None, now: int
 ) -> ProcessPoolExecutor | None:
-    """Send a block to the workers; None (the block not sent) when there are none or they died."""
+    """Send a task to the workers; None (the task not sent) when there are none or they died."""
     if pool is None:
         return None
     try:
-        in_flight.append((block, pool.submit(_in_worker, block, primary_metric, now)))
+        in_flight.append((task, pool.submit(_in_worker, task, primary_metric, now)))
         return pool
     except BrokenProcessPool:
         pool.shutdown(cancel_futures=True)
         return None
 
 
-def _in_worker(block: bytes, primary_metric: str | None, now: int) -> tuple[pa.Table, pa.Table]:
-    return parse_block(block, primary_metric, now)  # looked up when called (tests replace it)
+def _in_worker(task: Task, primary_metric: str | None, now: int) -> Parsed:
+    return parse_block(task, primary_metric, now)  # looked up when called (tests replace it)
 
 
 class Aside:
@@ -324,20 +359,18 @@ def _pool(count: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"))
 
 
-def _collect(
-    in_flight: deque, done: list, primary_metric: str | None, now: int, pool: ProcessPoolExecutor | None
-) -> ProcessPoolExecutor | None:
-    """The oldest block's rows; a broken pool (a worker died) means parsing the rest here."""
-    block, future = in_flight.popleft()
+def _collect(in_flight: deque, results: _Results, pool: ProcessPoolExecutor | None) -> ProcessPoolExecutor | None:
+    """The oldest task's rows; a broken pool (a worker died) means parsing the rest here."""
+    task, future = in_flight.popleft()
     if pool is not None:
         try:
-            rows, links = future.result()
-            done.append((owned(rows), owned(links)))
+            rows, links, unread = future.result()
+            results.add(task, (owned(rows), owned(links), unread))
             return pool
         except BrokenProcessPool:
             pool.shutdown(cancel_futures=True)
             pool = None
-    done.append(parse_block(block, primary_metric, now))
+    results.add(task, parse_block(task, results.primary_metric, results.now))
     return pool
 
 

@@ -164,17 +164,18 @@ def record_blocks(stream: IO[bytes], size: int) -> Iterator[bytes]:
         yield bytes(view[: filled - 1 if buffer[filled - 1] == 0 else filled])
 
 
-_LOG_BLOCK = f"\n\n{LOG_FORMAT_TRAILER}\n{LOG_ENTRY_KEY}: ".encode()
-_LOG_BLOCK_LENGTH = len(_LOG_BLOCK) + 41  # the block, a 40-hex sha and the final newline
+LOG_BLOCK = f"\n\n{LOG_FORMAT_TRAILER}\n{LOG_ENTRY_KEY}: ".encode()
+LOG_BLOCK_LENGTH = len(LOG_BLOCK) + 41  # the block, a 40-hex sha and the final newline
 
 
-_IDENTITY_BLOCK = b"\n\nAgora-Identity-Format: 1\nAgora-Key: "
+IDENTITY_BLOCK = b"\n\nAgora-Identity-Format: 1\nAgora-Key: "
+IDENTITY_WITHIN = 1024  # the identity block lies in a commit's last bytes
 
 
 def is_transport(text: bytes) -> bool:
     """Whether a commit message (or a `git log` record, which ends with it) is an account log commit's or
     an identity commit's."""
-    return text[-_LOG_BLOCK_LENGTH:].startswith(_LOG_BLOCK) or _IDENTITY_BLOCK in text[-1024:]
+    return text[-LOG_BLOCK_LENGTH:].startswith(LOG_BLOCK) or IDENTITY_BLOCK in text[-IDENTITY_WITHIN:]
 
 
 _INT64_MAX = 2**63 - 1

@@ -225,8 +225,9 @@ def _append_reasons(table: pa.Table, found: Mapping[int, list[str]]) -> pa.Table
     return table.set_column(table.schema.get_field_index("valid"), "valid", pc.equal(pc.list_value_length(array), 0))
 
 
-def _walk(repo: Repository, base: Manifest, tips: dict[str, str]) -> Iterator[bytes]:
-    """Every commit the tips reach and the stored tips do not, as blocks of `git log` records."""
+def _walk(repo: Repository, base: Manifest, tips: dict[str, str]) -> Iterator[parallel.Task]:
+    """Every commit the tips reach and the stored tips do not, as blocks of `git log` records (or, in a
+    rebuild, slices of packs read by the process that parses them)."""
     new, old = sorted(set(tips.values())), sorted(set(base.tips.values()))
     if not old:  # a rebuild: read from the packs where it can be
         read = packed.blocks(repo.common_path, new, parallel.BLOCK)
