@@ -29,9 +29,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -219,10 +220,10 @@ def parse_all(
     except OSError:
         pool = None
     try:
-        pool = _parse_each(blocks, pool, _Results(done, unread, primary_metric, now, progress), count)
-        for git_dir, shas in unread.items():
-            printed = reader.printed_by_git(git_dir, shas, BLOCK)
-            pool = _parse_each(printed, pool, _Results(done, {}, primary_metric, now, progress), count)
+        results = _Results(done, unread, primary_metric, now, progress)
+        pool = _parse_each(blocks, pool, results, count)
+        for git_dir, shas in list(unread.items()):  # printed blocks leave nothing unread
+            pool = _parse_each(reader.printed_by_git(git_dir, shas, BLOCK), pool, results, count)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
@@ -236,7 +237,8 @@ def parse_all(
         return sorted_rows.result(), read
 
 
-class _Results(NamedTuple):
+@dataclass
+class _Results:
     """Where `parse_all` keeps what the tasks gave, and what a task needs besides itself."""
 
     done: list[tuple[pa.Table, pa.Table]]
@@ -244,14 +246,16 @@ class _Results(NamedTuple):
     primary_metric: str | None
     now: int
     progress: Callable[[int], None] | None
+    rows: int = 0  # parsed so far
 
     def add(self, task: Task, parsed: Parsed) -> None:
         rows, links, unread = parsed
         self.done.append((rows, links))
         if unread and isinstance(task, packed.PackSlice):
             self.unread.setdefault(task.git_dir, []).extend(unread)
+        self.rows += rows.num_rows
         if self.progress is not None:
-            self.progress(sum(rows.num_rows for rows, _ in self.done))
+            self.progress(self.rows)
 
 
 def _parse_each(
