@@ -145,15 +145,17 @@ def _plan(graph: CommitGraph, store: ObjectStore, tips: list[str]) -> _Plan | No
         more.append(at)
         outside += [p for p in beyond if p not in read]
     reached = graph.oids[graph.reach(np.concatenate(more))]
-    by_pack, left = [], np.ones(len(reached), bool)
-    for pack in store.packs:
-        at = pack.find(reached)
-        here = (at >= 0) & left
-        left &= ~here
+    by_pack, left = [], reached
+    for pack in sorted(store.packs, key=lambda pack: -len(pack.offsets)):  # the largest holds the most
+        if not len(left):
+            break
+        at = pack.find(left)  # only what the packs before did not hold
+        here = at >= 0
         chosen = at[here][np.argsort(pack.offsets[at[here]])]  # pack order: the file read front to back
         by_pack.append((pack.path, pack.offsets[chosen], pack.oids[chosen]))
+        left = left[~here]
     for_git = []
-    for sha in (s.decode() for s in _hex(reached[left])):
+    for sha in (s.decode() for s in _hex(left)):
         raw = store.loose_commit(sha)
         if raw is None:
             for_git.append(sha)
