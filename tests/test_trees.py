@@ -79,7 +79,7 @@ def test_a_failing_read_ahead_is_raised_where_it_is_read(store, monkeypatch):
     monkeypatch.setattr(trees, "batch_output", second_fails)
     with pytest.raises(subprocess.CalledProcessError):
         trees.dotgit_paths(repo, list(made.values()))
-    assert len(calls) == 2
+    assert 2 <= len(calls) <= 1 + trees.AHEAD < len(made) // 2  # the chunks read ahead of it, and no more
 
 
 @pytest.mark.parametrize(("data", "holds"), [(b"a GIT b", True), (b"gIt", True), (b"g1t", False), (b"", False)])

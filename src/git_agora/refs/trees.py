@@ -94,19 +94,23 @@ def _read(git_dir: str | os.PathLike[str], oids: list[str]) -> Iterator[tuple[st
         yield from batch_answers(out, asked)
 
 
+AHEAD = 2  # chunks git reads at once (a process each) while the caller looks at the last
+
+
 def _chunks_read(git_dir: str | os.PathLike[str], oids: list[str]) -> Iterator[tuple[list[str], bytes]]:
     """Each chunk of `CHUNK` oids with `batch_output`'s answer for it; past one chunk, git reads the next
-    while the caller looks at this one (a thread waiting on git holds no lock)."""
+    `AHEAD` while the caller looks at this one (a thread waiting on git holds no lock)."""
     chunks = [oids[start : start + CHUNK] for start in range(0, len(oids), CHUNK)]
     if len(chunks) < 2:
         yield from ((chunk, batch_output(git_dir, chunk)) for chunk in chunks)
         return
-    from concurrent.futures import ThreadPoolExecutor  # a bulk read's (a post's check reads one tree)
+    from collections import deque  # a bulk read's (a post's check reads one tree)
+    from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=1) as ahead:
-        coming = ahead.submit(batch_output, git_dir, chunks[0])
+    with ThreadPoolExecutor(max_workers=AHEAD) as ahead:
+        coming = deque(ahead.submit(batch_output, git_dir, chunk) for chunk in chunks[:AHEAD])
         for at, chunk in enumerate(chunks):
-            out = coming.result()
-            if at + 1 < len(chunks):
-                coming = ahead.submit(batch_output, git_dir, chunks[at + 1])
+            out = coming.popleft().result()
+            if at + AHEAD < len(chunks):
+                coming.append(ahead.submit(batch_output, git_dir, chunks[at + AHEAD]))
             yield chunk, out
