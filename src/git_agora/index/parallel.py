@@ -2,11 +2,12 @@
 checked in columns.
 
 Each commit's own fields (`build.local_values`: what depends on that commit alone, the time and
-intrinsic problems included) are read by `quick` where it can, else decoded as a `Contribution`.
-A small walk or a few discovered commits are parsed in this process (`parse_here`); a large walk (a
-rebuild: over `THRESHOLD` bytes of `git log` records) in worker processes, forked, so they start in
-milliseconds and share the loaded code: the main process hands them blocks of raw records in walk
-order and copies the tables they return into Arrow's pool as they arrive. The rows are put in
+intrinsic problems included) are read a block at a time by `columnar` where it can, else by `quick`,
+else decoded as a `Contribution`. A small walk or a few discovered commits are parsed in this process
+(`parse_here`); a large walk (a rebuild: over `THRESHOLD` bytes of `git log` records) in worker
+processes, forked, so they start in milliseconds and share the loaded code: the main process hands
+them tasks in walk order (blocks of raw records, or slices of a pack that each worker reads itself:
+`packed.PackSlice`) and copies the tables they return into Arrow's pool as they arrive. The rows are put in
 canonical order (timestamp, sha; `canonical`: sorted on the keys, reordered a column at a time, so
 the rows are held once), then the rules that need the other commits (`graph_rows`: parents known,
 no self-verification, the log listing, `code_bearing`, the policy in force) run in one pass over
