@@ -24,6 +24,7 @@ from ..leaks import SECRET_HINTS
 from . import listing, reader
 from .quick import TRAILER_PATTERN
 
+TO_END = 2**31 - 1  # `binary_slice`'s stop: without one, pyarrow 26 fails on some arrays ("Negative buffer resize")
 FORMAT_MARK = f"\n\n{GRAMMAR[0].key}: "
 _FORMATS = "|".join(READABLE_FORMATS)
 _PARENTS = "(?: [0-9a-f]{40})+"  # a root is a setup: left to the general path; RE2 counts no further
@@ -46,8 +47,8 @@ _KEYS = {t.field: f"{t.key}: " for t in GRAMMAR}
 
 def transport(records: pa.Array) -> pa.Array:
     """`reader.is_transport` of each record (a binary array: bytes are compared as bytes)."""
-    log_tail = pc.binary_slice(records, -reader.LOG_BLOCK_LENGTH)
-    identity_tail = pc.binary_slice(records, -reader.IDENTITY_WITHIN)
+    log_tail = pc.binary_slice(records, -reader.LOG_BLOCK_LENGTH, TO_END)
+    identity_tail = pc.binary_slice(records, -reader.IDENTITY_WITHIN, TO_END)
     return pc.or_(pc.starts_with(log_tail, reader.LOG_BLOCK), pc.match_substring(identity_tail, reader.IDENTITY_BLOCK))
 
 
