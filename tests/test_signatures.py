@@ -87,9 +87,9 @@ def _record_pools(monkeypatch) -> list[int]:
         def __init__(self, method):
             self.context = real(method)
 
-        def Pool(self, processes):  # noqa: N802 - multiprocessing's name
+        def Pool(self, processes, **options):  # noqa: N802 - multiprocessing's name
             sizes.append(processes)
-            return self.context.Pool(processes)
+            return self.context.Pool(processes, **options)
 
     monkeypatch.setattr(multiprocessing, "get_context", Recording)
     return sizes

@@ -70,12 +70,15 @@ def verify_many(jobs: Sequence[Job], workers: int | None = None) -> list[bool]:
         return [verify(*job) for job in jobs]
     import multiprocessing
 
+    from ..lifetime import die_with_parent
+
     global _BATCH
     _BATCH = jobs  # forked workers inherit the batch: only index ranges and verdicts cross processes
     try:
         step = -(-len(jobs) // workers)
         ranges = [(start, min(start + step, len(jobs))) for start in range(0, len(jobs), step)]
-        with multiprocessing.get_context("fork").Pool(len(ranges)) as pool:
+        forked = multiprocessing.get_context("fork")
+        with forked.Pool(len(ranges), initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             parts = pool.map(_verify_range, ranges)
     finally:
         _BATCH = ()

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..contribution import graph_problems, older_than_setup
+from ..lifetime import die_with_parent
 from . import build, columnar, listing, packed, quick, reader
 from .schema import CONTRIBUTIONS, CROSS_REFS
 
@@ -336,10 +337,11 @@ class Aside:
 
 
 def _forked(target: Callable, fn: Callable, args: tuple):
-    """A started forked process running `target(sender, fn, args)`, and the end that receives its answer."""
+    """A started forked process running `target(this process's id, sender, fn, args)`, and the end that
+    receives its answer."""
     context = multiprocessing.get_context("fork")
     answer, sender = context.Pipe(duplex=False)
-    process = context.Process(target=target, args=(sender, fn, args), daemon=True)
+    process = context.Process(target=target, args=(os.getpid(), sender, fn, args), daemon=True)
     try:
         process.start()
     finally:
@@ -347,7 +349,8 @@ def _forked(target: Callable, fn: Callable, args: tuple):
     return process, answer
 
 
-def _aside(sender, fn: Callable, args: tuple) -> None:
+def _aside(parent: int, sender, fn: Callable, args: tuple) -> None:
+    die_with_parent(parent)
     try:
         answer = (True, fn(*args))
     except Exception as exc:
@@ -360,8 +363,10 @@ def _aside(sender, fn: Callable, args: tuple) -> None:
 
 
 def _pool(count: int) -> ProcessPoolExecutor:
-
-    return ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork"))
+    """Forked workers that die with this process (`lifetime`): a killed rebuild leaves none holding the
+    index's lock."""
+    context = multiprocessing.get_context("fork")
+    return ProcessPoolExecutor(count, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),))
 
 
 def _collect(in_flight: deque, results: _Results, pool: ProcessPoolExecutor | None) -> ProcessPoolExecutor | None:
