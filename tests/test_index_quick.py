@@ -44,16 +44,15 @@ def test_ordinary_contributions_take_the_quick_path_with_the_general_values():
         assert same_or_declined(commit) and same_or_declined(commit, None)
 
 
-def test_a_contribution_with_every_trailer_of_the_grammar_takes_the_quick_path():
-    """A trailer added to the grammar and the writer but not read here fails this test (it would
-    otherwise send every commit that uses it down the slow path, with every value test passing)."""
+def every_trailer(metadata: dict) -> str:
+    """The message of a verification that uses every trailer of the grammar (on parent SHA[3])."""
     everything = Contribution(
         "bob",
         ("verification", "x"),
         "checked",
         parents=(SHA[3],),
         metrics={"bpb": 1.25},
-        metadata={"run": {"s": 2}},
+        metadata=metadata,
         target=SHA[3],
         verdict=Verdict.PARTIAL,
         cross_refs=(f"https://example.org/a.git#{SHA[5]}", f"file:///x#y#{SHA[6]}"),
@@ -62,6 +61,13 @@ def test_a_contribution_with_every_trailer_of_the_grammar_takes_the_quick_path()
     assert {t.key for t in GRAMMAR} == {
         line.split(":")[0] for line in message.splitlines() if line.startswith("Agora-")
     }
+    return message
+
+
+def test_a_contribution_with_every_trailer_of_the_grammar_takes_the_quick_path():
+    """A trailer added to the grammar and the writer but not read here fails this test (it would
+    otherwise send every commit that uses it down the slow path, with every value test passing)."""
+    message = every_trailer({"run": {"s": 2}})
     commit = raw(message, (SHA[3],))
     values = quick.row_values(commit, "bpb", NOW)
     assert values is not None and values == parallel.general_values(commit, "bpb", NOW)
