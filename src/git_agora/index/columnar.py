@@ -41,7 +41,6 @@ FLAT_OBJECT = rf"\A\{{(?:{_JSON_TEXT}:{_JSON_VALUE}(?:,{_JSON_TEXT}:{_JSON_VALUE
 limit, and no mapping under a key (`records.carries_run` is False for it: a rerun is a mapping)."""
 _RULED_ELSEWHERE = (HYPOTHESIS, VERIFICATION)  # the rules decided here (`_rules`); the other kinds' are not
 _RULED = [name for name, kind in KINDS.items() if kind.rule is not None and name not in _RULED_ELSEWHERE]
-_FALSE_UNLESS_SET = ("code_bearing", "valid", "setup")  # `parallel._column`: the other columns start null
 _KEYS = {t.field: f"{t.key}: " for t in GRAMMAR}
 
 
@@ -134,8 +133,8 @@ class _Fields:
         self.metric_values = values.cast(pa.float64())
         self.target = self.single("target")
         self.verdict = self.single("verdict")
-        self.primary = self.metric_values.filter(pc.equal(self.metric_names, primary_metric or ""))
-        self.primary_rows = self.metric_rows[pc.equal(self.metric_names, primary_metric or "").to_numpy(False)]
+        primary = pc.equal(self.metric_names, primary_metric or "")
+        self.primary, self.primary_rows = self.metric_values.filter(primary), self.metric_rows[primary.to_numpy(False)]
 
     def repeated(self, field: str) -> tuple[pa.Array, np.ndarray]:
         """The values of a trailer's lines and the row of each."""
@@ -248,7 +247,7 @@ def _table(f: _Fields, keep: pa.Array, schema: pa.Schema) -> pa.Table:
         "metadata": pc.fill_null(f.meta, "{}"),
         "parents": f.parents,
         "tree": f.tree,
-        "reasons": pa.array([[]] * f.count, pa.list_(pa.string())),
+        "reasons": _lists(pa.array([], pa.string()), np.zeros(0, np.int64), f.count),  # none: the rules passed
         "refs": refs,
         "parsed_account": f.account,
         "amends": pa.array(f.tagged(POLICY)),
@@ -262,8 +261,8 @@ def _table(f: _Fields, keep: pa.Array, schema: pa.Schema) -> pa.Table:
     out = []
     for field in schema:
         column = columns.get(field.name)
-        if column is None:
-            column = pa.repeat(False, count) if field.name in _FALSE_UNLESS_SET else pa.nulls(count, field.type)
+        if column is None:  # decided by the other commits: starts as `parallel._column` starts it
+            column = pa.repeat(False, count) if field.type == pa.bool_() else pa.nulls(count, field.type)
         else:
             column = column.take(picked).cast(field.type)
         out.append(column)
