@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from git_agora.index import graphfile, packed, packfiles, parallel, reader
+from git_agora.index import graphfile, listing, packed, packfiles, parallel, reader
 
 AUTHOR = b"author Ann <ann@x> 1700000000 +0000\n"
 COMMITTER = b"committer Ann <ann@x> 1700000000 +0000\n"
@@ -65,7 +65,34 @@ def crafted(tree: str, parent: str) -> dict[str, tuple[bytes, bool]]:
         "CRLF message": (ident() + b"\nline\r\n\r\nbody\r\n", True),
         "message after blank lines": (ident() + b"\n\n\nm\n", True),
         "a 3 MB message": (ident() + b"\nlong\n\n" + b"Agora-Meta: " + b"x" * (3 << 20) + b"\n", True),
+        "log commit": (ident() + log_message(b"ann", parent), True),
+        "root log commit": (f"tree {tree}\n".encode() + AUTHOR + COMMITTER + log_message(b"ann", parent), True),
+        "log commit naming the key in its title": (ident() + log_message(b"ann Agora-Log-Entry", parent), True),
+        "log commit whose signature names the key": (
+            ident()
+            + b"gpgsig -----BEGIN SSH SIGNATURE-----\n Agora-Log-Entry\n -----END SSH SIGNATURE-----\n"
+            + log_message(b"ann", parent),
+            True,
+        ),
+        "log commit whose author names the key": (
+            ident(b"author agora-log-entry <e> 1 +0000\n") + log_message(b"ann", parent),
+            True,
+        ),
+        "log commit with a line more": (ident() + log_message(b"ann", parent) + b"more\n", True),
+        "log commit with the key in lower case": (ident() + log_message(b"ann", parent).lower(), True),
     }
+
+
+READ_AS_LINKS = {  # of `crafted`: the log commits a pack slice reads as their links, not as records
+    "log commit",
+    "root log commit",
+    "log commit naming the key in its title",
+    "log commit whose signature names the key",
+}
+
+
+def log_message(account: bytes, entry: str) -> bytes:
+    return b"\nagora log: %s\n\nAgora-Log-Format: 1\nAgora-Log-Entry: %s\n" % (account, entry.encode())
 
 
 def printed_by_git(git_dir: Path, tips: list[str]) -> set[bytes]:
@@ -74,23 +101,38 @@ def printed_by_git(git_dir: Path, tips: list[str]) -> set[bytes]:
 
 
 def read_here(git_dir: Path, tips: list[str], monkeypatch) -> tuple[set[bytes], list[str]]:
-    """The records `packed.blocks` gives, and the shas it left to git."""
+    """The records `packed.blocks` gives, and the shas it left to git. A log commit read as its link
+    (`packed.log_link`) counts as the record git prints for it, once that record is shown to give the
+    same link (`listing.log_links`) and to be a log commit's (`reader.is_transport`)."""
     to_git: list[str] = []
     by_git = reader.printed_by_git
     monkeypatch.setattr(reader, "printed_by_git", lambda d, shas, size: to_git.extend(shas) or by_git(d, shas, size))
     found = packed.blocks(git_dir, tips, 4096)
     assert found is not None
-    return {r for block in read_out(found) for r in reader.records(block)}, to_git
+    links: list[pa.Table] = []
+    records = {r for block in read_out(found, links) for r in reader.records(block)}
+    read_as_links = pa.concat_tables([listing.LINKS.empty_table(), *links])
+    shas = read_as_links.column("sha").to_pylist()
+    printed = [r for block in by_git(git_dir, shas, 4096) for r in reader.records(block)]
+    assert all(reader.is_transport(r) for r in printed)
+    assert by_sha(listing.log_links(printed)) == by_sha(read_as_links)
+    return records | set(printed), to_git
 
 
-def read_out(tasks: Iterator[bytes | packed.PackSlice]) -> Iterator[bytes]:
+def by_sha(links: pa.Table) -> dict[str, tuple[str | None, str | None]]:
+    return {row["sha"]: (row["parent"], row["entry"]) for row in links.to_pylist()}
+
+
+def read_out(tasks: Iterator[bytes | packed.PackSlice], links: list[pa.Table] | None = None) -> Iterator[bytes]:
     """The blocks of records the tasks give, each pack slice read here and the commits it leaves printed
-    by git (as `parallel.parse_all` does)."""
+    by git (as `parallel.parse_all` does); the links of the log commits read as links into `links`."""
     for task in tasks:
         if isinstance(task, bytes):
             yield task
             continue
-        block, unread = task.read()
+        block, read, unread = task.read()
+        if links is not None:
+            links.append(listing.links_table(read.shas, read.parents, read.entries))
         if block:
             yield block
         yield from reader.printed_by_git(task.git_dir, unread, 4096)
@@ -160,6 +202,23 @@ def test_the_pack_reader_prints_what_git_log_prints(store, monkeypatch):
     for name, (sha, read_here_) in made.items():
         assert (sha not in to_git) == read_here_, name
     assert len(to_git) == sum(not read_here_ for _, read_here_ in made.values())
+
+
+def test_log_commits_as_written_are_read_as_their_links(store):
+    """The log commits of the plain form whose message is exactly as written become links, never
+    records (`read_here` holds each link to the one `listing.log_links` reads from git's record); the
+    others are records, or git's."""
+    repo, made, tips = store
+    found = packed.blocks(repo, tips, 4096)
+    assert found is not None
+    links: list[pa.Table] = []
+    records = [r for block in read_out(found, links) for r in reader.records(block)]
+    as_links = set(pa.concat_tables(links).column("sha").to_pylist())
+    assert as_links == {made[name][0] for name in READ_AS_LINKS}
+    assert not as_links & {r[:40].decode() for r in records}
+    entries = by_sha(pa.concat_tables(links))
+    assert entries[made["log commit"][0]][1] == entries[made["log commit whose signature names the key"][0]][1]
+    assert entries[made["log commit naming the key in its title"][0]][1] is None  # named twice: git reads none
 
 
 def test_a_record_is_the_one_git_prints_or_none(store):

@@ -85,6 +85,11 @@ def log_links(records: Sequence[bytes], folded: Sequence[bytes] | None = None) -
     return pa.table(columns, schema=LINKS)
 
 
+def links_table(shas: Sequence[bytes], parents: Sequence[bytes | None], entries: Sequence[bytes | None]) -> pa.Table:
+    """`log_links`' table of links already read (hex shas as bytes, None for no parent or no entry)."""
+    return pa.table([pa.array(column, pa.string()) for column in (shas, parents, entries)], schema=LINKS)
+
+
 class Listed(Mapping[str, set[str]]):
     """{contribution sha: accounts whose log lists it}, held as two sorted Arrow columns: a rebuild at
     a million contributions lists a million entries, which a dict of sets holds in about 400 MB."""

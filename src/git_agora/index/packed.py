@@ -8,10 +8,12 @@ say where each is stored, and they are inflated in pack order (`packfiles`): abo
 made, by the processes that parse them (`PackSlice`), from the first commit on.
 
 Only what this module reads exactly as git does is read here (`record`, held to `git log` by the
-tests): a commit whose header is not the plain form git and this package write (tree, parents, author,
-committer, then at most `encoding UTF-8` and a signature), one stored as a delta against an object named
-by its sha, or one found in neither the packs nor the loose objects is printed by `git log --no-walk`
-after the others. A store that git reads differently (replace refs, grafts, a shallow clone, another
+tests). A log commit exactly as `refs.store` writes it (half of a project's commits) is read as its
+link (`log_link`: what `listing.log_links` reads from its record) and never becomes a record. A
+commit whose header is not the plain form git and this package write (tree, parents, author,
+committer, then at most `encoding UTF-8` and a signature), one stored as a delta against an object
+named by its sha, or one found in neither the packs nor the loose objects is printed by `git log
+--no-walk` after the others. A store that git reads differently (replace refs, grafts, a shallow clone, another
 hash function, messages re-encoded by the configuration) or that has no commit-graph is read by
 `git log` whole: `blocks` answers None.
 """
@@ -22,13 +24,15 @@ import os
 import re
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from . import reader
 from .graphfile import CommitGraph
+from .listing import ENTRY_KEY, LOG_MESSAGE
 from .packfiles import ObjectStore, Unpacker, mapped
 
 _HEADER = re.compile(  # an ident's name (kept with the space before its `<`) neither starts nor ends with a space
@@ -51,9 +55,17 @@ _GIT_ENVIRONMENT = (
 def record(sha: bytes, raw: bytes) -> bytes | None:
     """The `git log` record (`reader._FORMAT`) of a raw commit object, None unless it has the plain form
     whose every field git prints as written: then git prints it instead."""
+    head = plain_header(raw)
+    return None if head is None else _record(sha, raw, head)
+
+
+def plain_header(raw: bytes) -> re.Match[bytes] | None:
+    """The header of a raw commit of the plain form (see `record`), else None."""
     head = _HEADER.match(raw)
-    if head is None or b"\0" in raw:
-        return None
+    return None if head is None or b"\0" in raw else head
+
+
+def _record(sha: bytes, raw: bytes, head: re.Match[bytes]) -> bytes:
     tree, parents, author, author_mail, committer, committer_mail, time = head.groups()
     return b"%s %s %s %s\n%s<%s>\x1f%s<%s>\n%s" % (
         sha,
@@ -66,6 +78,19 @@ def record(sha: bytes, raw: bytes) -> bytes | None:
         committer_mail,
         raw[head.end() :],
     )
+
+
+def log_link(raw: bytes, head: re.Match[bytes]) -> tuple[bytes | None, bytes | None] | None:
+    """(first parent, entry) of a raw commit of the plain form (`head`: its `_HEADER` match) whose message is
+    a log commit's exactly as written (`listing.LOG_MESSAGE`): what `listing.log_links` reads from its
+    record, the entry None where the key occurs more than once in that record. None for any other
+    commit, and for one whose author or committer names the key (its record goes to `log_links`)."""
+    found = LOG_MESSAGE.fullmatch(raw, head.end())
+    if found is None or ENTRY_KEY in raw[head.start(3) : head.end(6)].lower():
+        return None
+    parents = head.group(2)
+    once = raw[head.end() :].lower().count(ENTRY_KEY) == 1
+    return (parents[7:47] if parents else None), (found.group(1) if once else None)
 
 
 def parents(raw: bytes) -> list[str] | None:
@@ -211,15 +236,13 @@ class PackSlice:
     def __len__(self) -> int:
         return len(self.offsets) * RECORD_BYTES
 
-    def read(self) -> tuple[bytes, list[str]]:
-        """The records of these commits as one block (`reader.walk_blocks`'), and the shas of those only
-        git prints: stored otherwise than `record` reads, damaged, or in a pack gone since the plan (a
-        repack meanwhile). The pages of the pack are mapped only meanwhile."""
+    def read(self) -> SliceRead:
+        """These commits read (see `SliceRead`). The pages of the pack are mapped only meanwhile."""
         shas = _hex(self.oids)
         data = mapped(self.path)
         if data is None:
-            return b"", [sha.decode() for sha in shas]
-        lines, unread = [], []
+            return SliceRead(b"", LogLinks(), [sha.decode() for sha in shas])
+        lines, links, unread = [], LogLinks(), []
         with data:
             unpacker = Unpacker(data)
             for at, sha in zip(self.offsets.tolist(), shas):
@@ -227,9 +250,35 @@ class PackSlice:
                     raw = unpacker.commit(at)
                 except (IndexError, ValueError):  # a damaged pack: git says what is wrong
                     raw = None
-                line = None if raw is None else record(sha, raw)
-                if line is None:
+                head = None if raw is None else plain_header(raw)
+                if raw is None or head is None:
                     unread.append(sha.decode())
+                elif (link := log_link(raw, head)) is not None:
+                    links.add(sha, *link)
                 else:
-                    lines.append(line)
-        return b"\0".join(lines), unread
+                    lines.append(_record(sha, raw, head))
+        return SliceRead(b"\0".join(lines), links, unread)
+
+
+@dataclass
+class LogLinks:
+    """`listing.log_links`' columns (sha, first parent, entry) of log commits read by `log_link`, as bytes."""
+
+    shas: list[bytes] = field(default_factory=list)
+    parents: list[bytes | None] = field(default_factory=list)
+    entries: list[bytes | None] = field(default_factory=list)
+
+    def add(self, sha: bytes, parent: bytes | None, entry: bytes | None) -> None:
+        self.shas.append(sha)
+        self.parents.append(parent)
+        self.entries.append(entry)
+
+
+class SliceRead(NamedTuple):
+    """A `PackSlice` read: the records of its commits as one block (`reader.walk_blocks`'), its log
+    commits as links instead (`log_link`), and the shas of those only git prints: stored otherwise
+    than `record` reads, damaged, or in a pack gone since the plan (a repack meanwhile)."""
+
+    records: bytes
+    links: LogLinks
+    unread: list[str]

@@ -182,19 +182,20 @@ def parse_here(commits: Iterable[reader.RawCommit], primary_metric: str | None, 
 
 def parse_block(task: Task, primary_metric: str | None, now: int) -> Parsed:
     """The `local_rows` of the contributions in one block of `git log` records (most read by `columnar`,
-    the rest one by one), the `log_links` of its records (what the log listing reads), and the commits of
-    a `PackSlice` only git can print."""
-    block, unread = (task, []) if isinstance(task, bytes) else task.read()
+    the rest one by one), the `log_links` of its records (what the log listing reads; a `PackSlice`
+    gives those of most log commits itself), and the commits of a `PackSlice` only git can print."""
+    block, read_links, unread = (task, packed.LogLinks(), []) if isinstance(task, bytes) else task.read()
+    known_links = listing.links_table(read_links.shas, read_links.parents, read_links.entries)
     if not block:
-        return WORK.empty_table(), listing.LINKS.empty_table(), unread
+        return WORK.empty_table(), known_links, unread
     try:
         records = pa.array(reader.records(block), pa.binary())
-        links = columnar.log_links(records)
+        links = pa.concat_tables([known_links, columnar.log_links(records)])
         contributions = records.filter(pc.invert(columnar.transport(records)))
         taken, left = columnar.rows(contributions, WORK, primary_metric, now)
     except Exception:  # never (the tests call `columnar` itself): read one commit at a time then
         lines = reader.records(block)
-        links = listing.log_links(lines, reader.records(block.lower()))
+        links = pa.concat_tables([known_links, listing.log_links(lines, reader.records(block.lower()))])
         taken, left = WORK.empty_table(), [r for r in lines if not reader.is_transport(r)]
     if left:
         taken = pa.concat_tables([taken, local_rows(left, primary_metric, now)])
