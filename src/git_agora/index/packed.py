@@ -9,13 +9,13 @@ made, by the processes that parse them (`PackSlice`), from the first commit on.
 
 Only what this module reads exactly as git does is read here (`record`, held to `git log` by the
 tests). A log commit exactly as `refs.store` writes it (half of a project's commits) is read as its
-link (`log_link`: what `listing.log_links` reads from its record) and never becomes a record. A
-commit whose header is not the plain form git and this package write (tree, parents, author,
-committer, then at most `encoding UTF-8` and a signature), one stored as a delta against an object
-named by its sha, or one found in neither the packs nor the loose objects is printed by `git log
---no-walk` after the others. A store that git reads differently (replace refs, grafts, a shallow clone, another
-hash function, messages re-encoded by the configuration) or that has no commit-graph is read by
-`git log` whole: `blocks` answers None.
+link (`log_link`: what `listing.log_links` reads from its record) and never becomes a record. A commit
+whose header is not the plain form git and this package write (tree, parents, author, committer, then
+at most `encoding UTF-8` and a signature), one stored as a delta against an object named by its sha,
+or one found in neither the packs nor the loose objects is printed by `git log --no-walk` after the
+others. A store that git reads differently (replace refs, grafts, a shallow clone, another hash
+function, messages re-encoded by the configuration) or that has no commit-graph is read by `git log`
+whole: `blocks` answers None.
 """
 
 from __future__ import annotations
@@ -81,9 +81,9 @@ def _record(sha: bytes, raw: bytes, head: re.Match[bytes]) -> bytes:
 
 
 def log_link(raw: bytes, head: re.Match[bytes]) -> tuple[bytes | None, bytes | None] | None:
-    """(first parent, entry) of a raw commit of the plain form (`head`: its `_HEADER` match) whose message is
-    a log commit's exactly as written (`listing.LOG_MESSAGE`): what `listing.log_links` reads from its
-    record, the entry None where the key occurs more than once in that record. None for any other
+    """(first parent, entry) of a raw commit of the plain form (`head`: its `plain_header`) whose message
+    is a log commit's exactly as written (`listing.LOG_MESSAGE`): what `listing.log_links` reads from
+    its record, the entry None where the key occurs more than once in that record. None for any other
     commit, and for one whose author or committer names the key (its record goes to `log_links`)."""
     found = LOG_MESSAGE.fullmatch(raw, head.end())
     if found is None or ENTRY_KEY in raw[head.start(3) : head.end(6)].lower():
