@@ -23,7 +23,10 @@ Every command is its own process, timed with its children (`wait4`'s rusage give
 `--baseline-src DIR` (the `src/` of another tree, e.g. a worktree of the commit before), analyze and
 fetch are also run from that tree, interleaved with this one, in the same clone: a speed-up is claimed
 against that same-run figure only. The load average is printed beside every figure (the machine is
-shared). The cached origin is never modified: the bench works on a `--shared` mirror of it.
+shared). The cached origin is never modified: the bench works on a `--shared` mirror of it, whose packs
+carry reverse indexes as docs/hosting.md asks of a host (git's default from 2.41; with
+`--host-without-reverse-index`, the packs as the generator's git 2.39 wrote them, which makes every
+fetch of old objects build one in the host's `pack-objects`; each host has its own clones).
 
     AGORA_BENCH_DIR=/work/bench-1m python eval/bench/bench_interactive.py --size 1000000 --accounts 1000 \
         --baseline-src /work/wt-base52/src
@@ -86,15 +89,39 @@ def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env()).stdout
 
 
-def private_origin(size: int, accounts: int) -> Path:
-    """A mirror of the cached generated origin that shares its objects (the cache stays as generated)."""
+def private_origin(size: int, accounts: int, reverse_index: bool) -> Path:
+    """A mirror of the cached generated origin that shares its objects (the cache stays as generated);
+    with `reverse_index`, its packs as a host keeps them (`with_reverse_indexes`)."""
     cached = project(size, accounts)
-    origin = WORK_DIR / f"interactive-origin-{size}.git"
+    origin = WORK_DIR / f"interactive-origin-{size}{_host_suffix(reverse_index)}.git"
     if not (origin / tracegen.STATE_FILE).exists():
         shutil.rmtree(origin, ignore_errors=True)
         subprocess.run(["git", "clone", "-q", "--mirror", "--shared", str(cached), str(origin)], check=True)
+        if reverse_index:
+            with_reverse_indexes(cached, origin)
         shutil.copy2(cached / tracegen.STATE_FILE, origin / tracegen.STATE_FILE)
     return origin
+
+
+def _host_suffix(reverse_index: bool) -> str:
+    """The origin's and its clones' names: each host keeps its own (a clone of one is behind the other)."""
+    return "-rev" if reverse_index else ""
+
+
+def with_reverse_indexes(cached: Path, origin: Path) -> None:
+    """Each generated pack linked into the mirror (no copy) and indexed there again with a reverse index,
+    as docs/hosting.md asks of a host (git writes `.rev` files by default from 2.41; the generator's
+    git 2.39 writes none, and without one every fetch makes the host's `pack-objects` build the whole
+    pack's reverse index in memory: 0.1-0.13 s of a depth-3 probe at a million contributions). git finds
+    an object in the mirror's own packs before its alternates'."""
+    for pack in sorted((cached / "objects" / "pack").glob("pack-*.pack")):
+        linked = origin / "objects" / "pack" / pack.name
+        try:
+            os.link(pack, linked)
+        except OSError:  # another file system
+            shutil.copyfile(pack, linked)
+        index = linked.with_suffix(".idx")
+        git(origin, "index-pack", "--rev-index", "-o", str(index), str(linked))
 
 
 def reader_clone(origin: Path, cached: Path, name: str, index: bool) -> Path:
@@ -172,15 +199,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--src", type=Path, default=ROOT / "src", help="src/ of the tree to measure (default: this one)")
     ap.add_argument("--rebuild", action="store_true", help="also time index --rebuild against git log (minutes at 1M)")
     ap.add_argument("--phases", default="analyze,fetch,post", help="which of analyze, fetch, post to run")
+    ap.add_argument(
+        "--host-without-reverse-index",
+        action="store_true",
+        help="serve the generated packs as git 2.39 wrote them (no .rev files: what docs/hosting.md advises against)",
+    )
     args = ap.parse_args(argv)
     src = args.src
     base = args.baseline_src
     print(f"== {args.size:,} contributions, {args.accounts} accounts (load {load()})", flush=True)
-    origin = private_origin(args.size, args.accounts)
+    reverse_index = not args.host_without_reverse_index
+    host = "with reverse indexes (docs/hosting.md)" if reverse_index else "without reverse indexes (git 2.39's packs)"
+    print(f"   the host's packs: {host}", flush=True)
+    origin = private_origin(args.size, args.accounts, reverse_index)
     cached = project(args.size, args.accounts)
-    reader = reader_clone(origin, cached, f"interactive-reader-{args.size}", index=True)
-    plain = reader_clone(origin, cached, f"interactive-plain-{args.size}", index=False)
-    writer = reader_clone(origin, cached, f"interactive-writer-{args.size}", index=False)
+    suffix = _host_suffix(reverse_index)
+    reader = reader_clone(origin, cached, f"interactive-reader-{args.size}{suffix}", index=True)
+    plain = reader_clone(origin, cached, f"interactive-plain-{args.size}{suffix}", index=False)
+    writer = reader_clone(origin, cached, f"interactive-writer-{args.size}{suffix}", index=False)
     table = Table()
     model = ("--model", args.model)
     from git_agora.ops.analyze import ANALYZE_COLUMNS  # the columns analyze reads, for the read floor
@@ -195,8 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     if "post" in phases:
         _post(args, table, reader, writer, plain, trees, floor)
     _rebuild(args, table, reader, src)
-    data = {"size": args.size, "accounts": args.accounts, "rows": table.rows}
-    path = write_json(f"bench_interactive-{args.size}", data)
+    data = {"size": args.size, "accounts": args.accounts, "host_reverse_index": reverse_index, "rows": table.rows}
+    path = write_json(f"bench_interactive-{args.size}{suffix}", data)
     print(f"\n{table.markdown()}\n\nload at the end: {load()}; wrote {path}")
     return 0
 
@@ -259,7 +295,7 @@ def _fetch(
             timed("fetch", name, "fetch", tree=tree)
             timed("after", name, "analyze", "--json", *model, tree=tree)
             agora(reader, "analyze", "--json", *model, src=src)
-            _post_as(writer, "bench-now", index_table(reader).column("sha")[-1].as_py(), src)
+            _post_as(writer, "bench-now", _held(writer, index_table(reader).column("sha")[-1].as_py()), src)
             timed("now fetch", name, "fetch", tree=tree)
             timed("now after", name, "analyze", "--json", *model, tree=tree)
             agora(reader, "analyze", "--json", *model, src=src)
@@ -341,6 +377,14 @@ def _post(args, table: Table, reader: Path, writer: Path, plain: Path, trees, fl
         table.add(f"new account's first post on an old parent, {name}", *posts[name], post_floor, "< 1 s")
         table.add(f"reader's fetch of it, {name}", *firsts[name], new_floor, "< 0.5 s")
         table.add(f"reader's fetch of its next two, on old parents, {name}", *seconds[name], new_floor, "< 0.5 s")
+
+
+def _held(clone: Path, sha: str) -> str:
+    """`sha`, fetched into `clone` first (untimed) where it lacks it: the newest row of a fresh origin is
+    the generator's, not an earlier run's post from that clone."""
+    if subprocess.run(["git", "cat-file", "-e", f"{sha}^{{commit}}"], cwd=clone, capture_output=True).returncode:
+        git(clone, "fetch", "-q", "--no-tags", "origin", LOG_REFSPEC)
+    return sha
 
 
 def _post_as(writer: Path, account: str, parent: str, tree: Path) -> None:
