@@ -113,7 +113,8 @@ def with_reverse_indexes(cached: Path, origin: Path) -> None:
     as docs/hosting.md asks of a host (git writes `.rev` files by default from 2.41; the generator's
     git 2.39 writes none, and without one every fetch makes the host's `pack-objects` build the whole
     pack's reverse index in memory: 0.1-0.13 s of a depth-3 probe at a million contributions). git finds
-    an object in the mirror's own packs before its alternates'."""
+    an object in the mirror's own packs before its alternates'; a later repack of it writes one too."""
+    git(origin, "config", "pack.writeReverseIndex", "true")
     for pack in sorted((cached / "objects" / "pack").glob("pack-*.pack")):
         linked = origin / "objects" / "pack" / pack.name
         try:
