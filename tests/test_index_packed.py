@@ -80,6 +80,23 @@ def crafted(tree: str, parent: str) -> dict[str, tuple[bytes, bool]]:
         ),
         "log commit with a line more": (ident() + log_message(b"ann", parent) + b"more\n", True),
         "log commit with the key in lower case": (ident() + log_message(b"ann", parent).lower(), True),
+        "log commit naming its parent three times": (
+            head + f"parent {parent}\nparent {parent}\n".encode() + AUTHOR + COMMITTER + log_message(b"ann", parent),
+            True,
+        ),
+        "log commit declaring UTF-8": (ident() + b"encoding utf8\n" + log_message(b"ann", parent), True),
+        "log commit in CRLF": (ident() + b"\n" + log_message(b"ann", parent)[1:].replace(b"\n", b"\r\n"), True),
+        "log commit naming its entry in capitals": (ident() + log_message(b"ann", parent.upper()), True),
+        "log commit naming two entries": (
+            ident() + log_message(b"ann", parent) + b"Agora-Log-Entry: %s\n" % parent.encode(),
+            True,
+        ),
+        "log commit with a short entry": (ident() + log_message(b"ann", parent[:39]), True),
+        "log commit without its blank line": (ident() + log_message(b"ann", parent).replace(b"\n\n", b"\n", 1), True),
+        "log commit whose title runs on": (
+            ident() + log_message(b"ann\rAgora-Log-Entry: " + parent.encode(), parent),
+            True,
+        ),
     }
 
 
@@ -88,6 +105,9 @@ READ_AS_LINKS = {  # of `crafted`: the log commits a pack slice reads as their l
     "root log commit",
     "log commit naming the key in its title",
     "log commit whose signature names the key",
+    "log commit naming its parent three times",
+    "log commit declaring UTF-8",
+    "log commit whose title runs on",
 }
 
 
@@ -219,6 +239,10 @@ def test_log_commits_as_written_are_read_as_their_links(store):
     entries = by_sha(pa.concat_tables(links))
     assert entries[made["log commit"][0]][1] == entries[made["log commit whose signature names the key"][0]][1]
     assert entries[made["log commit naming the key in its title"][0]][1] is None  # named twice: git reads none
+    assert entries[made["log commit whose title runs on"][0]][1] is None
+    assert (
+        entries[made["log commit declaring UTF-8"][0]] == entries[made["log commit naming its parent three times"][0]]
+    )
 
 
 def test_a_record_is_the_one_git_prints_or_none(store):
