@@ -1,6 +1,6 @@
 """Which trees hold a `.git` path (`refs.trees.dotgit_paths`): found at any depth and in any case, a shared
 subtree judged once, the same answers however the trees are split into chunks and whichever chunk git
-reads ahead."""
+reads ahead, and only the trees a match of the search falls in are parsed."""
 
 from __future__ import annotations
 
@@ -43,6 +43,9 @@ def store(tmp_path) -> tuple[Path, dict[str, str], dict[str, str]]:
         "the same subtree again": mktree(repo, [("040000", shared, "other")]),
         "clean subtrees": mktree(repo, [("040000", clean, "src"), ("040000", clean, "git-tools")]),
         "missing": "0123456789abcdef0123456789abcdef01234567",
+        "missing, its id ending in a folder's mode": "0123456789abcdef0123456789abcdef01240000",
+        "a blob naming .git in a folder": git(repo, "hash-object", "-w", "--stdin", data=b"40000 .git\0" + b"\1" * 20),
+        "after them, flat": mktree(repo, [("100644", blob, "z.py")]),
     }
     expected = {
         made["root .git"]: ".git",
@@ -82,6 +85,24 @@ def test_a_failing_read_ahead_is_raised_where_it_is_read(store, monkeypatch):
     assert 2 <= len(calls) <= 1 + trees.AHEAD < len(made) // 2  # the chunks read ahead of it, and no more
 
 
-@pytest.mark.parametrize(("data", "holds"), [(b"a GIT b", True), (b"gIt", True), (b"g1t", False), (b"", False)])
-def test_may_hold_git(data, holds):
-    assert trees.may_hold_git(data) is holds
+def test_only_trees_a_match_falls_in_are_parsed(store, monkeypatch):
+    """Flat trees without "git" in a name, missing objects and other kinds are never cut out: the search
+    over a chunk's answers settles them (an object id ending in a folder's mode included)."""
+    repo, made, expected = store
+    parsed: list[str] = []
+    looked_at = trees._looked_at
+    monkeypatch.setattr(
+        trees, "_looked_at", lambda d, oids: (parsed.append(o) or (o, b) for o, b in looked_at(d, oids))
+    )
+    assert trees.dotgit_paths(repo, list(made.values())) == expected
+    names = {made[name]: name for name in made}
+    assert {names.get(oid, "a subtree") for oid in parsed} == {
+        "flat",  # its "gitignore"
+        "root .git",
+        "NTFS short name",
+        "trailing dots",
+        "deep",
+        "the same subtree again",
+        "clean subtrees",
+        "a subtree",
+    }

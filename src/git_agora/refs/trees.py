@@ -3,9 +3,10 @@ invalid, writers refuse it: git itself refuses to check one out).
 
 Each distinct tree object is read once, in chunks of `CHUNK` trees through one `git cat-file --batch
 --buffer` each (`catfile.batch_output`), the answers taken apart in bulk (a round trip per object cost
-as much as git's own reading); git reads the next chunk while this process looks at the last. A chunk
-in which no name holds "git" and no entry is a folder is done in one search; else a tree with a subtree
-or "git" in its bytes has its entries parsed. A tree's answer is the first offending path under it, so
+as much as git's own reading); git reads the next chunk while this process looks at the last. A chunk's
+answers are searched whole for "git" in any case (every name `dotgit_component` flags holds it) and for
+a folder's mode; only the trees a match falls in are cut out and their entries parsed (at a million
+contributions, 660,000 trees, most chunks match nowhere). A tree's answer is the first offending path under it, so
 a subtree shared by thousands of trees is judged once. This is the whole tree, not a diff against a
 parent: a `.git` path kept from an invalid parent is found too.
 """
@@ -18,7 +19,7 @@ import sys
 from collections.abc import Iterable, Iterator
 
 from ..contribution import dotgit_component
-from .catfile import batch_answers, batch_output
+from .catfile import batch_output
 
 CHUNK = 32768  # trees asked of one `git cat-file` (their answers held in memory at once: about 5 MB)
 
@@ -29,28 +30,25 @@ _TREE_MODE = b"40000"
 def dotgit_paths(git_dir: str | os.PathLike[str], trees: Iterable[str]) -> dict[str, str]:
     """tree -> the first path with a `.git` component in it, for the trees (of `trees`) that hold one."""
     roots = list(dict.fromkeys(trees))
-    children: dict[str, list[tuple[str, str]]] = {}  # tree -> its subtrees (name, oid)
+    children: dict[str, list[tuple[str, str]]] = {}  # tree -> its subtrees (name, oid), where it has any
     own: dict[str, str] = {}  # tree -> an offending entry of its own
+    read: set[str] = set()
     level = roots
     while level:
+        read.update(level)
         below: list[str] = []
-        for tree, kind, body in _read(git_dir, level):
-            if kind != b"tree":  # "flat": a tree with nothing to look at; "missing": not here
-                children[tree] = []
-                continue
+        for tree, body in _looked_at(git_dir, level):
             subtrees: list[tuple[str, str]] = []
-            if not (may_hold_git(body) or _TREE_MODE + b" " in body):
-                children[tree] = subtrees  # a flat tree without "git" in any name: nothing to read
-                continue
             for match in _ENTRY.finditer(body):
                 name = match.group(2).decode("utf-8", "surrogateescape")
                 if tree not in own and dotgit_component(name):
                     own[tree] = name
                 if match.group(1) == _TREE_MODE:
                     subtrees.append((name, match.group(3).hex()))
-            children[tree] = subtrees
-            below += [oid for _, oid in subtrees]
-        level = [oid for oid in dict.fromkeys(below) if oid not in children]
+            if subtrees:
+                children[tree] = subtrees
+                below += [oid for _, oid in subtrees]
+        level = [oid for oid in dict.fromkeys(below) if oid not in read]
     if not own:  # the common case: no tree holds one
         return {}
     memo: dict[str, str | None] = {}
@@ -79,19 +77,47 @@ def dotgit_paths(git_dir: str | os.PathLike[str], trees: Iterable[str]) -> dict[
         sys.setrecursionlimit(limit)
 
 
-def may_hold_git(data: bytes) -> bool:
-    """Whether "git" occurs in these bytes in any ASCII case: every name `dotgit_component` flags holds
-    it (half the cost of a case-insensitive search over one tree, a seventh over a chunk's answers)."""
-    return b"git" in data.lower()
-
-
-def _read(git_dir: str | os.PathLike[str], oids: list[str]) -> Iterator[tuple[str, bytes, bytes]]:
-    """(oid, kind, body) of each object (kind b"missing" and an empty body for one that is not here)."""
+def _looked_at(git_dir: str | os.PathLike[str], oids: list[str]) -> Iterator[tuple[str, bytes]]:
+    """(oid, body) of the trees among these objects whose bytes hold "git" in any ASCII case or a
+    folder's mode: the others (flat trees without "git" in any name, other objects, missing ones) have
+    nothing to look at."""
     for asked, out in _chunks_read(git_dir, oids):
-        if not may_hold_git(out) and _TREE_MODE + b" " not in out:  # object ids are hex: no "g"
-            yield from ((oid, b"flat", b"") for oid in asked)  # flat trees without "git" in any name
+        hits = sorted(_found(out.lower(), b"git") + _found(out, _TREE_MODE + b" "))  # object ids are hex: no "g"
+        if hits:
+            yield from _hit_trees(out, asked, hits)
+
+
+def _found(data: bytes, needle: bytes) -> list[int]:
+    """Where `needle` starts in `data` (a search per match: a fifth of the time of one expression for both
+    needles over a chunk's answers)."""
+    found: list[int] = []
+    at = data.find(needle)
+    while at >= 0:
+        found.append(at)
+        at = data.find(needle, at + 1)
+    return found
+
+
+def _hit_trees(out: bytes, asked: list[str], hits: list[int]) -> Iterator[tuple[str, bytes]]:
+    """The trees of `batch_output`'s answer `out` (for `asked`) that hold one of the sorted positions."""
+    at, next_hit = 0, 0
+    for oid in asked:
+        end = out.index(b"\n", at)
+        header = out[at:end].split()
+        if len(header) != 3:  # "<oid> missing"
+            at = end + 1
             continue
-        yield from batch_answers(out, asked)
+        body_end = end + 1 + int(header[2])
+        while next_hit < len(hits) and hits[next_hit] < end:
+            next_hit += 1  # in this header (an oid's digits): nothing to look at
+        if next_hit < len(hits) and hits[next_hit] < body_end:
+            if header[1] == b"tree":
+                yield oid, out[end + 1 : body_end]
+            while next_hit < len(hits) and hits[next_hit] < body_end:
+                next_hit += 1
+            if next_hit == len(hits):
+                return
+        at = body_end + 1
 
 
 AHEAD = 2  # chunks git reads at once (a process each) while the caller looks at the last
