@@ -3,12 +3,12 @@ invalid, writers refuse it: git itself refuses to check one out).
 
 Each distinct tree object is read once, in chunks of `CHUNK` trees through one `git cat-file --batch
 --buffer` each (`catfile.batch_output`), the answers taken apart in bulk (a round trip per object cost
-as much as git's own reading); git reads the next chunk while this process looks at the last. A chunk's
-answers are searched whole for "git" in any case (every name `dotgit_component` flags holds it) and for
-a folder's mode; only the trees a match falls in are cut out and their entries parsed (at a million
-contributions, 660,000 trees, most chunks match nowhere). A tree's answer is the first offending path under it, so
-a subtree shared by thousands of trees is judged once. This is the whole tree, not a diff against a
-parent: a `.git` path kept from an invalid parent is found too.
+as much as git's own reading); git reads the next chunk while this process looks at the last. A
+chunk's answers are searched whole for "git" in any case (every name `dotgit_component` flags holds it)
+and for a folder's mode; only the trees a match falls in are cut out and their entries parsed (at a
+million contributions, 660,000 trees, most chunks match nowhere). A tree's answer is the first
+offending path under it, so a subtree shared by thousands of trees is judged once. This is the whole
+tree, not a diff against a parent: a `.git` path kept from an invalid parent is found too.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _looked_at(git_dir: str | os.PathLike[str], oids: list[str]) -> Iterator[tup
     folder's mode: the others (flat trees without "git" in any name, other objects, missing ones) have
     nothing to look at."""
     for asked, out in _chunks_read(git_dir, oids):
-        hits = sorted(_found(out.lower(), b"git") + _found(out, _TREE_MODE + b" "))  # object ids are hex: no "g"
+        hits = sorted(_found(out.lower(), b"git") + _found(out, _TREE_MODE + b" "))  # ids are hex: no "g"
         if hits:
             yield from _hit_trees(out, asked, hits)
 
