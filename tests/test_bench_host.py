@@ -4,17 +4,14 @@ origin it reads from is left as it was."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
+
+from agora_testing import git
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "eval" / "bench"))
 import bench_interactive  # noqa: E402 - a benchmark script, beside its helpers
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def files(folder: Path) -> dict[str, tuple[int, int, int]]:
@@ -53,4 +50,4 @@ def test_the_mirror_serves_linked_packs_with_reverse_indexes(tmp_path):
     shallow = tmp_path / "probe.git"
     git(tmp_path, "init", "-q", "--bare", str(shallow))
     git(shallow, "fetch", "-q", "--depth=2", str(mirror), "HEAD")
-    assert git(shallow, "rev-parse", "FETCH_HEAD") == git(work, "rev-parse", "HEAD")
+    assert git(shallow, "rev-parse", "FETCH_HEAD") == git(work, "rev-parse", "HEAD")  # served whole

@@ -91,9 +91,13 @@ def test_only_trees_a_match_falls_in_are_parsed(store, monkeypatch):
     repo, made, expected = store
     parsed: list[str] = []
     looked_at = trees._looked_at
-    monkeypatch.setattr(
-        trees, "_looked_at", lambda d, oids: (parsed.append(o) or (o, b) for o, b in looked_at(d, oids))
-    )
+
+    def recorded(git_dir, oids):
+        for oid, body in looked_at(git_dir, oids):
+            parsed.append(oid)
+            yield oid, body
+
+    monkeypatch.setattr(trees, "_looked_at", recorded)
     assert trees.dotgit_paths(repo, list(made.values())) == expected
     names = {made[name]: name for name in made}
     assert {names.get(oid, "a subtree") for oid in parsed} == {
