@@ -419,12 +419,20 @@ def test_a_tree_with_a_dotgit_path_is_invalid_for_readers_and_refused_by_writers
     top = run_git(a, "mktree", input=f"040000 tree {dotgit}\t.Git\n040000 tree {inner}\tsub\n")
     message = "hostile\n\nAgora-Format: 1\nAgora-Account: mallory\nAgora-Tag: result\nAgora-Metric: bpc=1\n"
     hostile = forge(a, message, [setup], tree=top)
-    publish_forged_log(a, "mallory", [hostile])
+    # what NTFS and HFS+ read as `.git` (git refuses to check either out; `git fsck` warns of both)
+    also = {
+        name: run_git(a, "mktree", input=f"040000 tree {dotgit}\t{name}\n")
+        for name in (".git::$INDEX_ALLOCATION", ".g\u200cit")
+    }
+    forged = {name: forge(a, message.replace("hostile", name), [setup], tree=tree) for name, tree in also.items()}
+    publish_forged_log(a, "mallory", [hostile, *forged.values()])
     c = make_clone(tmp_path, "c", str(remote), "carol")
     agora(c, "fetch")
     rejected = {row["sha"]: row for row in agora(c, "log", "--rejected", "--json").json()}
     reasons = " ".join(rejected[hostile]["reasons"])
     assert "the tree holds '.Git'" in reasons and "refuses to check out" in reasons, reasons
+    for name, sha in forged.items():
+        assert f"the tree holds {name!r}" in " ".join(rejected[sha]["reasons"]), rejected.get(sha)
     assert agora(c, "index", "--check").returncode == 0
     assert "the tree holds '.Git'" in " ".join(in_bulk_rejections(c, tmp_path, monkeypatch)[hostile])  # read aside
     out = agora(c, "verify", hostile, "--no-publish", "--json").json()  # and it can still be failed
@@ -435,8 +443,9 @@ def test_a_tree_with_a_dotgit_path_is_invalid_for_readers_and_refused_by_writers
 
     project = agora_lib.open_project(c, account="carol")
     draft = agora_lib.Contribution(account="carol", tags=("result",), description="x", parents=(setup,))
-    with pytest.raises(agora_lib.AgoraError, match="refuses to check out"):
-        publish(project, draft, top)
+    for tree in (top, *also.values()):
+        with pytest.raises(agora_lib.AgoraError, match="refuses to check out"):
+            publish(project, draft, tree)
     assert git(c, "for-each-ref", "refs/agora/log/carol").strip() == ""
 
 

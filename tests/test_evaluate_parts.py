@@ -81,12 +81,43 @@ def test_received_folders_are_readable_whatever_the_umask(tmp_path):
     assert oct((tmp_path / "a" / "b").stat().st_mode & 0o777) == "0o755"
 
 
-@pytest.mark.parametrize("path", [".git/config", "a/.GIT/hooks/post-checkout", ".git.", "x/.Git /y", "GIT~1/config"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".git/config",
+        "a/.GIT/hooks/post-checkout",
+        ".git.",
+        "x/.Git /y",
+        "GIT~1/config",
+        ".git::$INDEX_ALLOCATION/config",  # NTFS: a stream of the folder
+        "git~1:x",
+        "a\\.git\\hooks",  # NTFS: backslashes separate folders
+        ".g\u200cit/config",  # HFS+: zero-width and direction marks are ignored
+        "\ufeff.GIT",
+        ".git\udcff",  # git stops reading a name at a byte that is not UTF-8
+    ],
+)
 def test_dotgit_components_are_found_in_any_case(path):
     assert dotgit_component(path)
 
 
-@pytest.mark.parametrize("path", [".github/workflows/ci.yml", "a.git", "git/config", ".gitignore", ".gitattributes"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".github/workflows/ci.yml",
+        "a.git",
+        "git/config",
+        ".gitignore",
+        ".gitattributes",
+        ".git~1",
+        "GIT~10",
+        "x:.git",
+        ".git\u200c.",  # HFS+ keeps trailing dots, NTFS the mark
+        ".g\udcffit",
+        ".g\u0130t",  # git lowers ASCII only
+        ".git\u2013",
+    ],
+)
 def test_names_that_only_look_like_dotgit_pass(path):
     assert not dotgit_component(path)
 

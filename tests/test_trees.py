@@ -4,7 +4,12 @@ reads ahead, and only the trees a match of the search falls in are parsed."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import random
+import re
 import subprocess
+import zlib
 from pathlib import Path
 
 import pytest
@@ -110,3 +115,70 @@ def test_only_trees_a_match_falls_in_are_parsed(store, monkeypatch):
         "clean subtrees",
         "a subtree",
     }
+
+
+# names built near `.git` and `git~1` from the pieces git's checks turn on: case, trailing dots and spaces,
+# NTFS stream colons and backslashes, code points HFS+ ignores, bytes that are not UTF-8
+PIECES = [
+    b".",
+    b" ",
+    b":",
+    b"\\",
+    b"~",
+    b"1",
+    b"x",
+    b"g",
+    b"I",
+    b"\xe2\x80\x8c",
+    b"\xef\xbb\xbf",
+    b"\xe2\x80\x93",
+    b"\xff",
+]
+STEMS = [b".git", b".GIT", b"git~1", b"GIT~1", b".gi", b"git~", b"git"]
+
+
+def near_dotgit_names(count: int, seed: int = 7) -> list[bytes]:
+    draw = random.Random(seed)
+    names: set[bytes] = set()
+    while len(names) < count:
+        name = bytearray(draw.choice(STEMS))
+        for _ in range(draw.randint(0, 3)):  # a piece added at the end, or inserted anywhere
+            at = len(name) if draw.random() < 0.6 else draw.randint(0, len(name))
+            name[at:at] = draw.choice(PIECES)
+        names.add(bytes(name))
+    return sorted(names)
+
+
+def write_tree(repo: Path, body: bytes) -> str:
+    """A tree object stored loose as given, whatever its names (no git command would write some)."""
+    data = b"tree %d\0%s" % (len(body), body)
+    oid = hashlib.sha1(data).hexdigest()
+    folder = repo / "objects" / oid[:2]
+    folder.mkdir(exist_ok=True)
+    (folder / oid[2:]).write_bytes(zlib.compress(data))
+    return oid
+
+
+def test_the_trees_flagged_are_the_trees_git_fsck_flags(tmp_path):
+    """Differential against git itself: `git fsck` warns `hasDotgit` on exactly the trees `dotgit_paths`
+    names, for 600 names that are `.git` or nearly (each the only entry of a tree, as a file, and as a
+    folder one level down), and on none of a clean tree."""
+    repo = tmp_path / "trees.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
+    blob = bytes.fromhex(git(repo, "hash-object", "-w", "--stdin", data=b"x\n"))
+    names = near_dotgit_names(600)
+    tops, nested = {}, {}
+    for name in names:
+        tops[name] = write_tree(repo, b"100644 %s\0%s" % (name, blob))
+        nested[name] = write_tree(
+            repo, b"40000 sub\0%s" % bytes.fromhex(write_tree(repo, b"40000 %s\0%s" % (name, blob)))
+        )
+    warned = subprocess.run(["git", "--git-dir", str(repo), "fsck", "--no-dangling"], capture_output=True, text=True)
+    flagged = set(re.findall(r"warning in tree ([0-9a-f]{40}): hasDotgit", warned.stdout + warned.stderr))
+    assert 30 < len(flagged & set(tops.values())) < 570  # both kinds well represented (55 of 600 flagged)
+    found = trees.dotgit_paths(repo, [*tops.values(), *nested.values()])
+    assert {tree for tree in found if tree in set(tops.values())} == flagged & set(tops.values())
+    assert {name for name, tree in nested.items() if tree in found} == {n for n, t in tops.items() if t in flagged}
+    for name, tree in nested.items():
+        if tree in found:
+            assert found[tree] == "sub/" + os.fsdecode(name)

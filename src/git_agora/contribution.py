@@ -329,13 +329,56 @@ class Contribution(NamedTuple):
 
 
 def dotgit_component(path: str) -> bool:
-    """Whether a path has a `.git` component as `git fsck` judges it: any case, and the names NTFS and
-    HFS+ would read as `.git` (trailing dots or spaces, the 8.3 name `git~1`)."""
+    """Whether a path has a `.git` component as `git fsck` judges it (its `hasDotgit`; git refuses to
+    check out such a path on every system since 2.24.1, the HFS+ forms on macOS): a component that NTFS
+    reads as `.git` (`ntfs_dotgit`), also after a backslash, or that HFS+ does (`hfs_dotgit`). Names
+    come as `os.fsdecode` and `surrogateescape` give them: a byte that is not UTF-8 is a lone surrogate."""
     for name in path.split("/"):
-        folded = name.lower().rstrip(". ")
-        if folded == ".git" or folded == "git~1":
+        if ntfs_dotgit(name) or hfs_dotgit(name):
+            return True
+        if "\\" in name and any(ntfs_dotgit(part) for part in name.split("\\")[1:]):
             return True
     return False
+
+
+def ntfs_dotgit(name: str) -> bool:
+    """Whether NTFS reads this name as `.git` (git's `is_ntfs_dotgit`): `.git` or its 8.3 name `git~1`,
+    in any case, then nothing but dots and spaces up to the end, a backslash or a colon (where a stream
+    name starts, as in `.git::$INDEX_ALLOCATION`)."""
+    if name[:1] not in (".", "g", "G"):
+        return False
+    if _ascii_lower(name[:4]) == ".git":
+        rest = name[4:]
+    elif _ascii_lower(name[:5]) == "git~1":
+        rest = name[5:]
+    else:
+        return False
+    for char in rest:
+        if char in "\\:":
+            return True
+        if char not in ". ":
+            return False
+    return True
+
+
+HFS_IGNORED = frozenset(map(chr, [*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF]))
+_NOT_UTF8 = re.compile("[\udc80-\udcff\ufffe\uffff]")  # where git's UTF-8 reading stops (`pick_one_utf8_char`)
+
+
+def hfs_dotgit(name: str) -> bool:
+    """Whether HFS+ reads this name as `.git` (git's `is_hfs_dotgit`): `.git` in any ASCII case once the
+    code points HFS+ ignores are taken out (zero-width and direction marks: `.g`, U+200C, `it`). Git stops
+    reading at the first byte that is not UTF-8 (or U+FFFE, U+FFFF) as at the name's end."""
+    if name.isascii():
+        return len(name) == 4 and name.lower() == ".git"
+    cut = _NOT_UTF8.search(name)
+    kept = [char for char in (name if cut is None else name[: cut.start()]) if char not in HFS_IGNORED]
+    return _ascii_lower("".join(kept)) == ".git"
+
+
+def _ascii_lower(text: str) -> str:
+    """ASCII letters lowered, as git compares names; any other character kept (Python would lower `İ`)."""
+    return text.lower() if text.isascii() else text
 
 
 DOTGIT_REASON = "a .git path component, which git refuses to check out"

@@ -4,11 +4,12 @@ invalid, writers refuse it: git itself refuses to check one out).
 Each distinct tree object is read once, in chunks of `CHUNK` trees through one `git cat-file --batch
 --buffer` each (`catfile.batch_output`), the answers taken apart in bulk (a round trip per object cost
 as much as git's own reading); git reads the next chunk while this process looks at the last. A
-chunk's answers are searched whole for "git" in any case (every name `dotgit_component` flags holds it)
-and for a folder's mode; only the trees a match falls in are cut out and their entries parsed (at a
-million contributions, 660,000 trees, most chunks match nowhere). A tree's answer is the first
-offending path under it, so a subtree shared by thousands of trees is judged once. This is the whole
-tree, not a diff against a parent: a `.git` path kept from an invalid parent is found too.
+chunk's answers are searched whole for "git" in any case, for the code points HFS+ ignores (every name
+`dotgit_component` flags holds one or the other) and for a folder's mode; only the trees a match falls
+in are cut out and their entries parsed (at a million contributions, 660,000 trees, most chunks match
+nowhere). A tree's answer is the first offending path under it, so a subtree shared by thousands of
+trees is judged once. This is the whole tree, not a diff against a parent: a `.git` path kept from an
+invalid parent is found too.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 
-from ..contribution import dotgit_component
+from ..contribution import HFS_IGNORED, dotgit_component
 from .catfile import batch_output
 
 CHUNK = 32768  # trees asked of one `git cat-file` (their answers held in memory at once: about 5 MB)
@@ -77,12 +78,27 @@ def dotgit_paths(git_dir: str | os.PathLike[str], trees: Iterable[str]) -> dict[
         sys.setrecursionlimit(limit)
 
 
+# the code points HFS+ ignores in a name (`contribution.hfs_dotgit`: `.g\u200cit`) in UTF-8: how they
+# start, and the byte that may follow (searched for apart, the start alone matches in object ids)
+_IGNORED = [
+    (lead, frozenset(char.encode()[len(lead) :] for char in HFS_IGNORED if char.encode().startswith(lead)))
+    for lead in (b"\xe2\x80", b"\xe2\x81", b"\xef\xbb")
+]
+
+
 def _looked_at(git_dir: str | os.PathLike[str], oids: list[str]) -> Iterator[tuple[str, bytes]]:
-    """(oid, body) of the trees among these objects whose bytes hold "git" in any ASCII case or a
-    folder's mode: the others (flat trees without "git" in any name, other objects, missing ones) have
-    nothing to look at."""
+    """(oid, body) of the trees among these objects whose bytes hold "git" in any ASCII case, a code
+    point HFS+ ignores or a folder's mode: the others (flat trees without "git" in any name, other
+    objects, missing ones) have nothing to look at."""
     for asked, out in _chunks_read(git_dir, oids):
-        hits = sorted(_found(out.lower(), b"git") + _found(out, _TREE_MODE + b" "))  # ids are hex: no "g"
+        hits = _found(out.lower(), b"git") + _found(out, _TREE_MODE + b" ")  # ids are hex: no "g"
+        hits += [
+            at
+            for lead, ends in _IGNORED
+            for at in _found(out, lead)
+            if out[at + len(lead) : at + len(lead) + 1] in ends
+        ]
+        hits.sort()
         if hits:
             yield from _hit_trees(out, asked, hits)
 
