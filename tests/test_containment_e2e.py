@@ -421,8 +421,12 @@ def test_a_tree_with_a_dotgit_path_is_invalid_for_readers_and_refused_by_writers
     hostile = forge(a, message, [setup], tree=top)
     # what NTFS and HFS+ read as `.git` (git refuses to check either out; `git fsck` warns of both)
     also = {
-        name: run_git(a, "mktree", input=f"040000 tree {dotgit}\t{name}\n")
-        for name in (".git::$INDEX_ALLOCATION", ".g\u200cit")
+        name: run_git(a, "mktree", input=f"{entry}\t{name}\n")
+        for name, entry in (
+            (".git::$INDEX_ALLOCATION", f"040000 tree {dotgit}"),
+            (".g\u200cit", f"040000 tree {dotgit}"),
+            ("GITMOD~1", f"120000 blob {blob}"),  # NTFS's name of .gitmodules, as a link: git refuses it too
+        )
     }
     forged = {name: forge(a, message.replace("hostile", name), [setup], tree=tree) for name, tree in also.items()}
     publish_forged_log(a, "mallory", [hostile, *forged.values()])
@@ -435,8 +439,9 @@ def test_a_tree_with_a_dotgit_path_is_invalid_for_readers_and_refused_by_writers
         assert f"the tree holds {name!r}" in " ".join(rejected[sha]["reasons"]), rejected.get(sha)
     assert agora(c, "index", "--check").returncode == 0
     assert "the tree holds '.Git'" in " ".join(in_bulk_rejections(c, tmp_path, monkeypatch)[hostile])  # read aside
-    out = agora(c, "verify", hostile, "--no-publish", "--json").json()  # and it can still be failed
-    assert out["verdict"] == "failed" and out["reason"] == "the tree cannot be exported", out
+    for sha in (hostile, forged["GITMOD~1"]):  # and it can still be failed
+        out = agora(c, "verify", sha, "--no-publish", "--json").json()
+        assert out["verdict"] == "failed" and out["reason"] == "the tree cannot be exported", out
 
     import git_agora as agora_lib
     from git_agora.ops.publish import publish

@@ -11,7 +11,7 @@ import tarfile
 import pytest
 
 from git_agora.config import ConfigError, EvalSpec, Limits, ProjectConfig
-from git_agora.contribution import dotgit_component
+from git_agora.contribution import dotgit_component, dotgitmodules_link
 from git_agora.evaluate.artifact import ArtifactRefused, receive
 from git_agora.evaluate.record import Reason, declared_output, reportable_metrics
 from git_agora.leaks import secret_in
@@ -120,6 +120,30 @@ def test_dotgit_components_are_found_in_any_case(path):
 )
 def test_names_that_only_look_like_dotgit_pass(path):
     assert not dotgit_component(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "refused"),
+    [
+        (".gitmodules", True),
+        (".GitModules. ", True),
+        (".gitmodules:x", True),  # NTFS: a stream
+        ("GITMOD~1", True),  # NTFS's short names: the first six letters, ~1 to ~4
+        ("gitmod~4", True),
+        ("gitmod~5", False),
+        ("gi7eba~1", True),  # or some of the hashed prefix's six letters, a tilde and digits
+        ("gi~12345", True),
+        ("~1234567", True),
+        ("gi~02345", False),
+        ("x\\.gitmodules", True),
+        ("x\\.gitmodules\\y", False),  # a backslash ends .git on NTFS, not .gitmodules
+        (".g\u200citmodules", True),  # HFS+
+        (".gitmodulesx", False),
+        ("gitmodules", False),
+    ],
+)
+def test_gitmodules_links_git_refuses(name, refused):
+    assert dotgitmodules_link(name) is refused
 
 
 def test_a_record_keeps_declared_numbers_and_plain_words_only():

@@ -135,13 +135,23 @@ PIECES = [
     b"\xff",
 ]
 STEMS = [b".git", b".GIT", b"git~1", b"GIT~1", b".gi", b"git~", b"git"]
+LINK_STEMS = [
+    b".gitmodules",
+    b".GITMODULES",
+    b"gitmod~1",
+    b"GITMOD~4",
+    b"gitmod~5",
+    b"gi7eba~1",
+    b"gi~12345",
+    b"~1234567",
+]
 
 
-def near_dotgit_names(count: int, seed: int = 7) -> list[bytes]:
+def near_dotgit_names(count: int, seed: int = 7, stems: list[bytes] = STEMS) -> list[bytes]:
     draw = random.Random(seed)
     names: set[bytes] = set()
     while len(names) < count:
-        name = bytearray(draw.choice(STEMS))
+        name = bytearray(draw.choice(stems))
         for _ in range(draw.randint(0, 3)):  # a piece added at the end, or inserted anywhere
             at = len(name) if draw.random() < 0.6 else draw.randint(0, len(name))
             name[at:at] = draw.choice(PIECES)
@@ -160,25 +170,32 @@ def write_tree(repo: Path, body: bytes) -> str:
 
 
 def test_the_trees_flagged_are_the_trees_git_fsck_flags(tmp_path):
-    """Differential against git itself: `git fsck` warns `hasDotgit` on exactly the trees `dotgit_paths`
-    names, for 600 names that are `.git` or nearly (each the only entry of a tree, as a file, and as a
-    folder one level down), and on none of a clean tree."""
+    """Differential against git itself: `git fsck` reports a `.git` path (`hasDotgit`) or a `.gitmodules`
+    link (`gitmodulesSymlink`) in exactly the trees `dotgit_paths` names, for 600 names that are `.git`
+    or nearly (each the only entry of a tree, as a file, and as a folder one level down) and 400 that
+    are `.gitmodules` or nearly (as a file and as a symbolic link)."""
     repo = tmp_path / "trees.git"
     subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
     blob = bytes.fromhex(git(repo, "hash-object", "-w", "--stdin", data=b"x\n"))
-    names = near_dotgit_names(600)
-    tops, nested = {}, {}
+    names, link_names = near_dotgit_names(600), near_dotgit_names(400, 8, LINK_STEMS)
+    tops, nested, links = {}, {}, {}
     for name in names:
         tops[name] = write_tree(repo, b"100644 %s\0%s" % (name, blob))
         nested[name] = write_tree(
             repo, b"40000 sub\0%s" % bytes.fromhex(write_tree(repo, b"40000 %s\0%s" % (name, blob)))
         )
-    warned = subprocess.run(["git", "--git-dir", str(repo), "fsck", "--no-dangling"], capture_output=True, text=True)
-    flagged = set(re.findall(r"warning in tree ([0-9a-f]{40}): hasDotgit", warned.stdout + warned.stderr))
+    for name in link_names:
+        tops[name] = write_tree(repo, b"100644 %s\0%s" % (name, blob))
+        links[name] = write_tree(repo, b"120000 %s\0%s" % (name, blob))
+    reported = subprocess.run(["git", "--git-dir", str(repo), "fsck", "--no-dangling"], capture_output=True, text=True)
+    said = reported.stdout + reported.stderr
+    flagged = set(re.findall(r"in tree ([0-9a-f]{40}): (?:hasDotgit|gitmodulesSymlink)", said))
     assert 30 < len(flagged & set(tops.values())) < 570  # both kinds well represented (55 of 600 flagged)
-    found = trees.dotgit_paths(repo, [*tops.values(), *nested.values()])
-    assert {tree for tree in found if tree in set(tops.values())} == flagged & set(tops.values())
-    assert {name for name, tree in nested.items() if tree in found} == {n for n, t in tops.items() if t in flagged}
+    assert 30 < len(flagged & set(links.values())) < 370  # (130 of 400)
+    found = trees.dotgit_paths(repo, [*tops.values(), *nested.values(), *links.values()])
+    alone = {*tops.values(), *links.values()}  # (fsck reports the inner tree of a nested one)
+    assert set(found) & alone == flagged & alone
+    for name, tree in [*tops.items(), *links.items()]:
+        assert found.get(tree, os.fsdecode(name)) == os.fsdecode(name)  # the entry's own name, where found
     for name, tree in nested.items():
-        if tree in found:
-            assert found[tree] == "sub/" + os.fsdecode(name)
+        assert found.get(tree) == ("sub/" + os.fsdecode(name) if tops[name] in flagged else None)

@@ -333,12 +333,21 @@ def dotgit_component(path: str) -> bool:
     check out such a path on every system since 2.24.1, the HFS+ forms on macOS): a component that NTFS
     reads as `.git` (`ntfs_dotgit`), also after a backslash, or that HFS+ does (`hfs_dotgit`). Names
     come as `os.fsdecode` and `surrogateescape` give them: a byte that is not UTF-8 is a lone surrogate."""
-    for name in path.split("/"):
-        if ntfs_dotgit(name) or hfs_dotgit(name):
-            return True
-        if "\\" in name and any(ntfs_dotgit(part) for part in name.split("\\")[1:]):
-            return True
-    return False
+    return any(hfs_dotgit(name) or any(map(ntfs_dotgit, _from_backslashes(name))) for name in path.split("/"))
+
+
+def dotgitmodules_link(name: str) -> bool:
+    """Whether a symbolic link of this name (one path component) is one git refuses to check out and
+    `git fsck` reports (`gitmodulesSymlink`): what NTFS or HFS+ reads as `.gitmodules`, also after a
+    backslash (git's `is_ntfs_dotgitmodules`, `is_hfs_dotgitmodules`)."""
+    return _hfs_dot(name, "gitmodules") or any(_ntfs_dot(at, "gitmodules", "gi7eba") for at in _from_backslashes(name))
+
+
+def _from_backslashes(name: str) -> list[str]:
+    """The name, and what follows each backslash in it: where NTFS starts a name (git checks each)."""
+    if "\\" not in name:
+        return [name]
+    return [name, *(name[at + 1 :] for at, char in enumerate(name) if char == "\\")]
 
 
 def ntfs_dotgit(name: str) -> bool:
@@ -361,19 +370,55 @@ def ntfs_dotgit(name: str) -> bool:
     return True
 
 
-HFS_IGNORED = frozenset(map(chr, [*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF]))
-_NOT_UTF8 = re.compile("[\udc80-\udcff\ufffe\uffff]")  # where git's UTF-8 reading stops (`pick_one_utf8_char`)
+def _ntfs_dot(name: str, dotted: str, short: str) -> bool:
+    """Whether NTFS reads this name as `.<dotted>` (git's `is_ntfs_dot_generic`): that name in any case,
+    its 8.3 forms (the first six letters, then `~1` to `~4`; or up to six letters of the hashed `short`
+    prefix, a tilde and digits, eight characters in all), then nothing but dots and spaces up to the
+    end or a colon."""
+    if name[:1] == "." and _ascii_lower(name[1 : 1 + len(dotted)]) == dotted:
+        rest = name[1 + len(dotted) :]
+    elif _ascii_lower(name[:6]) == dotted[:6] and name[6:7] == "~" and name[7:8] in ("1", "2", "3", "4"):
+        rest = name[8:]
+    elif _short_name(name[:8], short):
+        rest = name[8:]
+    else:
+        return False
+    for char in rest:
+        if char == ":":
+            return True
+        if char not in ". ":
+            return False
+    return True
+
+
+def _short_name(head: str, prefix: str) -> bool:
+    """Whether eight characters are an NTFS fall-back short name of `prefix`: some of its first six
+    letters (any case), a tilde, a digit from 1, then digits."""
+    tilde = head.find("~")
+    if len(head) < 8 or not 0 <= tilde <= 6 or not head.isascii():
+        return False
+    digits = head[tilde + 1 :]
+    return _ascii_lower(head[:tilde]) == prefix[:tilde] and digits.isdigit() and digits[0] != "0"
 
 
 def hfs_dotgit(name: str) -> bool:
     """Whether HFS+ reads this name as `.git` (git's `is_hfs_dotgit`): `.git` in any ASCII case once the
     code points HFS+ ignores are taken out (zero-width and direction marks: `.g`, U+200C, `it`). Git stops
     reading at the first byte that is not UTF-8 (or U+FFFE, U+FFFF) as at the name's end."""
+    return _hfs_dot(name, "git")
+
+
+HFS_IGNORED = frozenset(map(chr, [*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF]))
+_NOT_UTF8 = re.compile("[\udc80-\udcff\ufffe\uffff]")  # where git's UTF-8 reading stops (`pick_one_utf8_char`)
+
+
+def _hfs_dot(name: str, dotted: str) -> bool:
+    """Whether HFS+ reads this name as `.<dotted>` (git's `is_hfs_dot_generic`; see `hfs_dotgit`)."""
     if name.isascii():
-        return len(name) == 4 and name.lower() == ".git"
+        return len(name) == 1 + len(dotted) and name.lower() == "." + dotted
     cut = _NOT_UTF8.search(name)
     kept = [char for char in (name if cut is None else name[: cut.start()]) if char not in HFS_IGNORED]
-    return _ascii_lower("".join(kept)) == ".git"
+    return _ascii_lower("".join(kept)) == "." + dotted
 
 
 def _ascii_lower(text: str) -> str:
@@ -381,7 +426,7 @@ def _ascii_lower(text: str) -> str:
     return text.lower() if text.isascii() else text
 
 
-DOTGIT_REASON = "a .git path component, which git refuses to check out"
+DOTGIT_REASON = "a path git refuses to check out (a .git component, or .gitmodules as a symbolic link)"
 
 
 def check_format(declared: list[str]) -> str:

@@ -2,8 +2,8 @@
 
 No checkout runs, so no `.gitattributes` (`working-tree-encoding`, `eol`, filters), hook or config of
 any clone applies. The policy's protected files replace the tree's own. A path Git itself would refuse
-(a `.git` component in any case, `..`, an empty or odd name) or a path that runs through a symbolic
-link the tree also holds is refused with the path, never written.
+(a `.git` component in any case, a `.gitmodules` symbolic link, `..`, an empty or odd name) or a path
+that runs through a symbolic link the tree also holds is refused with the path, never written.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from ..contribution import DOTGIT_REASON, dotgit_component
+from ..contribution import DOTGIT_REASON, dotgit_component, dotgitmodules_link
 from ..refs.store import Repository
 
 SYMLINK, GITLINK, EXECUTABLE = "120000", "160000", "100755"
@@ -21,10 +21,10 @@ class ExportError(ValueError):
     """The tree cannot be written out safely (the message names the path)."""
 
 
-def check_path(path: str) -> None:
+def check_path(path: str, mode: str = "") -> None:
     if not path or path.startswith("/") or "\0" in path:
         raise ExportError(f"the tree holds a path that cannot be written ({path!r})")
-    if dotgit_component(path):
+    if dotgit_component(path) or (mode == SYMLINK and dotgitmodules_link(path.rpartition("/")[2])):
         raise ExportError(f"the tree holds {path!r}: {DOTGIT_REASON}")
     if any(name in ("", ".", "..") for name in path.split("/")):
         raise ExportError(f"the tree holds {path!r}: an empty, '.' or '..' path component")
@@ -66,8 +66,8 @@ def export_tree(
             if not any(path == g or path.startswith(g + "/") for g in gone)
         }
     entries.update(replace or {})
-    for path in entries:
-        check_path(path)
+    for path, (mode, _) in entries.items():
+        check_path(path, mode)
     links = {path for path, (mode, _) in entries.items() if mode == SYMLINK}
     for path in entries:
         parts = path.split("/")

@@ -1,15 +1,16 @@
-"""Trees read in bulk: which of them hold a `.git` path component (readers mark such a contribution
-invalid, writers refuse it: git itself refuses to check one out).
+"""Trees read in bulk: which of them hold a `.git` path component or a `.gitmodules` symbolic link
+(readers mark such a contribution invalid, writers refuse it: git itself refuses to check one out).
 
 Each distinct tree object is read once, in chunks of `CHUNK` trees through one `git cat-file --batch
 --buffer` each (`catfile.batch_output`), the answers taken apart in bulk (a round trip per object cost
-as much as git's own reading); git reads the next chunk while this process looks at the last. A
-chunk's answers are searched whole for "git" in any case, for the code points HFS+ ignores (every name
-`dotgit_component` flags holds one or the other) and for a folder's mode; only the trees a match falls
-in are cut out and their entries parsed (at a million contributions, 660,000 trees, most chunks match
-nowhere). A tree's answer is the first offending path under it, so a subtree shared by thousands of
-trees is judged once. This is the whole tree, not a diff against a parent: a `.git` path kept from an
-invalid parent is found too.
+as much as git's own reading); git reads the next chunk while this process looks at the last. A chunk's
+answers are searched whole for "git" in any case, for the code points HFS+ ignores (every name
+`dotgit_component` flags holds one or the other), for a folder's mode and for a symbolic link's (git
+refuses a link NTFS or HFS+ reads as `.gitmodules`: `contribution.dotgitmodules_link`); only the trees a
+match falls in are cut out and their entries parsed (at a million contributions, 660,000 trees, most
+chunks match nowhere). A tree's answer is the first offending path under it, so a subtree shared by
+thousands of trees is judged once. This is the whole tree, not a diff against a parent: a `.git` path
+kept from an invalid parent is found too.
 """
 
 from __future__ import annotations
@@ -19,17 +20,19 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 
-from ..contribution import HFS_IGNORED, dotgit_component
+from ..contribution import HFS_IGNORED, dotgit_component, dotgitmodules_link
 from .catfile import batch_output
 
 CHUNK = 32768  # trees asked of one `git cat-file` (their answers held in memory at once: about 5 MB)
 
 _ENTRY = re.compile(rb"([0-7]+) ([^\0]*)\0(.{20})", re.S)
 _TREE_MODE = b"40000"
+_LINK_MODE = b"120000"
 
 
 def dotgit_paths(git_dir: str | os.PathLike[str], trees: Iterable[str]) -> dict[str, str]:
-    """tree -> the first path with a `.git` component in it, for the trees (of `trees`) that hold one."""
+    """tree -> the first path git refuses to check out (`contribution.DOTGIT_REASON`), for the trees (of
+    `trees`) that hold one."""
     roots = list(dict.fromkeys(trees))
     children: dict[str, list[tuple[str, str]]] = {}  # tree -> its subtrees (name, oid), where it has any
     own: dict[str, str] = {}  # tree -> an offending entry of its own
@@ -42,7 +45,9 @@ def dotgit_paths(git_dir: str | os.PathLike[str], trees: Iterable[str]) -> dict[
             subtrees: list[tuple[str, str]] = []
             for match in _ENTRY.finditer(body):
                 name = match.group(2).decode("utf-8", "surrogateescape")
-                if tree not in own and dotgit_component(name):
+                if tree not in own and (
+                    dotgit_component(name) or (match.group(1) == _LINK_MODE and dotgitmodules_link(name))
+                ):
                     own[tree] = name
                 if match.group(1) == _TREE_MODE:
                     subtrees.append((name, match.group(3).hex()))
@@ -87,11 +92,12 @@ _IGNORED = [
 
 
 def _looked_at(git_dir: str | os.PathLike[str], oids: list[str]) -> Iterator[tuple[str, bytes]]:
-    """(oid, body) of the trees among these objects whose bytes hold "git" in any ASCII case, a code
-    point HFS+ ignores or a folder's mode: the others (flat trees without "git" in any name, other
-    objects, missing ones) have nothing to look at."""
+    """(oid, body) of the trees among these objects whose bytes hold "git" in any ASCII case (the ids
+    are hex: no "g"), a code point HFS+ ignores, a folder's or a symbolic link's mode (NTFS's short
+    names of `.gitmodules` need not hold "git"): the others (flat trees without "git" in any name,
+    other objects, missing ones) have nothing to look at."""
     for asked, out in _chunks_read(git_dir, oids):
-        hits = _found(out.lower(), b"git") + _found(out, _TREE_MODE + b" ")  # ids are hex: no "g"
+        hits = _found(out.lower(), b"git") + _found(out, _TREE_MODE + b" ") + _found(out, _LINK_MODE + b" ")
         hits += [
             at
             for lead, ends in _IGNORED
