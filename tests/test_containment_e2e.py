@@ -426,6 +426,7 @@ def test_a_tree_with_a_dotgit_path_is_invalid_for_readers_and_refused_by_writers
             (".git::$INDEX_ALLOCATION", f"040000 tree {dotgit}"),
             (".g\u200cit", f"040000 tree {dotgit}"),
             ("GITMOD~1", f"120000 blob {blob}"),  # NTFS's name of .gitmodules, as a link: git refuses it too
+            ("..", f"100644 blob {blob}"),
         )
     }
     forged = {name: forge(a, message.replace("hostile", name), [setup], tree=tree) for name, tree in also.items()}

@@ -50,6 +50,11 @@ def store(tmp_path) -> tuple[Path, dict[str, str], dict[str, str]]:
         "missing": "0123456789abcdef0123456789abcdef01234567",
         "missing, its id ending in a folder's mode": "0123456789abcdef0123456789abcdef01240000",
         "a blob naming .git in a folder": git(repo, "hash-object", "-w", "--stdin", data=b"40000 .git\0" + b"\1" * 20),
+        "an entry named .": write_tree(repo, b"100644 .\0" + bytes.fromhex(blob)),
+        "an empty name": write_tree(repo, b"100644 \0" + bytes.fromhex(blob)),
+        "an entry named .. in a folder": mktree(
+            repo, [("040000", write_tree(repo, b"100755 ..\0" + bytes.fromhex(blob)), "sub")]
+        ),
         "after them, flat": mktree(repo, [("100644", blob, "z.py")]),
     }
     expected = {
@@ -58,6 +63,9 @@ def store(tmp_path) -> tuple[Path, dict[str, str], dict[str, str]]:
         made["trailing dots"]: ".git. .",
         made["deep"]: "top/a/b/.GiT",
         made["the same subtree again"]: "other/a/b/.GiT",
+        made["an entry named ."]: ".",
+        made["an empty name"]: trees.EMPTY_NAME,
+        made["an entry named .. in a folder"]: "sub/..",
     }
     return repo, made, expected
 
@@ -113,6 +121,9 @@ def test_only_trees_a_match_falls_in_are_parsed(store, monkeypatch):
         "deep",
         "the same subtree again",
         "clean subtrees",
+        "an entry named .",
+        "an empty name",
+        "an entry named .. in a folder",
         "a subtree",
     }
 

@@ -426,7 +426,16 @@ def _ascii_lower(text: str) -> str:
     return text.lower() if text.isascii() else text
 
 
-DOTGIT_REASON = "a path git refuses to check out (a .git component, or .gitmodules as a symbolic link)"
+def checkout_refused(name: str, link: bool) -> bool:
+    """Whether git refuses to check out a tree entry of this name (`link`: a symbolic link), whatever the
+    system: `.`, `..` or an empty name, a `.git` component (`dotgit_component`), a `.gitmodules` link
+    (`dotgitmodules_link`)."""
+    return name in ("", ".", "..") or dotgit_component(name) or (link and dotgitmodules_link(name))
+
+
+DOTGIT_REASON = (
+    "a path git refuses to check out (a .git component, '.', '..' or an empty name, or .gitmodules as a symbolic link)"
+)
 
 
 def check_format(declared: list[str]) -> str:

@@ -1,16 +1,17 @@
-"""Trees read in bulk: which of them hold a `.git` path component or a `.gitmodules` symbolic link
-(readers mark such a contribution invalid, writers refuse it: git itself refuses to check one out).
+"""Trees read in bulk: which of them hold a path git refuses to check out (`contribution.checkout_refused`:
+a `.git` component, `.`, `..` or an empty name, a `.gitmodules` symbolic link). Readers mark such a
+contribution invalid, writers refuse it.
 
 Each distinct tree object is read once, in chunks of `CHUNK` trees through one `git cat-file --batch
 --buffer` each (`catfile.batch_output`), the answers taken apart in bulk (a round trip per object cost
 as much as git's own reading); git reads the next chunk while this process looks at the last. A chunk's
-answers are searched whole for "git" in any case, for the code points HFS+ ignores (every name
-`dotgit_component` flags holds one or the other), for a folder's mode and for a symbolic link's (git
-refuses a link NTFS or HFS+ reads as `.gitmodules`: `contribution.dotgitmodules_link`); only the trees a
-match falls in are cut out and their entries parsed (at a million contributions, 660,000 trees, most
-chunks match nowhere). A tree's answer is the first offending path under it, so a subtree shared by
-thousands of trees is judged once. This is the whole tree, not a diff against a parent: a `.git` path
-kept from an invalid parent is found too.
+answers are searched whole for what such a name holds: "git" in any case or a code point HFS+ ignores
+(every name `dotgit_component` flags holds one or the other), a symbolic link's mode (NTFS's short
+names of `.gitmodules` need not hold "git"), a mode followed by "", "." or ".."; and for a folder's
+mode. Only the trees a match falls in are cut out and their entries parsed (at a million contributions,
+660,000 trees, most chunks match nowhere). A tree's answer is the first offending path under it, so a
+subtree shared by thousands of trees is judged once. This is the whole tree, not a diff against a
+parent: a path kept from an invalid parent is found too.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ import re
 import sys
 from collections.abc import Iterable, Iterator
 
-from ..contribution import HFS_IGNORED, dotgit_component, dotgitmodules_link
+from ..contribution import HFS_IGNORED, checkout_refused
 from .catfile import batch_output
 
+EMPTY_NAME = "(an empty name)"  # how a path shows an entry with no name (git cannot check it out)
 CHUNK = 32768  # trees asked of one `git cat-file` (their answers held in memory at once: about 5 MB)
 
 _ENTRY = re.compile(rb"([0-7]+) ([^\0]*)\0(.{20})", re.S)
@@ -45,10 +47,8 @@ def dotgit_paths(git_dir: str | os.PathLike[str], trees: Iterable[str]) -> dict[
             subtrees: list[tuple[str, str]] = []
             for match in _ENTRY.finditer(body):
                 name = match.group(2).decode("utf-8", "surrogateescape")
-                if tree not in own and (
-                    dotgit_component(name) or (match.group(1) == _LINK_MODE and dotgitmodules_link(name))
-                ):
-                    own[tree] = name
+                if tree not in own and checkout_refused(name, match.group(1) == _LINK_MODE):
+                    own[tree] = name or EMPTY_NAME
                 if match.group(1) == _TREE_MODE:
                     subtrees.append((name, match.group(3).hex()))
             if subtrees:
@@ -91,11 +91,20 @@ _IGNORED = [
 ]
 
 
+_DOTS = (b" \0", b" .\0", b" ..\0")  # an entry named "", "." or "..", after its mode
+
+
+def _after_a_mode(data: bytes, at: int) -> bool:
+    """Whether five octal digits end at `at` (where a tree entry's mode ends; an object id holds them
+    rarely, and no matter: a tree a false match falls in is only parsed)."""
+    return at >= 5 and all(48 <= byte <= 55 for byte in data[at - 5 : at])
+
+
 def _looked_at(git_dir: str | os.PathLike[str], oids: list[str]) -> Iterator[tuple[str, bytes]]:
     """(oid, body) of the trees among these objects whose bytes hold "git" in any ASCII case (the ids
     are hex: no "g"), a code point HFS+ ignores, a folder's or a symbolic link's mode (NTFS's short
-    names of `.gitmodules` need not hold "git"): the others (flat trees without "git" in any name,
-    other objects, missing ones) have nothing to look at."""
+    names of `.gitmodules` need not hold "git") or an entry named "", "." or "..": the others (flat
+    trees without "git" in any name, other objects, missing ones) have nothing to look at."""
     for asked, out in _chunks_read(git_dir, oids):
         hits = _found(out.lower(), b"git") + _found(out, _TREE_MODE + b" ") + _found(out, _LINK_MODE + b" ")
         hits += [
@@ -104,6 +113,7 @@ def _looked_at(git_dir: str | os.PathLike[str], oids: list[str]) -> Iterator[tup
             for at in _found(out, lead)
             if out[at + len(lead) : at + len(lead) + 1] in ends
         ]
+        hits += [at for name in _DOTS for at in _found(out, name) if _after_a_mode(out, at)]
         hits.sort()
         if hits:
             yield from _hit_trees(out, asked, hits)
