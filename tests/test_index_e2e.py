@@ -166,9 +166,10 @@ def test_an_index_of_the_old_format_is_rebuilt_once(project):
     assert agora(project, "log").stderr == ""
 
 
-@pytest.mark.parametrize("old_format", [3, 4, 5])
+@pytest.mark.parametrize("old_format", [3, 4, 5, 8])
 def test_an_index_of_an_older_format_is_rebuilt_once_with_one_line(project, old_format):
-    """Format 4 was judged by older rules (a day's future window): its rows are not reused."""
+    """Format 4 was judged by older rules (a day's future window), format 8 by an older `.git` check:
+    their rows are not reused."""
     agora(project, "post", "-m", "an insight", "--tag", "insight")
     index_dir = project / ".git" / "agora" / "index"
     agora(project, "index")

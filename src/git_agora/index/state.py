@@ -27,11 +27,12 @@ from ..contribution import LIMITS
 from ..refs.names import ROOT
 from ..refs.store import Repository
 
-FORMAT_VERSION = 8  # on disk; 4: the tips and per-account counts in a side file the manifest names; 5: rows
+FORMAT_VERSION = 9  # on disk; 4: the tips and per-account counts in a side file the manifest names; 5: rows
 # judged by rules that changed (pending beyond 10 minutes ahead, not a day; a tree with a .git path is invalid);
 # 6: the run_backed column (whether a verdict records its rerun); 7: Agora-Format 2 contributions read (an
 # older index holds them as "needs a newer git-agora"); 8: secret-shaped text redacted in title, description
-# and metadata (`leaks.redact`)
+# and metadata (`leaks.redact`); 9: a tree holding any path git refuses to check out is invalid (the NTFS and
+# HFS+ forms of .git, a .gitmodules link, '.', '..': `contribution.checkout_refused`)
 
 STATE_FILE = "manifest.json"  # written by index.segments
 
