@@ -37,6 +37,7 @@ def store(tmp_path) -> tuple[Path, dict[str, str], dict[str, str]]:
     clean = mktree(repo, [("100644", blob, "gitignore"), ("100644", blob, "train.py")])
     hidden = mktree(repo, [("100644", blob, "config")])
     deep = mktree(repo, [("040000", mktree(repo, [("040000", hidden, ".GiT")]), "b")])
+    hidden_git = mktree(repo, [("040000", hidden, ".gIT")])  # (git reads a mode as its kind bits: 40755 is a folder)
     shared = mktree(repo, [("040000", deep, "a"), ("100644", blob, "x")])
     made = {
         "flat": clean,
@@ -55,6 +56,10 @@ def store(tmp_path) -> tuple[Path, dict[str, str], dict[str, str]]:
         "an entry named .. in a folder": mktree(
             repo, [("040000", write_tree(repo, b"100755 ..\0" + bytes.fromhex(blob)), "sub")]
         ),
+        "a folder of an odd mode": write_tree(repo, b"40755 sub\0" + bytes.fromhex(hidden_git)),
+        "a zero-padded folder": write_tree(repo, b"0040000 sub\0" + bytes.fromhex(hidden_git)),
+        "a link of an odd mode": write_tree(repo, b"120777 .gitmodules\0" + bytes.fromhex(blob)),
+        "an entry named . of a short mode": write_tree(repo, b"1 .\0" + bytes.fromhex(blob)),
         "after them, flat": mktree(repo, [("100644", blob, "z.py")]),
     }
     expected = {
@@ -66,6 +71,10 @@ def store(tmp_path) -> tuple[Path, dict[str, str], dict[str, str]]:
         made["an entry named ."]: ".",
         made["an empty name"]: trees.EMPTY_NAME,
         made["an entry named .. in a folder"]: "sub/..",
+        made["a folder of an odd mode"]: "sub/.gIT",
+        made["a zero-padded folder"]: "sub/.gIT",
+        made["a link of an odd mode"]: ".gitmodules",
+        made["an entry named . of a short mode"]: ".",
     }
     return repo, made, expected
 
@@ -86,11 +95,11 @@ def test_a_failing_read_ahead_is_raised_where_it_is_read(store, monkeypatch):
     calls: list[list[str]] = []
     read = trees.batch_output
 
-    def second_fails(git_dir, oids):
+    def second_fails(git_dir, oids, *header):
         calls.append(oids)
         if len(calls) == 2:
             raise subprocess.CalledProcessError(128, ["git", "cat-file"])
-        return read(git_dir, oids)
+        return read(git_dir, oids, *header)
 
     monkeypatch.setattr(trees, "batch_output", second_fails)
     with pytest.raises(subprocess.CalledProcessError):
@@ -124,6 +133,10 @@ def test_only_trees_a_match_falls_in_are_parsed(store, monkeypatch):
         "an entry named .",
         "an empty name",
         "an entry named .. in a folder",
+        "a folder of an odd mode",
+        "a zero-padded folder",
+        "a link of an odd mode",
+        "an entry named . of a short mode",
         "a subtree",
     }
 
@@ -146,6 +159,7 @@ PIECES = [
     b"\xff",
 ]
 STEMS = [b".git", b".GIT", b"git~1", b"GIT~1", b".gi", b"git~", b"git"]
+LINK_MODES = [b"120000", b"120777", b"0120000", b"320000"]
 LINK_STEMS = [
     b".gitmodules",
     b".GITMODULES",
@@ -184,7 +198,7 @@ def test_the_trees_flagged_are_the_trees_git_fsck_flags(tmp_path):
     """Differential against git itself: `git fsck` reports a `.git` path (`hasDotgit`) or a `.gitmodules`
     link (`gitmodulesSymlink`) in exactly the trees `dotgit_paths` names, for 600 names that are `.git`
     or nearly (each the only entry of a tree, as a file, and as a folder one level down) and 400 that
-    are `.gitmodules` or nearly (as a file and as a symbolic link)."""
+    are `.gitmodules` or nearly (as a file and as a symbolic link, of modes git writes or only reads)."""
     repo = tmp_path / "trees.git"
     subprocess.run(["git", "init", "-q", "--bare", str(repo)], check=True)
     blob = bytes.fromhex(git(repo, "hash-object", "-w", "--stdin", data=b"x\n"))
@@ -195,9 +209,9 @@ def test_the_trees_flagged_are_the_trees_git_fsck_flags(tmp_path):
         nested[name] = write_tree(
             repo, b"40000 sub\0%s" % bytes.fromhex(write_tree(repo, b"40000 %s\0%s" % (name, blob)))
         )
-    for name in link_names:
+    for at, name in enumerate(link_names):  # a link's mode as git writes it, or one git also reads as a link
         tops[name] = write_tree(repo, b"100644 %s\0%s" % (name, blob))
-        links[name] = write_tree(repo, b"120000 %s\0%s" % (name, blob))
+        links[name] = write_tree(repo, b"%s %s\0%s" % (LINK_MODES[at % len(LINK_MODES)], name, blob))
     reported = subprocess.run(["git", "--git-dir", str(repo), "fsck", "--no-dangling"], capture_output=True, text=True)
     said = reported.stdout + reported.stderr
     flagged = set(re.findall(r"in tree ([0-9a-f]{40}): (?:hasDotgit|gitmodulesSymlink)", said))

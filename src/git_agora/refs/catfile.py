@@ -95,11 +95,14 @@ class CatFile:
         return header[1], body
 
 
-def batch_output(git_dir: str | os.PathLike[str], oids: list[str]) -> bytes:
+def batch_output(git_dir: str | os.PathLike[str], oids: list[str], header: str | None = None) -> bytes:
     """What one `git cat-file --batch --buffer` answers for these objects, asked at once (for bulk
-    reads, where a round trip per object would cost as much as git's own reading)."""
+    reads, where a round trip per object would cost as much as git's own reading); `header`: the
+    format of the line before each object (`--batch=<format>`; git's own "<oid> <type> <size>" by
+    default)."""
+    batch = "--batch" if header is None else f"--batch={header}"
     return subprocess.run(
-        ["git", "--git-dir", os.fspath(git_dir), "cat-file", "--batch", "--buffer"],
+        ["git", "--git-dir", os.fspath(git_dir), "cat-file", batch, "--buffer"],
         input="".join(f"{oid}\n" for oid in oids).encode(),
         capture_output=True,
         check=True,
