@@ -146,6 +146,20 @@ def test_gitmodules_links_git_refuses(name, refused):
     assert dotgitmodules_link(name) is refused
 
 
+def test_a_name_of_many_backslashes_is_judged_without_copying_it_at_each():
+    """NTFS starts a name after each backslash; a name of 20,000 of them (a tree entry's name has no
+    limit) is judged from offsets: copying the rest at each would hold 200 MB at once."""
+    import tracemalloc
+
+    name = "\\" * 20_000 + ".git"
+    tracemalloc.start()
+    try:
+        assert dotgit_component(name) and not dotgitmodules_link(name)
+        assert tracemalloc.get_traced_memory()[1] < 5_000_000
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_record_keeps_declared_numbers_and_plain_words_only():
     payload = {"bpb": 1.5, "data_sha256": "ab" * 32, "note": "free text here", "tokens": 9, "nan": float("nan")}
     assert declared_output(payload, ["data_sha256", "tokens", "absent"]) == {"data_sha256": "ab" * 32, "tokens": 9}

@@ -14,7 +14,7 @@ occurs (see `encode_description`).
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import Enum
 from types import MappingProxyType
 from typing import NamedTuple
@@ -333,61 +333,58 @@ def dotgit_component(path: str) -> bool:
     check out such a path on every system since 2.24.1, the HFS+ forms on macOS): a component that NTFS
     reads as `.git` (`ntfs_dotgit`), also after a backslash, or that HFS+ does (`hfs_dotgit`). Names
     come as `os.fsdecode` and `surrogateescape` give them: a byte that is not UTF-8 is a lone surrogate."""
-    return any(hfs_dotgit(name) or any(map(ntfs_dotgit, _from_backslashes(name))) for name in path.split("/"))
+    return any(hfs_dotgit(name) or any(ntfs_dotgit(name, at) for at in _starts(name)) for name in path.split("/"))
 
 
 def dotgitmodules_link(name: str) -> bool:
     """Whether a symbolic link of this name (one path component) is one git refuses to check out and
     `git fsck` reports (`gitmodulesSymlink`): what NTFS or HFS+ reads as `.gitmodules`, also after a
     backslash (git's `is_ntfs_dotgitmodules`, `is_hfs_dotgitmodules`)."""
-    return _hfs_dot(name, "gitmodules") or any(_ntfs_dot(at, "gitmodules", "gi7eba") for at in _from_backslashes(name))
+    return _hfs_dot(name, "gitmodules") or any(_ntfs_dot(name, at, "gitmodules", "gi7eba") for at in _starts(name))
 
 
-def _from_backslashes(name: str) -> list[str]:
-    """The name, and what follows each backslash in it: where NTFS starts a name (git checks each)."""
-    if "\\" not in name:
-        return [name]
-    return [name, *(name[at + 1 :] for at, char in enumerate(name) if char == "\\")]
+def _starts(name: str) -> Iterator[int]:
+    """Where NTFS starts a name within this one: at 0 and after each backslash (git checks each). Offsets,
+    not copies: a name of a million backslashes costs a million short checks."""
+    yield 0
+    at = name.find("\\")
+    while at >= 0:
+        yield at + 1
+        at = name.find("\\", at + 1)
 
 
-def ntfs_dotgit(name: str) -> bool:
-    """Whether NTFS reads this name as `.git` (git's `is_ntfs_dotgit`): `.git` or its 8.3 name `git~1`,
-    in any case, then nothing but dots and spaces up to the end, a backslash or a colon (where a stream
-    name starts, as in `.git::$INDEX_ALLOCATION`)."""
-    if name[:1] not in (".", "g", "G"):
+def ntfs_dotgit(name: str, at: int = 0) -> bool:
+    """Whether NTFS reads this name (from `at`) as `.git` (git's `is_ntfs_dotgit`): `.git` or its 8.3
+    name `git~1`, in any case, then nothing but dots and spaces up to the end, a backslash or a colon
+    (where a stream name starts, as in `.git::$INDEX_ALLOCATION`)."""
+    if name[at : at + 1] not in (".", "g", "G"):
         return False
-    if _ascii_lower(name[:4]) == ".git":
-        rest = name[4:]
-    elif _ascii_lower(name[:5]) == "git~1":
-        rest = name[5:]
-    else:
-        return False
-    for char in rest:
-        if char in "\\:":
+    if _ascii_lower(name[at : at + 4]) == ".git":
+        return _ends_name(name, at + 4, "\\:")
+    return _ascii_lower(name[at : at + 5]) == "git~1" and _ends_name(name, at + 5, "\\:")
+
+
+def _ntfs_dot(name: str, at: int, dotted: str, short: str) -> bool:
+    """Whether NTFS reads this name (from `at`) as `.<dotted>` (git's `is_ntfs_dot_generic`): that name
+    in any case, its 8.3 forms (the first six letters, then `~1` to `~4`; or up to six letters of the
+    hashed `short` prefix, a tilde and digits, eight characters in all), then nothing but dots and
+    spaces up to the end or a colon."""
+    head = name[at : at + 1 + len(dotted)]
+    if head[:1] == "." and _ascii_lower(head[1:]) == dotted:
+        return _ends_name(name, at + len(head), ":")
+    head = name[at : at + 8]
+    eight = _ascii_lower(head[:6]) == dotted[:6] and head[6:7] == "~" and head[7:8] in ("1", "2", "3", "4")
+    return (eight or _short_name(head, short)) and _ends_name(name, at + 8, ":")
+
+
+def _ends_name(name: str, at: int, stops: str) -> bool:
+    """Whether NTFS reads the name from `at` on as nothing: dots and spaces up to its end or a `stop`."""
+    while at < len(name):
+        if name[at] in stops:
             return True
-        if char not in ". ":
+        if name[at] not in ". ":
             return False
-    return True
-
-
-def _ntfs_dot(name: str, dotted: str, short: str) -> bool:
-    """Whether NTFS reads this name as `.<dotted>` (git's `is_ntfs_dot_generic`): that name in any case,
-    its 8.3 forms (the first six letters, then `~1` to `~4`; or up to six letters of the hashed `short`
-    prefix, a tilde and digits, eight characters in all), then nothing but dots and spaces up to the
-    end or a colon."""
-    if name[:1] == "." and _ascii_lower(name[1 : 1 + len(dotted)]) == dotted:
-        rest = name[1 + len(dotted) :]
-    elif _ascii_lower(name[:6]) == dotted[:6] and name[6:7] == "~" and name[7:8] in ("1", "2", "3", "4"):
-        rest = name[8:]
-    elif _short_name(name[:8], short):
-        rest = name[8:]
-    else:
-        return False
-    for char in rest:
-        if char == ":":
-            return True
-        if char not in ". ":
-            return False
+        at += 1
     return True
 
 
